@@ -1,0 +1,10 @@
+// Prisma CLI configuration. DATABASE_URL is read directly (not with Prisma's env()), because env()
+// throws when the variable is unset and `prisma generate` must work without a database.
+import 'dotenv/config';
+import { defineConfig } from 'prisma/config';
+
+export default defineConfig({
+  schema: 'prisma/schema.prisma',
+  migrations: { path: 'prisma/migrations' },
+  datasource: { url: process.env.DATABASE_URL ?? '' },
+});

@@ -1,0 +1,129 @@
+// Configuration: read from process.env once, validated, frozen. Every message names the variable
+// and what is allowed, so a bad deployment fails at start-up instead of at the first claim.
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+
+const intFrom = (name: string, fallback: number, min: number, max: number) =>
+  z
+    .string()
+    .optional()
+    .transform((raw, ctx) => {
+      if (raw === undefined || raw.trim() === '') return fallback;
+      const value = Number(raw);
+      if (!Number.isInteger(value) || value < min || value > max) {
+        ctx.addIssue({ code: 'custom', message: `${name} must be an integer from ${min} to ${max} (got "${raw}")` });
+        return z.NEVER;
+      }
+      return value;
+    });
+
+const EnvSchema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test'], {
+    error: 'NODE_ENV must be one of development, production, test',
+  }).default('development'),
+  PORT: intFrom('PORT', 4000, 0, 65535),
+  HOST: z.string().optional(),
+  DATABASE_URL: z
+    .string()
+    .optional()
+    .refine((url) => url === undefined || url === '' || /^postgres(ql)?:\/\//.test(url), {
+      message: 'DATABASE_URL must be a postgres:// or postgresql:// URL (or unset for the embedded database)',
+    }),
+  ADMIN_API_KEY: z
+    .string()
+    .optional()
+    .refine((key) => key === undefined || key === '' || key.length >= 16, {
+      message: 'ADMIN_API_KEY must be at least 16 characters',
+    }),
+  DATABASE_POOL_SIZE: intFrom('DATABASE_POOL_SIZE', 10, 1, 1000),
+  DATABASE_POOL_TIMEOUT_MS: intFrom('DATABASE_POOL_TIMEOUT_MS', 2000, 1, 600_000),
+  DATABASE_STATEMENT_TIMEOUT_MS: intFrom('DATABASE_STATEMENT_TIMEOUT_MS', 5000, 1, 3_600_000),
+  DATABASE_LOCK_TIMEOUT_MS: intFrom('DATABASE_LOCK_TIMEOUT_MS', 3000, 1, 3_600_000),
+  DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: intFrom('DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS', 10_000, 1, 3_600_000),
+  DATABASE_TRANSACTION_TIMEOUT_MS: intFrom('DATABASE_TRANSACTION_TIMEOUT_MS', 10_000, 1, 3_600_000),
+  EMBEDDED_PG_DIR: z.string().default('.tessera/pgdata'),
+  EMBEDDED_PG_PORT: intFrom('EMBEDDED_PG_PORT', 54329, 1, 65535),
+  SHUTDOWN_GRACE_MS: intFrom('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+});
+
+export interface Config {
+  readonly env: 'development' | 'production' | 'test';
+  readonly port: number;
+  readonly host: string | undefined;
+  /** undefined: start the embedded PostgreSQL. */
+  readonly databaseUrl: string | undefined;
+  readonly adminApiKey: string;
+  /** true when the admin key was generated at start-up (not given in ADMIN_API_KEY). */
+  readonly adminApiKeyGenerated: boolean;
+  readonly database: {
+    readonly poolSize: number;
+    readonly poolTimeoutMs: number;
+    readonly statementTimeoutMs: number;
+    readonly lockTimeoutMs: number;
+    readonly idleInTransactionTimeoutMs: number;
+    readonly transactionTimeoutMs: number;
+  };
+  readonly embedded: { readonly dir: string; readonly port: number };
+  readonly shutdownGraceMs: number;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/**
+ * Outside production a missing ADMIN_API_KEY is generated once and kept in `.tessera/admin-api-key`
+ * beside the embedded database, so a restart keeps the key an operator already pasted into GraphiQL.
+ */
+function generatedAdminKey(stateDir: string): string {
+  const file = path.join(stateDir, 'admin-api-key');
+  if (existsSync(file)) {
+    const saved = readFileSync(file, 'utf8').trim();
+    if (saved.length >= 16) return saved;
+  }
+  const key = `tsa_${randomBytes(24).toString('base64url')}`;
+  mkdirSync(stateDir, { recursive: true });
+  writeFileSync(file, `${key}\n`, { mode: 0o600 });
+  return key;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => `  - ${issue.path.join('.') || 'env'}: ${issue.message}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  const e = parsed.data;
+  const databaseUrl = e.DATABASE_URL ? e.DATABASE_URL : undefined;
+  const givenKey = e.ADMIN_API_KEY ? e.ADMIN_API_KEY : undefined;
+  if (e.NODE_ENV === 'production') {
+    const missing = [!databaseUrl && 'DATABASE_URL', !givenKey && 'ADMIN_API_KEY'].filter(Boolean);
+    if (missing.length > 0) {
+      throw new ConfigError(
+        `NODE_ENV=production requires ${missing.join(' and ')}: production never uses the embedded database or a generated admin key.`,
+      );
+    }
+  }
+  const embeddedDir = path.resolve(e.EMBEDDED_PG_DIR);
+  const adminApiKey = givenKey ?? generatedAdminKey(path.dirname(embeddedDir));
+  return Object.freeze({
+    env: e.NODE_ENV,
+    port: e.PORT,
+    host: e.HOST || undefined,
+    databaseUrl,
+    adminApiKey,
+    adminApiKeyGenerated: givenKey === undefined,
+    database: Object.freeze({
+      poolSize: e.DATABASE_POOL_SIZE,
+      poolTimeoutMs: e.DATABASE_POOL_TIMEOUT_MS,
+      statementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
+      lockTimeoutMs: e.DATABASE_LOCK_TIMEOUT_MS,
+      idleInTransactionTimeoutMs: e.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+      transactionTimeoutMs: e.DATABASE_TRANSACTION_TIMEOUT_MS,
+    }),
+    embedded: Object.freeze({ dir: embeddedDir, port: e.EMBEDDED_PG_PORT }),
+    shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+  });
+}

@@ -1,0 +1,33 @@
+// Per request: who is calling, the request's loaders, and the services.
+import { authenticate } from './auth';
+import type { Database } from './db/client';
+import { createLoaders } from './loaders';
+import { AllocationService } from './services/allocation';
+import { CampaignService } from './services/campaigns';
+import { PartnerService } from './services/partners';
+import type { RequestContext } from './services/requestContext';
+
+export interface Services {
+  readonly allocations: AllocationService;
+  readonly campaigns: CampaignService;
+  readonly partners: PartnerService;
+}
+
+export interface Context extends RequestContext {
+  readonly services: Services;
+}
+
+export function createServices(db: Database, adminApiKey: string): Services {
+  return {
+    allocations: new AllocationService(db),
+    campaigns: new CampaignService(db),
+    partners: new PartnerService(db, adminApiKey),
+  };
+}
+
+export async function createContext(db: Database, services: Services, authorization: string | undefined): Promise<Context> {
+  const viewer = await authenticate(authorization, services.partners);
+  const loaders = createLoaders(db, services);
+  if (viewer.kind === 'partner') loaders.partner.prime(viewer.partnerId, viewer.partner);
+  return { viewer, loaders, services };
+}

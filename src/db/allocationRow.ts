@@ -1,0 +1,40 @@
+// The allocations row as raw SQL returns it, and its mapping to the model.
+import type { JsonValue } from './json';
+import type { AllocationModel, AllocationStatus } from '../models';
+
+/** Columns every statement that returns allocations selects, in this order. */
+export const ALLOCATION_COLUMNS = `id, campaign_id, ticket_id, partner_id, holder, metadata, idempotency_key,
+  request_hash, status, sequence, allocated_at, expires_at, released_at`;
+
+export interface AllocationRow {
+  id: string;
+  campaign_id: string;
+  ticket_id: bigint;
+  partner_id: string;
+  holder: string;
+  metadata: JsonValue | null;
+  idempotency_key: string | null;
+  request_hash: string | null;
+  status: AllocationStatus;
+  sequence: bigint;
+  allocated_at: Date;
+  expires_at: Date | null;
+  released_at: Date | null;
+}
+
+export function toAllocation(row: AllocationRow): AllocationModel {
+  return {
+    id: row.id,
+    campaignId: row.campaign_id,
+    ticketId: String(row.ticket_id),
+    partnerId: row.partner_id,
+    holder: row.holder,
+    metadata: row.metadata,
+    idempotencyKey: row.idempotency_key,
+    status: row.status,
+    sequence: Number(row.sequence),
+    allocatedAt: row.allocated_at,
+    expiresAt: row.expires_at,
+    releasedAt: row.released_at,
+  };
+}

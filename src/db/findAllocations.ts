@@ -1,0 +1,53 @@
+// Reading allocations: by id (for `allocation(id)` and the DataLoader) and a campaign's page in
+// allocation order (for Campaign.allocations).
+import { Prisma } from '../generated/prisma/client';
+import type { Db } from './client';
+import { ALLOCATION_COLUMNS, toAllocation, type AllocationRow } from './allocationRow';
+import type { AllocationModel } from '../models';
+
+export async function findAllocationsByIds(db: Db, ids: readonly string[]): Promise<AllocationModel[]> {
+  const rows = await db.$queryRaw<AllocationRow[]>`
+    SELECT ${Prisma.raw(ALLOCATION_COLUMNS)} FROM allocations WHERE id = ANY(${ids}::uuid[])`;
+  return rows.map(toAllocation);
+}
+
+/** The idempotency record behind a key: the request fingerprint is compared by the caller. */
+export async function findAllocationWithRequest(
+  db: Db,
+  campaignId: string,
+  allocationId: string,
+): Promise<{ allocation: AllocationModel; requestHash: string | null } | null> {
+  const rows = await db.$queryRaw<AllocationRow[]>`
+    SELECT ${Prisma.raw(ALLOCATION_COLUMNS)} FROM allocations
+     WHERE campaign_id = ${campaignId}::uuid AND id = ${allocationId}::uuid`;
+  return rows[0] ? { allocation: toAllocation(rows[0]), requestHash: rows[0].request_hash } : null;
+}
+
+export interface AllocationPageQuery {
+  campaignId: string;
+  /** Only this partner's allocations; null for all (admin). */
+  partnerId: string | null;
+  /** Sequence after which the page starts (exclusive); 0 for the first page. */
+  afterSequence: number;
+  limit: number;
+}
+
+/** Up to `limit + 1` allocations, so the caller can tell whether there is a next page. */
+export async function findAllocationPage(db: Db, q: AllocationPageQuery): Promise<AllocationModel[]> {
+  const rows = await db.$queryRaw<AllocationRow[]>`
+    SELECT ${Prisma.raw(ALLOCATION_COLUMNS)} FROM allocations
+     WHERE campaign_id = ${q.campaignId}::uuid
+       AND (${q.partnerId}::uuid IS NULL OR partner_id = ${q.partnerId}::uuid)
+       AND sequence > ${q.afterSequence}::bigint
+     ORDER BY sequence
+     LIMIT ${q.limit + 1}::integer`;
+  return rows.map(toAllocation);
+}
+
+export async function countAllocations(db: Db, campaignId: string, partnerId: string | null): Promise<number> {
+  const rows = await db.$queryRaw<{ n: bigint }[]>`
+    SELECT count(*) AS n FROM allocations
+     WHERE campaign_id = ${campaignId}::uuid
+       AND (${partnerId}::uuid IS NULL OR partner_id = ${partnerId}::uuid)`;
+  return Number(rows[0]?.n ?? 0);
+}

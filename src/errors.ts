@@ -1,0 +1,79 @@
+// Error codes and how they reach clients.
+//
+// Two tiers (as in Vendure): expected outcomes of a claim-like mutation are typed results in the
+// payload (`ClaimError`, codes from the ClaimErrorCode enum); everything else is a GraphQL error
+// whose `extensions.code` is one of ErrorCode below. Unexpected failures are logged with their
+// cause and masked as INTERNAL_SERVER_ERROR.
+import { GraphQLError } from 'graphql';
+import type { ClaimErrorCode } from './generated/graphql';
+
+export const ErrorCode = {
+  /** No, malformed, unknown or revoked API key. HTTP 401. */
+  UNAUTHENTICATED: 'UNAUTHENTICATED',
+  /** A partner calling an admin operation or reading another partner's data. */
+  FORBIDDEN: 'FORBIDDEN',
+  /** An argument failed validation; `extensions.field` names it. */
+  BAD_USER_INPUT: 'BAD_USER_INPUT',
+  /** An admin operation named a campaign (or other object) that does not exist. */
+  NOT_FOUND: 'NOT_FOUND',
+  /** A campaign status change that is not allowed (e.g. opening a CLOSED campaign). */
+  INVALID_TRANSITION: 'INVALID_TRANSITION',
+  /** Tickets loaded into a CLOSED campaign. */
+  CAMPAIGN_CLOSED: 'CAMPAIGN_CLOSED',
+  /** The database is busy or unreachable; retry (a claim with its idempotency key). HTTP 503. */
+  UNAVAILABLE: 'UNAVAILABLE',
+  INTERNAL_SERVER_ERROR: 'INTERNAL_SERVER_ERROR',
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
+  UNAUTHENTICATED: 401,
+  UNAVAILABLE: 503,
+};
+
+export function apiError(code: ErrorCode, message: string, extensions: Record<string, unknown> = {}): GraphQLError {
+  const status = HTTP_STATUS[code];
+  return new GraphQLError(message, {
+    extensions: { code, ...extensions, ...(status ? { http: { status } } : {}) },
+  });
+}
+
+export const notFound = (what: string, id: string) => apiError(ErrorCode.NOT_FOUND, `${what} ${id} does not exist.`);
+
+/** A validation failure; becomes INVALID_INPUT in a claim payload or BAD_USER_INPUT elsewhere. */
+export class InvalidInput extends Error {
+  override name = 'InvalidInput';
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(message);
+  }
+  toGraphQLError(): GraphQLError {
+    return apiError(ErrorCode.BAD_USER_INPUT, this.message, { field: this.field });
+  }
+}
+
+export interface ClaimError {
+  code: ClaimErrorCode;
+  message: string;
+}
+
+export const CLAIM_MESSAGES: Record<ClaimErrorCode, string> = {
+  SOLD_OUT: 'The campaign is sold out: no ticket is available and none is held.',
+  ALL_HELD: 'No ticket is available now, but held tickets may return to the pool: retry later.',
+  CAMPAIGN_NOT_FOUND: 'No campaign has this id.',
+  CAMPAIGN_NOT_OPEN: 'The campaign is not open for claims (draft, closed, or outside its opensAt/closesAt window).',
+  HOLDER_LIMIT_REACHED: "This holder already has the campaign's perHolderLimit of live allocations from this partner.",
+  IDEMPOTENCY_KEY_REUSED: 'This idempotency key was already used for a different request.',
+  INVALID_INPUT: 'The input is invalid.',
+  ALLOCATION_NOT_FOUND: 'No allocation of yours has this id.',
+  HOLD_EXPIRED: 'The hold expired and its ticket went back to the pool.',
+  NOT_HELD: 'The allocation is not held.',
+  PARTNER_QUOTA_REACHED: "The partner's quota in this campaign is reached.",
+  INSUFFICIENT_TICKETS: 'Fewer tickets are available than the quantity asked; nothing was allocated.',
+};
+
+export function claimError(code: ClaimErrorCode, message = CLAIM_MESSAGES[code]): ClaimError {
+  return { code, message };
+}

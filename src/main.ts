@@ -1,0 +1,88 @@
+// `npm start`: read the configuration, start the embedded PostgreSQL when DATABASE_URL is unset,
+// apply pending migrations, then serve. SIGTERM/SIGINT stop it cleanly.
+import 'dotenv/config';
+import { Client } from 'pg';
+import { ConfigError, loadConfig, type Config } from './config';
+import { createDatabase } from './db/client';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded';
+import { migrate } from './db/migrate';
+import { createLogger } from './logger';
+import { createServer } from './server';
+
+const EMBEDDED_DATABASE = 'tessera';
+
+async function embeddedDatabaseUrl(config: Config): Promise<{ url: string; embedded: EmbeddedDatabase }> {
+  const embedded = await startEmbeddedPostgres(config.embedded);
+  const admin = new Client({ connectionString: embedded.url });
+  await admin.connect();
+  try {
+    const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [EMBEDDED_DATABASE]);
+    if (!rowCount) await admin.query(`CREATE DATABASE "${EMBEDDED_DATABASE}"`);
+  } finally {
+    await admin.end();
+  }
+  return { url: embedded.urlFor(EMBEDDED_DATABASE), embedded };
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger({ env: config.env, level: process.env.LOG_LEVEL });
+  const started = Date.now();
+  let embedded: EmbeddedDatabase | undefined;
+  let url = config.databaseUrl;
+  if (!url) {
+    ({ url, embedded } = await embeddedDatabaseUrl(config));
+    logger.info({ dir: config.embedded.dir, port: config.embedded.port }, 'embedded PostgreSQL started (DATABASE_URL is unset)');
+  }
+  const applied = await migrate(url);
+  if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+
+  const db = createDatabase({ ...config.database, url, onError: (err) => logger.warn({ err }, 'database connection error') });
+  const server = await createServer({ config, db, logger });
+  const { port } = await server.listen(config.port, config.host);
+  logger.info({ port, ms: Date.now() - started }, 'Tessera is serving POST /graphql');
+
+  const base = `http://localhost:${port}`;
+  if (config.adminApiKeyGenerated) {
+    // Printed once for the operator; never written to the structured log.
+    process.stdout.write(
+      `\n  Tessera is ready.\n  GraphiQL:      ${base}/graphql#admin-key=${encodeURIComponent(config.adminApiKey)}\n` +
+        `  Admin API key: ${config.adminApiKey}  (generated; kept in ${config.embedded.dir}/../admin-api-key; set ADMIN_API_KEY to choose one)\n\n`,
+    );
+  } else {
+    process.stdout.write(`\n  Tessera is ready. GraphiQL: ${base}/graphql (header Authorization: Bearer <ADMIN_API_KEY>)\n\n`);
+  }
+
+  let stopping = false;
+  const shutdown = async (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down: no new requests, finishing the ones in flight');
+    const deadline = setTimeout(() => {
+      logger.error('shutdown took too long; exiting');
+      process.exit(1);
+    }, config.shutdownGraceMs + 5_000);
+    deadline.unref();
+    try {
+      await server.stop();
+      await db.close();
+      if (embedded) await embedded.stop();
+      logger.info('stopped');
+      process.exit(0);
+    } catch (err) {
+      logger.error({ err }, 'shutdown failed');
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', (signal) => void shutdown(signal));
+  process.on('SIGINT', (signal) => void shutdown(signal));
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof ConfigError) {
+    process.stderr.write(`${error.message}\n`);
+  } else {
+    process.stderr.write(`Tessera failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  }
+  process.exit(1);
+});

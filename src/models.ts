@@ -1,0 +1,59 @@
+// The shapes services return and resolvers receive (codegen maps the GraphQL types onto them).
+import type { JsonValue } from './db/json';
+
+export type CampaignStatus = 'DRAFT' | 'OPEN' | 'CLOSED';
+export type TicketStatus = 'AVAILABLE' | 'HELD' | 'ALLOCATED';
+export type AllocationStatus = 'HELD' | 'ACTIVE' | 'RELEASED' | 'EXPIRED';
+
+export interface PartnerModel {
+  id: string;
+  name: string;
+  createdAt: Date;
+}
+
+export interface CampaignModel {
+  id: string;
+  name: string;
+  status: CampaignStatus;
+  opensAt: Date | null;
+  closesAt: Date | null;
+  perHolderLimit: number | null;
+  createdAt: Date;
+}
+
+export interface CampaignStatsModel {
+  total: number;
+  allocated: number;
+  held: number;
+  available: number;
+}
+
+export interface TicketModel {
+  campaignId: string;
+  /** bigint in the database, a decimal string here and in the API. */
+  id: string;
+  code: string;
+  status: TicketStatus;
+}
+
+export interface AllocationModel {
+  id: string;
+  campaignId: string;
+  ticketId: string;
+  partnerId: string;
+  holder: string;
+  metadata: JsonValue | null;
+  idempotencyKey: string | null;
+  status: AllocationStatus;
+  sequence: number;
+  allocatedAt: Date;
+  expiresAt: Date | null;
+  releasedAt: Date | null;
+}
+
+export interface ConnectionModel<T> {
+  edges: { node: T; cursor: string }[];
+  pageInfo: { hasNextPage: boolean; endCursor: string | null };
+  /** Counted only when the client asks for it. */
+  totalCount: () => Promise<number>;
+}

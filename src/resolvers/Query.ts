@@ -1,0 +1,7 @@
+import type { QueryResolvers } from '../generated/graphql';
+
+export const Query: QueryResolvers = {
+  campaign: (_, { id }, ctx) => ctx.services.campaigns.get(ctx, id),
+  campaigns: (_, args, ctx) => ctx.services.campaigns.list(ctx, args),
+  allocation: (_, { id }, ctx) => ctx.services.allocations.get(ctx, id),
+};

@@ -1,0 +1,20 @@
+import { DateTimeResolver, JSONResolver } from 'graphql-scalars';
+import type { Resolvers } from '../generated/graphql';
+import { Allocation } from './Allocation';
+import { Campaign, CampaignStats } from './Campaign';
+import { Mutation } from './Mutation';
+import { Query } from './Query';
+
+const totalCount = { totalCount: (connection: { totalCount: () => Promise<number> }) => connection.totalCount() };
+
+export const resolvers: Resolvers = {
+  DateTime: DateTimeResolver,
+  JSON: JSONResolver,
+  Query,
+  Mutation,
+  Campaign,
+  CampaignStats,
+  Allocation,
+  AllocationConnection: totalCount,
+  CampaignConnection: totalCount,
+};

@@ -1,0 +1,179 @@
+// The only file that wires everything together: Express 5, Apollo Server 5, the database, auth.
+//   POST /graphql   the API (Authorization: Bearer <key>)
+//   GET  /graphql   GraphiQL for browsers (offline)
+//   GET  /healthz   200 once claims can be served: database answers, migrations applied
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
+import { unwrapResolverError } from '@apollo/server/errors';
+import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
+import { expressMiddleware } from '@as-integrations/express5';
+import express from 'express';
+import { GraphQLError, type GraphQLFormattedError } from 'graphql';
+import type { Config } from './config';
+import { createContext, createServices, type Context } from './context';
+import type { Database } from './db/client';
+import { pendingMigrations } from './db/migrate';
+import { isTransientDbError } from './db/pgErrors';
+import { ErrorCode, InvalidInput } from './errors';
+import { GRAPHIQL_HTML, graphiqlAssets } from './graphiql';
+import type { Logger } from './logger';
+import { resolvers } from './resolvers';
+
+export const SCHEMA_PATH = path.resolve(__dirname, '../schema.graphql');
+
+export interface TesseraServer {
+  readonly app: express.Express;
+  readonly httpServer: http.Server;
+  listen(port: number, host?: string): Promise<{ port: number }>;
+  /** Stops accepting, lets in-flight requests finish (bounded by `graceMs`), then closes. */
+  stop(): Promise<void>;
+}
+
+type ServerConfig = Pick<Config, 'env' | 'adminApiKey' | 'shutdownGraceMs'>;
+
+/** Codes a client may see as they are; anything else is masked. */
+const PUBLIC_CODES = new Set<string>([
+  ...Object.values(ErrorCode),
+  'GRAPHQL_PARSE_FAILED',
+  'GRAPHQL_VALIDATION_FAILED',
+  'BAD_REQUEST',
+  'OPERATION_RESOLUTION_FAILURE',
+  'PERSISTED_QUERY_NOT_FOUND',
+  'PERSISTED_QUERY_NOT_SUPPORTED',
+]);
+
+const RETRY_AFTER_SECONDS = 1;
+
+export async function createServer(options: { config: ServerConfig; db: Database; logger: Logger }): Promise<TesseraServer> {
+  const { config, db, logger } = options;
+  const services = createServices(db, config.adminApiKey);
+  const app = express();
+  const httpServer = http.createServer(app);
+  app.disable('x-powered-by');
+
+  // Unexpected errors are logged with their cause and request id, and reach the client as
+  // INTERNAL_SERVER_ERROR with that id only: no stack, no SQL. Transient database trouble is
+  // UNAVAILABLE (retry); validation failures are BAD_USER_INPUT naming the field.
+  const formatError = (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
+    const original = unwrapResolverError(error);
+    const requestId = (error as { requestId?: string } | undefined)?.requestId;
+    if (original instanceof InvalidInput) {
+      return { message: original.message, path: formatted.path, extensions: { code: ErrorCode.BAD_USER_INPUT, field: original.field } };
+    }
+    if (isTransientDbError(original)) {
+      return {
+        message: 'The database is busy or unreachable; retry shortly (claims with their idempotency key).',
+        path: formatted.path,
+        extensions: { code: ErrorCode.UNAVAILABLE, retryable: true },
+      };
+    }
+    const code = formatted.extensions?.code;
+    if (typeof code === 'string' && PUBLIC_CODES.has(code) && code !== ErrorCode.INTERNAL_SERVER_ERROR) {
+      const { stacktrace: _stacktrace, ...extensions } = formatted.extensions ?? {};
+      return { ...formatted, extensions };
+    }
+    return {
+      message: 'Internal server error',
+      path: formatted.path,
+      extensions: { code: ErrorCode.INTERNAL_SERVER_ERROR, ...(requestId ? { requestId } : {}) },
+    };
+  };
+
+  const requestIds: ApolloServerPlugin<Context & { requestId: string }> = {
+    async requestDidStart({ contextValue }) {
+      return {
+        async didEncounterErrors({ errors, response }) {
+          let transient = false;
+          for (const error of errors) {
+            const original = unwrapResolverError(error);
+            (error as GraphQLError & { requestId?: string }).requestId = contextValue.requestId;
+            if (isTransientDbError(original)) transient = true;
+            else if (!(original instanceof GraphQLError) && !(original instanceof InvalidInput)) {
+              logger.error({ err: original, requestId: contextValue.requestId, path: error.path }, 'unexpected error');
+            }
+          }
+          if (transient) {
+            response.http.status = 503;
+            response.http.headers.set('retry-after', String(RETRY_AFTER_SECONDS));
+          }
+        },
+      };
+    },
+  };
+
+  const apollo = new ApolloServer<Context & { requestId: string }>({
+    typeDefs: readFileSync(SCHEMA_PATH, 'utf8'),
+    resolvers: resolvers as never,
+    formatError,
+    includeStacktraceInErrorResponses: false,
+    introspection: true,
+    plugins: [
+      ApolloServerPluginDrainHttpServer({ httpServer, stopGracePeriodMillis: config.shutdownGraceMs }),
+      ApolloServerPluginLandingPageDisabled(),
+      requestIds,
+    ],
+  });
+  await apollo.start();
+
+  app.get('/healthz', async (_req, res) => {
+    try {
+      const pending = await pendingMigrations(async (sql) => (await db.pool.query(sql)).rows);
+      if (pending.length > 0) {
+        res.status(503).json({ status: 'migrating', pending });
+        return;
+      }
+      res.json({ status: 'ok' });
+    } catch (error) {
+      logger.warn({ err: error }, 'health check failed');
+      res.status(503).json({ status: 'unavailable' });
+    }
+  });
+
+  app.use('/graphiql', graphiqlAssets());
+  app.get('/graphql', (req, res, next) => {
+    if (req.accepts(['application/json', 'text/html']) === 'text/html') res.type('html').send(GRAPHIQL_HTML);
+    else next();
+  });
+
+  app.use(
+    '/graphql',
+    express.json({ limit: '5mb' }),
+    expressMiddleware(apollo, {
+      context: async ({ req, res }) => {
+        const header = req.get('x-request-id');
+        const requestId = header && /^[\w.:-]{1,100}$/.test(header) ? header : randomUUID();
+        res.setHeader('x-request-id', requestId);
+        try {
+          return { ...(await createContext(db, services, req.get('authorization'))), requestId };
+        } catch (error) {
+          if (error instanceof GraphQLError) throw error;
+          if (isTransientDbError(error)) {
+            throw new GraphQLError('The database is busy or unreachable; retry shortly.', {
+              extensions: { code: ErrorCode.UNAVAILABLE, retryable: true, http: { status: 503, headers: new Map([['retry-after', String(RETRY_AFTER_SECONDS)]]) } },
+            });
+          }
+          logger.error({ err: error, requestId }, 'context creation failed');
+          throw new GraphQLError('Internal server error', { extensions: { code: ErrorCode.INTERNAL_SERVER_ERROR, requestId } });
+        }
+      },
+    }),
+  );
+
+  return {
+    app,
+    httpServer,
+    listen: (port, host) =>
+      new Promise((resolve, reject) => {
+        httpServer.once('error', reject);
+        httpServer.listen(port, host, () => {
+          const address = httpServer.address();
+          resolve({ port: typeof address === 'object' && address ? address.port : port });
+        });
+      }),
+    stop: () => apollo.stop(),
+  };
+}

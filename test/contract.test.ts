@@ -1,0 +1,36 @@
+// The public contract: every operation partners and checkers send must validate against our SDL.
+import { readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { buildSchema, parse, validate } from 'graphql';
+
+const schema = buildSchema(readFileSync(path.resolve(__dirname, '../schema.graphql'), 'utf8'));
+const opsDir = path.resolve(__dirname, '../../shared/contract/ops');
+
+test('every operation in the contract ops/core.graphql validates against schema.graphql', () => {
+  const document = parse(readFileSync(path.join(opsDir, 'core.graphql'), 'utf8'));
+  expect(document.definitions.length).toBeGreaterThan(10);
+  expect(validate(schema, document).map((e) => e.message)).toEqual([]);
+});
+
+test('every enum value and field of the contract that schema.graphql declares is kept with the same type', () => {
+  const contract = buildSchema(readFileSync(path.resolve(opsDir, '../schema.graphql'), 'utf8'));
+  const ours = schema.getTypeMap();
+  for (const [name, type] of Object.entries(contract.getTypeMap())) {
+    if (name.startsWith('__') || !ours[name]) continue;
+    const mine = ours[name]!;
+    if ('getValues' in type && 'getValues' in mine) {
+      const values = (mine as { getValues(): { name: string }[] }).getValues().map((v) => v.name);
+      for (const v of (type as { getValues(): { name: string }[] }).getValues()) expect(values).toContain(v.name);
+    }
+    if ('getFields' in type && 'getFields' in mine) {
+      const fields = (mine as { getFields(): Record<string, { type: unknown }> }).getFields();
+      for (const [field, def] of Object.entries((type as { getFields(): Record<string, { type: unknown }> }).getFields())) {
+        if (fields[field]) expect(`${name}.${field}: ${String(fields[field]!.type)}`).toBe(`${name}.${field}: ${String(def.type)}`);
+      }
+    }
+  }
+});
+
+test('the contract operation files present are listed', () => {
+  expect(readdirSync(opsDir)).toContain('core.graphql');
+});

@@ -1,0 +1,14 @@
+import { databaseUrl, RUN_ENV, SERVER_ENV, withClient } from './env';
+
+export default async function globalTeardown(): Promise<void> {
+  const serverUrl = process.env[SERVER_ENV];
+  const run = process.env[RUN_ENV];
+  if (serverUrl && run) {
+    await withClient(databaseUrl(serverUrl, 'postgres'), async (c) => {
+      const { rows } = await c.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [`tessera_test_${run}_%`]);
+      for (const { datname } of rows) await c.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
+    });
+  }
+  const embedded = (globalThis as { __tesseraEmbedded?: { stop(): Promise<void> } }).__tesseraEmbedded;
+  if (embedded) await embedded.stop();
+}
