@@ -65,7 +65,9 @@ async function main(): Promise<void> {
     deadline.unref();
     try {
       await server.stop();
+      logger.info('HTTP server stopped');
       await db.close();
+      logger.info('database pool closed');
       if (embedded) await embedded.stop();
       logger.info('stopped');
       process.exit(0);

@@ -110,6 +110,8 @@ export async function createServer(options: { config: ServerConfig; db: Database
     resolvers: resolvers as never,
     formatError,
     includeStacktraceInErrorResponses: false,
+    // main.ts owns SIGTERM/SIGINT: it stops HTTP first, then the pool, then the embedded database.
+    stopOnTerminationSignals: false,
     introspection: true,
     plugins: [
       ApolloServerPluginDrainHttpServer({ httpServer, stopGracePeriodMillis: config.shutdownGraceMs }),
@@ -162,6 +164,22 @@ export async function createServer(options: { config: ServerConfig; db: Database
       },
     }),
   );
+
+  // Body-parser failures (oversized or malformed JSON) answer in GraphQL's shape, not as an HTML page.
+  app.use((error: { status?: number; type?: string }, _req: express.Request, res: express.Response, next: express.NextFunction) => {
+    if (res.headersSent) return next(error);
+    const status = error.status && error.status >= 400 && error.status < 500 ? error.status : 500;
+    const tooLarge = error.type === 'entity.too.large';
+    if (status === 500) logger.error({ err: error }, 'unhandled HTTP error');
+    res.status(status).json({
+      errors: [
+        {
+          message: tooLarge ? 'The request body is larger than the 5 MB limit.' : status === 500 ? 'Internal server error' : 'The request body is not valid JSON.',
+          extensions: { code: tooLarge ? 'PAYLOAD_TOO_LARGE' : status === 500 ? ErrorCode.INTERNAL_SERVER_ERROR : 'BAD_REQUEST' },
+        },
+      ],
+    });
+  });
 
   return {
     app,

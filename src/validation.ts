@@ -15,6 +15,7 @@ export const LIMITS = {
   pageSize: 100,
   defaultPageSize: 20,
   perHolderLimit: 1_000_000,
+  metadataDepth: 32,
 } as const;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -26,10 +27,17 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
 export const isUuid = (id: string): boolean => UUID.test(id);
 
+/** Length in characters (Unicode code points), as PostgreSQL's char_length counts them. */
+const characters = (value: string): number => [...value].length;
+/** A lone UTF-16 surrogate cannot be stored as UTF-8; PostgreSQL would get U+FFFD instead. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 export function text(field: string, value: string, max: number): string {
   if (value.length === 0 || value.trim().length === 0) throw new InvalidInput(field, `${field} must not be empty.`);
-  if ([...value].length > max) throw new InvalidInput(field, `${field} must be at most ${max} characters.`);
-  if (CONTROL.test(value)) throw new InvalidInput(field, `${field} must not contain control characters.`);
+  if (characters(value) > max) throw new InvalidInput(field, `${field} must be at most ${max} characters.`);
+  if (CONTROL.test(value) || LONE_SURROGATE.test(value)) {
+    throw new InvalidInput(field, `${field} must not contain control characters or unpaired surrogates.`);
+  }
   return value;
 }
 
@@ -44,8 +52,23 @@ export function idempotencyKey(value: string | null | undefined): string | null 
   return value;
 }
 
+/** Nesting depth of a JSON value, without recursion (a 5,000-deep value must not blow the stack). */
+function jsonDepthExceeds(value: JsonValue, limit: number): boolean {
+  const stack: [JsonValue, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop()!;
+    if (node === null || typeof node !== 'object') continue;
+    if (depth > limit) return true;
+    for (const child of Array.isArray(node) ? node : Object.values(node)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
 export function metadata(value: JsonValue | null | undefined): JsonValue | null {
   if (value === null || value === undefined) return null;
+  if (jsonDepthExceeds(value, LIMITS.metadataDepth)) {
+    throw new InvalidInput('metadata', `metadata must be nested at most ${LIMITS.metadataDepth} levels deep.`);
+  }
   const bytes = Buffer.byteLength(JSON.stringify(value), 'utf8');
   if (bytes > LIMITS.metadataBytes) {
     throw new InvalidInput('metadata', `metadata must be at most ${LIMITS.metadataBytes} bytes of JSON (got ${bytes}).`);
@@ -72,7 +95,7 @@ export function codes(values: readonly string[]): string[] {
     throw new InvalidInput('codes', `codes must hold 1 to ${LIMITS.codesPerLoad} codes per call (got ${values.length}).`);
   }
   values.forEach((code, index) => {
-    if (code.length === 0 || code.length > LIMITS.codeLength || CONTROL.test(code) || code.trim() !== code) {
+    if (code.length === 0 || characters(code) > LIMITS.codeLength || CONTROL.test(code) || LONE_SURROGATE.test(code) || code.trim() !== code) {
       throw new InvalidInput(
         'codes',
         `codes[${index}] must be 1 to ${LIMITS.codeLength} characters, without control characters or spaces at either end.`,
@@ -84,13 +107,24 @@ export function codes(values: readonly string[]): string[] {
 
 export function prefix(value: string | null | undefined): string {
   if (value === null || value === undefined) return '';
-  if (value.length > LIMITS.prefixLength || CONTROL.test(value) || value.trim() !== value) {
+  if (characters(value) > LIMITS.prefixLength || CONTROL.test(value) || LONE_SURROGATE.test(value) || value.trim() !== value) {
     throw new InvalidInput('prefix', `prefix must be at most ${LIMITS.prefixLength} characters, without control characters or spaces.`);
   }
   return value;
 }
 
+/** Years PostgreSQL stores and people mean: the DateTime scalar alone accepts e.g. year 0000. */
+function plausibleDate(field: string, value: Date | null | undefined): void {
+  if (!value) return;
+  const year = value.getUTCFullYear();
+  if (Number.isNaN(year) || year < 1970 || year > 9999) {
+    throw new InvalidInput(field, `${field} must be a date between 1970 and 9999.`);
+  }
+}
+
 export function campaignWindow(opensAt: Date | null | undefined, closesAt: Date | null | undefined): void {
+  plausibleDate('opensAt', opensAt);
+  plausibleDate('closesAt', closesAt);
   if (opensAt && closesAt && !(opensAt.getTime() < closesAt.getTime())) {
     throw new InvalidInput('closesAt', 'closesAt must be after opensAt.');
   }

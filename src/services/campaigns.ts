@@ -2,6 +2,7 @@
 import { requireAdmin } from '../auth';
 import type { Database } from '../db/client';
 import { closeCampaign } from '../db/closeCampaign';
+import { findCampaignPage, type CampaignCursor } from '../db/findCampaigns';
 import { generateTickets, loadTickets } from '../db/loadTickets';
 import { apiError, ErrorCode, InvalidInput, notFound } from '../errors';
 import type { CampaignModel, CampaignStatus, ConnectionModel } from '../models';
@@ -108,28 +109,22 @@ export class CampaignService {
     return ctx.loaders.campaign.load(id.toLowerCase());
   }
 
-  /** Newest first; the cursor is the last campaign's id (Prisma's cursor pagination). */
+  /** Newest first, by keyset (see db/findCampaigns.ts). */
   async list(
     ctx: RequestContext,
     args: { first?: number | null; after?: string | null; status?: CampaignStatus | null },
   ): Promise<ConnectionModel<CampaignModel>> {
     const limit = validate.pageSize(args.first);
-    const afterId = args.after ? decodeIdCursor(args.after) : null;
-    const where = args.status ? { status: args.status } : {};
-    const rows = await this.db.prisma.campaign.findMany({
-      where,
-      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
-      ...(afterId ? { cursor: { id: afterId }, skip: 1 } : {}),
-      take: limit + 1,
-      select: CAMPAIGN_FIELDS,
-    });
+    const after = args.after ? decodeCampaignCursor(args.after) : null;
+    const status = args.status ?? null;
+    const rows = await findCampaignPage(this.db.prisma, { status, after, limit });
     const page = rows.slice(0, limit);
-    page.forEach((campaign) => ctx.loaders.campaign.prime(campaign.id, campaign));
-    const edges = page.map((node) => ({ node, cursor: Buffer.from(`campaign:${node.id}`).toString('base64url') }));
+    page.forEach(({ campaign }) => ctx.loaders.campaign.prime(campaign.id, campaign));
+    const edges = page.map(({ campaign, cursor }) => ({ node: campaign, cursor: encodeCampaignCursor(cursor) }));
     return {
       edges,
       pageInfo: { hasNextPage: rows.length > limit, endCursor: edges.at(-1)?.cursor ?? null },
-      totalCount: () => this.db.prisma.campaign.count({ where }),
+      totalCount: () => this.db.prisma.campaign.count({ where: status ? { status } : {} }),
     };
   }
 
@@ -160,8 +155,16 @@ export class CampaignService {
   }
 }
 
-function decodeIdCursor(cursor: string): string {
-  const match = /^campaign:([0-9a-f-]{36})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-  if (!match || !validate.isUuid(match[1]!)) throw new InvalidInput('after', 'after is not a cursor returned by this connection.');
-  return match[1]!;
+const encodeCampaignCursor = (c: CampaignCursor) => Buffer.from(JSON.stringify([c.createdAt, c.id])).toString('base64url');
+
+function decodeCampaignCursor(cursor: string): CampaignCursor {
+  try {
+    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    if (typeof createdAt === 'string' && !Number.isNaN(Date.parse(createdAt)) && typeof id === 'string' && validate.isUuid(id)) {
+      return { createdAt, id };
+    }
+  } catch {
+    // fall through: not a cursor of ours
+  }
+  throw new InvalidInput('after', 'after is not a cursor returned by this connection.');
 }

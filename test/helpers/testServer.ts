@@ -82,7 +82,7 @@ export async function startTestServer(options: { database?: Partial<Config['data
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (key !== null) headers.authorization = `Bearer ${key}`;
     const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ query, variables }) });
-    return { status: res.status, headers: res.headers, body: (await res.json()) as GraphQLResponse['body'] };
+    return { status: res.status, headers: res.headers, body: (await res.json()) as GraphQLResponse<never>['body'] };
   };
   const must = async <T>(key: string, query: string, variables?: Record<string, unknown>): Promise<T> => {
     const res = await gql<T>(key, query, variables);

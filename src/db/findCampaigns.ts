@@ -1,0 +1,48 @@
+// A page of campaigns, newest first, by keyset: the cursor carries the last row's (created_at, id)
+// at full microsecond precision (as text — a JS Date would drop the microseconds). Unlike an
+// offset or Prisma's `cursor: {id}, skip: 1`, a keyset page neither skips nor repeats a campaign
+// when the one under the cursor changes status or is created between pages.
+import type { Db } from './client';
+import type { CampaignModel, CampaignStatus } from '../models';
+
+export interface CampaignCursor {
+  createdAt: string;
+  id: string;
+}
+
+interface CampaignRow {
+  id: string;
+  name: string;
+  status: CampaignStatus;
+  opens_at: Date | null;
+  closes_at: Date | null;
+  per_holder_limit: number | null;
+  created_at: Date;
+  created_at_text: string;
+}
+
+export async function findCampaignPage(
+  db: Db,
+  q: { status: CampaignStatus | null; after: CampaignCursor | null; limit: number },
+): Promise<{ campaign: CampaignModel; cursor: CampaignCursor }[]> {
+  const rows = await db.$queryRaw<CampaignRow[]>`
+    SELECT id, name, status, opens_at, closes_at, per_holder_limit, created_at, created_at::text AS created_at_text
+      FROM campaigns
+     WHERE (${q.status}::campaign_status IS NULL OR status = ${q.status}::campaign_status)
+       AND (${q.after?.createdAt ?? null}::timestamptz IS NULL
+            OR (created_at, id) < (${q.after?.createdAt ?? null}::timestamptz, ${q.after?.id ?? null}::uuid))
+     ORDER BY created_at DESC, id DESC
+     LIMIT ${q.limit + 1}::integer`;
+  return rows.map((r) => ({
+    campaign: {
+      id: r.id,
+      name: r.name,
+      status: r.status,
+      opensAt: r.opens_at,
+      closesAt: r.closes_at,
+      perHolderLimit: r.per_holder_limit,
+      createdAt: r.created_at,
+    },
+    cursor: { createdAt: r.created_at_text, id: r.id },
+  }));
+}

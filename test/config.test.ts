@@ -1,0 +1,45 @@
+// Configuration is read once and validated, with messages that name the variable.
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { ConfigError, loadConfig } from '../src/config';
+
+const scratch = () => path.join(mkdtempSync(path.join(tmpdir(), 'tessera-config-')), 'pgdata');
+
+test('defaults: port 4000, embedded database, pool of 10 with a bounded acquire timeout', () => {
+  const config = loadConfig({ EMBEDDED_PG_DIR: scratch(), ADMIN_API_KEY: 'a-long-enough-admin-key' });
+  expect(config).toMatchObject({ port: 4000, databaseUrl: undefined, env: 'development', adminApiKeyGenerated: false });
+  expect(config.database.poolSize).toBe(10);
+  expect(config.database.poolTimeoutMs).toBeGreaterThan(0);
+  expect(Object.isFrozen(config)).toBe(true);
+});
+
+test('without ADMIN_API_KEY outside production a key is generated once and kept for the next start', () => {
+  const dir = scratch();
+  const first = loadConfig({ EMBEDDED_PG_DIR: dir });
+  const second = loadConfig({ EMBEDDED_PG_DIR: dir });
+  expect(first.adminApiKeyGenerated).toBe(true);
+  expect(first.adminApiKey.length).toBeGreaterThanOrEqual(32);
+  expect(second.adminApiKey).toBe(first.adminApiKey);
+  expect(readFileSync(path.join(path.dirname(dir), 'admin-api-key'), 'utf8').trim()).toBe(first.adminApiKey);
+});
+
+test('production refuses to start without DATABASE_URL and ADMIN_API_KEY, naming both', () => {
+  expect(() => loadConfig({ NODE_ENV: 'production', EMBEDDED_PG_DIR: scratch() })).toThrow(
+    /NODE_ENV=production requires DATABASE_URL and ADMIN_API_KEY/,
+  );
+  expect(() => loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/x', EMBEDDED_PG_DIR: scratch() })).toThrow(/ADMIN_API_KEY/);
+});
+
+test.each([
+  ['PORT', 'eighty', /PORT must be an integer from 0 to 65535/],
+  ['PORT', '70000', /PORT must be an integer/],
+  ['DATABASE_POOL_SIZE', '0', /DATABASE_POOL_SIZE must be an integer from 1/],
+  ['DATABASE_POOL_TIMEOUT_MS', '-5', /DATABASE_POOL_TIMEOUT_MS must be an integer/],
+  ['DATABASE_URL', 'mysql://x', /DATABASE_URL must be a postgres/],
+  ['ADMIN_API_KEY', 'short', /ADMIN_API_KEY must be at least 16 characters/],
+  ['NODE_ENV', 'staging', /NODE_ENV must be one of/],
+])('%s=%s is refused with a message naming it', (name, value, message) => {
+  expect(() => loadConfig({ EMBEDDED_PG_DIR: scratch(), [name]: value })).toThrow(ConfigError);
+  expect(() => loadConfig({ EMBEDDED_PG_DIR: scratch(), [name]: value })).toThrow(message);
+});

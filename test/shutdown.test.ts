@@ -1,0 +1,67 @@
+// SIGTERM: the real `npm start` process stops accepting, lets the claim in flight finish, closes
+// its pool and exits 0.
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { withClient } from './helpers/env';
+import { ADMIN_KEY, CLAIM, createTestDatabase } from './helpers/testServer';
+
+const ROOT = path.resolve(__dirname, '..');
+
+function startProcess(databaseUrl: string): Promise<{ child: ChildProcess; port: number; exited: Promise<number | null> }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, DATABASE_URL: databaseUrl, ADMIN_API_KEY: ADMIN_KEY, PORT: '0', NODE_ENV: 'development', LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    let output = '';
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /"port":(\d+),"ms"/.exec(output);
+      if (match) resolve({ child, port: Number(match[1]), exited });
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.on('exit', (code) => reject(new Error(`server exited with ${code} before it was ready:\n${output}`)));
+  });
+}
+
+test('SIGTERM lets an in-flight claim finish, refuses new connections, and exits 0', async () => {
+  const database = await createTestDatabase();
+  const { child, port, exited } = await startProcess(database.url);
+  const url = `http://127.0.0.1:${port}/graphql`;
+  const post = (key: string, query: string, variables?: unknown) =>
+    fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify({ query, variables }) }).then(
+      async (res) => ({ status: res.status, body: (await res.json()) as any }),
+    );
+  try {
+    const partner = (await post(ADMIN_KEY, 'mutation { createPartner(input: { name: "P" }) { partner { id } apiKey } }')).body.data.createPartner;
+    const campaignId = (await post(ADMIN_KEY, 'mutation { createCampaign(input: { name: "C" }) { campaign { id } } }')).body.data.createCampaign.campaign.id;
+    await post(ADMIN_KEY, `mutation { generateTickets(campaignId: "${campaignId}", count: 5) { loaded } }`);
+    await post(ADMIN_KEY, `mutation { openCampaign(id: "${campaignId}") { campaign { id } } }`);
+
+    await withClient(database.url, async (blocker) => {
+      // Hold the campaign gate exclusively (as a close would): the claim below waits in flight.
+      await blocker.query('BEGIN');
+      await blocker.query('SELECT pg_advisory_xact_lock(1, hashtext($1::uuid::text))', [campaignId]);
+      const inFlight = post(partner.apiKey, CLAIM, { input: { campaignId, holder: 'in-flight' } });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      child.kill('SIGTERM');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
+      await blocker.query('ROLLBACK');
+      const answer = await inFlight;
+      expect(answer.status).toBe(200);
+      expect(answer.body.data.claimTicket.allocation.holder).toBe('in-flight');
+    });
+    expect(await exited).toBe(0);
+    await withClient(database.url, async (c) => {
+      const { rows } = await c.query(`SELECT count(*)::int AS n FROM allocations WHERE holder = 'in-flight'`);
+      expect(rows[0].n).toBe(1);
+    });
+  } finally {
+    child.kill('SIGKILL');
+    await database.drop();
+  }
+});
