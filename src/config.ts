@@ -38,11 +38,10 @@ const EnvSchema = z.object({
       message: 'ADMIN_API_KEY must be at least 16 characters',
     }),
   DATABASE_POOL_SIZE: intFrom('DATABASE_POOL_SIZE', 10, 1, 1000),
-  DATABASE_POOL_TIMEOUT_MS: intFrom('DATABASE_POOL_TIMEOUT_MS', 2000, 1, 600_000),
+  DATABASE_POOL_TIMEOUT_MS: intFrom('DATABASE_POOL_TIMEOUT_MS', 5000, 1, 600_000),
   DATABASE_STATEMENT_TIMEOUT_MS: intFrom('DATABASE_STATEMENT_TIMEOUT_MS', 5000, 1, 3_600_000),
   DATABASE_LOCK_TIMEOUT_MS: intFrom('DATABASE_LOCK_TIMEOUT_MS', 3000, 1, 3_600_000),
   DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: intFrom('DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS', 10_000, 1, 3_600_000),
-  DATABASE_TRANSACTION_TIMEOUT_MS: intFrom('DATABASE_TRANSACTION_TIMEOUT_MS', 10_000, 1, 3_600_000),
   EMBEDDED_PG_DIR: z.string().default('.tessera/pgdata'),
   EMBEDDED_PG_PORT: intFrom('EMBEDDED_PG_PORT', 54329, 1, 65535),
   SHUTDOWN_GRACE_MS: intFrom('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
@@ -63,7 +62,6 @@ export interface Config {
     readonly statementTimeoutMs: number;
     readonly lockTimeoutMs: number;
     readonly idleInTransactionTimeoutMs: number;
-    readonly transactionTimeoutMs: number;
   };
   readonly embedded: { readonly dir: string; readonly port: number };
   readonly shutdownGraceMs: number;
@@ -121,7 +119,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       statementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
       lockTimeoutMs: e.DATABASE_LOCK_TIMEOUT_MS,
       idleInTransactionTimeoutMs: e.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
-      transactionTimeoutMs: e.DATABASE_TRANSACTION_TIMEOUT_MS,
     }),
     embedded: Object.freeze({ dir: embeddedDir, port: e.EMBEDDED_PG_PORT }),
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,

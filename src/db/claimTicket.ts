@@ -1,7 +1,7 @@
 // THE claim: one statement that passes the campaign gate, takes one AVAILABLE ticket, marks it
 // ALLOCATED and writes its allocation — all or nothing, in one round trip (PERFORMANCE.md item 4:
 // one CTE beats BEGIN/2 statements/COMMIT by 20-40%). The caller (services/allocation.ts) owns the
-// transaction and decides what to do with each outcome.
+// transaction — `prisma.$transaction([claimTicket(...)])` — and decides what to do with each outcome.
 //
 // What it locks, in this order (a fixed order, CORRECTNESS.md 5):
 //   1. tessera_claim_gate() (migration 20261129000000_core): advisory locks only — the campaign
@@ -30,7 +30,7 @@ import { Prisma } from '../generated/prisma/client';
 import type { Db } from './client';
 import type { JsonValue } from './json';
 import { ALLOCATION_COLUMNS, toAllocation, type AllocationRow } from './allocationRow';
-import type { AllocationModel, TicketModel } from '../models';
+import type { AllocationModel, CampaignModel, CampaignStatus, TicketModel } from '../models';
 
 export type ClaimVerdict = 'OK' | 'PRIOR' | 'CAMPAIGN_NOT_FOUND' | 'CAMPAIGN_NOT_OPEN' | 'HOLDER_LIMIT_REACHED';
 
@@ -53,31 +53,49 @@ type ClaimedRow = Nullable<AllocationRow> & {
   prior_campaign_id: string | null;
   prior_allocation_id: string | null;
   ticket_code: string | null;
+  /** The campaign's row, so the response's `campaign { … }` costs no second query. */
+  campaign_name: string | null;
+  campaign_status: CampaignStatus | null;
+  campaign_opens_at: Date | null;
+  campaign_closes_at: Date | null;
+  campaign_per_holder_limit: number | null;
+  campaign_created_at: Date | null;
   /** Nothing allocated but tickets still look AVAILABLE: they are locked by claims in flight. */
   contended: boolean | null;
 };
 type Nullable<T> = { [K in keyof T]: T[K] | null };
 
 export type ClaimOutcome =
-  | { kind: 'CLAIMED'; allocation: AllocationModel; ticket: TicketModel }
+  | { kind: 'CLAIMED'; allocation: AllocationModel; ticket: TicketModel; campaign: CampaignModel }
   | { kind: 'PRIOR'; campaignId: string; allocationId: string }
   | { kind: 'CONTENDED' }
   | { kind: 'SOLD_OUT' }
   | { kind: 'CAMPAIGN_NOT_FOUND' | 'CAMPAIGN_NOT_OPEN' | 'HOLDER_LIMIT_REACHED' };
 
-export async function claimTicket(db: Db, p: ClaimTicketParams): Promise<ClaimOutcome> {
-  const rows = p.wait ? await claimWaiting(db, p) : await claimSkipLocked(db, p);
-  return toOutcome(rows[0], p.campaignId);
+/** The statement, not yet sent: run it with `prisma.$transaction([...])`, read it with readClaim. */
+export function claimTicket(db: Db, p: ClaimTicketParams): ClaimStatement {
+  return p.wait ? claimWaiting(db, p) : claimSkipLocked(db, p);
 }
+export type ClaimStatement = Prisma.PrismaPromise<ClaimedRow[]>;
 
-function toOutcome(row: ClaimedRow | undefined, campaignId: string): ClaimOutcome {
+export function readClaim(rows: ClaimedRow[], campaignId: string): ClaimOutcome {
+  const row = rows[0];
   if (!row) throw new Error('claim statement returned no row');
   switch (row.verdict) {
     case 'OK':
       if (row.id !== null) {
         const allocation = toAllocation(row as AllocationRow);
         const ticket: TicketModel = { campaignId, id: allocation.ticketId, code: row.ticket_code!, status: 'ALLOCATED' };
-        return { kind: 'CLAIMED', allocation, ticket };
+        const campaign: CampaignModel = {
+          id: campaignId,
+          name: row.campaign_name!,
+          status: row.campaign_status!,
+          opensAt: row.campaign_opens_at,
+          closesAt: row.campaign_closes_at,
+          perHolderLimit: row.campaign_per_holder_limit,
+          createdAt: row.campaign_created_at!,
+        };
+        return { kind: 'CLAIMED', allocation, ticket, campaign };
       }
       return row.contended ? { kind: 'CONTENDED' } : { kind: 'SOLD_OUT' };
     case 'PRIOR':
@@ -88,7 +106,7 @@ function toOutcome(row: ClaimedRow | undefined, campaignId: string): ClaimOutcom
 }
 
 // The SKIP LOCKED pick and the waiting pick share everything else in the statement.
-function claimSkipLocked(db: Db, p: ClaimTicketParams): Promise<ClaimedRow[]> {
+function claimSkipLocked(db: Db, p: ClaimTicketParams): ClaimStatement {
   const pick = Prisma.sql`COALESCE(
       (SELECT a.id FROM tickets a
         WHERE a.campaign_id = ${p.campaignId}::uuid AND a.status = 'AVAILABLE'
@@ -107,7 +125,7 @@ function claimSkipLocked(db: Db, p: ClaimTicketParams): Promise<ClaimedRow[]> {
   return db.$queryRaw<ClaimedRow[]>(claimStatement(p, pick, contended));
 }
 
-function claimWaiting(db: Db, p: ClaimTicketParams): Promise<ClaimedRow[]> {
+function claimWaiting(db: Db, p: ClaimTicketParams): ClaimStatement {
   const pick = Prisma.sql`(SELECT a.id FROM tickets a
       WHERE a.campaign_id = ${p.campaignId}::uuid AND a.status = 'AVAILABLE'
         AND (SELECT verdict FROM gate) = 'OK'
@@ -134,13 +152,22 @@ function claimStatement(p: ClaimTicketParams, pick: Prisma.Sql, contended: Prism
     ),
     allocated AS (
       INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, metadata,
-                               idempotency_key, request_hash, status, allocated_at)
+                               idempotency_key, request_hash, status, sequence, allocated_at)
+      -- sequence and allocated_at side by side, so that their orders agree as closely as two
+      -- concurrent transactions allow.
       SELECT c.campaign_id, c.id, ${p.partnerId}::uuid, ${p.holder}::text, ${metadata}::jsonb,
-             ${p.idempotencyKey}::text, ${p.requestHash}::text, 'ACTIVE', clock_timestamp()
+             ${p.idempotencyKey}::text, ${p.requestHash}::text, 'ACTIVE',
+             nextval('allocation_sequence'), clock_timestamp()
         FROM claimed c
       RETURNING ${Prisma.raw(ALLOCATION_COLUMNS)}
     )
     SELECT g.verdict, g.prior_campaign_id, g.prior_allocation_id, a.*, c.code AS ticket_code,
+           cp.name AS campaign_name, cp.status AS campaign_status, cp.opens_at AS campaign_opens_at,
+           cp.closes_at AS campaign_closes_at, cp.per_holder_limit AS campaign_per_holder_limit,
+           cp.created_at AS campaign_created_at,
            CASE WHEN g.verdict = 'OK' AND a.id IS NULL THEN ${contended} END AS contended
-      FROM gate g LEFT JOIN allocated a ON true LEFT JOIN claimed c ON true`;
+      FROM gate g
+      LEFT JOIN allocated a ON true
+      LEFT JOIN claimed c ON true
+      LEFT JOIN campaigns cp ON a.id IS NOT NULL AND cp.id = ${p.campaignId}::uuid`;
 }

@@ -13,8 +13,6 @@ export type Db = Pick<PrismaClient, '$queryRaw' | '$executeRaw'>;
 export interface Database {
   readonly prisma: PrismaClient;
   readonly pool: Pool;
-  /** Interactive transaction with the configured timeouts. READ COMMITTED is set per connection. */
-  transaction<T>(work: (tx: Db) => Promise<T>): Promise<T>;
   /** Counts statements sent to PostgreSQL (the DataLoader test reads it). */
   readonly statements: { count: number };
   close(): Promise<void>;
@@ -66,11 +64,6 @@ export function createDatabase(options: DatabaseOptions): Database {
     prisma,
     pool,
     statements,
-    transaction: (work) =>
-      prisma.$transaction((tx) => work(tx), {
-        maxWait: options.poolTimeoutMs,
-        timeout: options.transactionTimeoutMs,
-      }),
     async close() {
       await prisma.$disconnect().catch(() => undefined);
       await pool.end().catch(() => undefined);

@@ -76,8 +76,7 @@ export class CampaignService {
   async close(ctx: RequestContext, id: string): Promise<CampaignModel> {
     requireAdmin(ctx.viewer);
     if (!validate.isUuid(id)) throw notFound('Campaign', id);
-    const closed = await this.db.transaction((tx) => closeCampaign(tx, id));
-    if (!closed) throw notFound('Campaign', id);
+    if (!(await closeCampaign(this.db.prisma, id))) throw notFound('Campaign', id);
     return this.fresh(ctx, await this.require(id));
   }
 
@@ -94,13 +93,11 @@ export class CampaignService {
     const n = validate.intInRange('count', count, 1, validate.LIMITS.generateCount);
     const p = validate.prefix(prefix);
     const campaign = await this.requireLoadable(campaignId);
-    const loaded = await this.db.prisma.$transaction(
-      async (tx) => {
-        await tx.$executeRaw`SELECT set_config('statement_timeout', ${String(GENERATE_TIMEOUT_MS)}, true)`;
-        return generateTickets(tx, campaign.id, n, p);
-      },
-      { maxWait: 5_000, timeout: GENERATE_TIMEOUT_MS },
-    );
+    const prisma = this.db.prisma;
+    const [, loaded] = await prisma.$transaction([
+      prisma.$executeRaw`SELECT set_config('statement_timeout', ${String(GENERATE_TIMEOUT_MS)}, true)`,
+      generateTickets(prisma, campaign.id, n, p),
+    ]);
     return { loaded, duplicates: n - loaded, campaign: this.fresh(ctx, campaign) };
   }
 

@@ -61,7 +61,6 @@ export const TEST_DATABASE_CONFIG: Config['database'] = {
   statementTimeoutMs: 10_000,
   lockTimeoutMs: 5_000,
   idleInTransactionTimeoutMs: 10_000,
-  transactionTimeoutMs: 15_000,
 };
 
 export async function startTestServer(options: { database?: Partial<Config['database']> } = {}): Promise<TestServer> {
