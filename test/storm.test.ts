@@ -22,7 +22,6 @@ test('a mixed storm with releases, key retries, stats reads and a close keeps ev
   const answersByKey = new Map<string, Set<string>>();
   const released = new Set<string>();
   const statsSeen: { allocated: number; total: number; held: number; available: number }[] = [];
-  let closed = false;
   let stopStats = false;
 
   const claimOnce = async (i: number, key: string) => {
@@ -58,7 +57,7 @@ test('a mixed storm with releases, key retries, stats reads and a close keeps ev
   });
   await new Promise((resolve) => setTimeout(resolve, 200));
   const close = await server.gql(ADMIN_KEY, 'mutation($id: ID!) { closeCampaign(id: $id) { campaign { status } } }', { id: campaignId });
-  closed = close.body.data!.closeCampaign.campaign.status === 'CLOSED';
+  const closed = close.body.data!.closeCampaign.campaign.status === 'CLOSED';
   const liveAtClose = (
     await server.sql.query(`SELECT count(*)::int AS n FROM allocations WHERE campaign_id = $1 AND status = 'ACTIVE'`, [campaignId])
   ).rows[0].n;

@@ -74,7 +74,12 @@ export type ClaimOutcome =
 
 /** The statement, not yet sent: run it with `prisma.$transaction([...])`, read it with readClaim. */
 export function claimTicket(db: Db, p: ClaimTicketParams): ClaimStatement {
-  return p.wait ? claimWaiting(db, p) : claimSkipLocked(db, p);
+  return db.$queryRaw<ClaimedRow[]>(claimSql(p));
+}
+
+/** The SQL text and parameters (exported for test/plan.test.ts, which EXPLAINs it). */
+export function claimSql(p: ClaimTicketParams): Prisma.Sql {
+  return p.wait ? claimWaiting(p) : claimSkipLocked(p);
 }
 export type ClaimStatement = Prisma.PrismaPromise<ClaimedRow[]>;
 
@@ -106,7 +111,7 @@ export function readClaim(rows: ClaimedRow[], campaignId: string): ClaimOutcome 
 }
 
 // The SKIP LOCKED pick and the waiting pick share everything else in the statement.
-function claimSkipLocked(db: Db, p: ClaimTicketParams): ClaimStatement {
+function claimSkipLocked(p: ClaimTicketParams): Prisma.Sql {
   const pick = Prisma.sql`COALESCE(
       (SELECT a.id FROM tickets a
         WHERE a.campaign_id = ${p.campaignId}::uuid AND a.status = 'AVAILABLE'
@@ -120,18 +125,22 @@ function claimSkipLocked(db: Db, p: ClaimTicketParams): ClaimStatement {
           AND (SELECT verdict FROM gate) = 'OK'
         ORDER BY b.pick_order LIMIT 1
         FOR UPDATE SKIP LOCKED))`;
-  const contended = Prisma.sql`EXISTS (SELECT 1 FROM tickets x
-      WHERE x.campaign_id = ${p.campaignId}::uuid AND x.status = 'AVAILABLE')`;
-  return db.$queryRaw<ClaimedRow[]>(claimStatement(p, pick, contended));
+  // Runs only when the pick found nothing, i.e. near sold out — where a sequential scan of every
+  // campaign's tickets would hurt most. Written as an ordered LIMIT 1 (not EXISTS, whose ORDER BY
+  // the planner drops) so the partial index stays the only cheap plan.
+  const contended = Prisma.sql`(SELECT x.pick_order FROM tickets x
+      WHERE x.campaign_id = ${p.campaignId}::uuid AND x.status = 'AVAILABLE'
+      ORDER BY x.pick_order LIMIT 1) IS NOT NULL`;
+  return claimStatement(p, pick, contended);
 }
 
-function claimWaiting(db: Db, p: ClaimTicketParams): ClaimStatement {
+function claimWaiting(p: ClaimTicketParams): Prisma.Sql {
   const pick = Prisma.sql`(SELECT a.id FROM tickets a
       WHERE a.campaign_id = ${p.campaignId}::uuid AND a.status = 'AVAILABLE'
         AND (SELECT verdict FROM gate) = 'OK'
       ORDER BY a.pick_order LIMIT 1
       FOR UPDATE)`;
-  return db.$queryRaw<ClaimedRow[]>(claimStatement(p, pick, Prisma.sql`false`));
+  return claimStatement(p, pick, Prisma.sql`false`);
 }
 
 function claimStatement(p: ClaimTicketParams, pick: Prisma.Sql, contended: Prisma.Sql): Prisma.Sql {
