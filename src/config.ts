@@ -39,6 +39,7 @@ const EnvSchema = z.object({
     }),
   DATABASE_POOL_SIZE: intFrom('DATABASE_POOL_SIZE', 10, 1, 1000),
   DATABASE_POOL_TIMEOUT_MS: intFrom('DATABASE_POOL_TIMEOUT_MS', 5000, 1, 600_000),
+  DATABASE_POOL_MAX_WAITING: intFrom('DATABASE_POOL_MAX_WAITING', 1000, 0, 1_000_000),
   DATABASE_STATEMENT_TIMEOUT_MS: intFrom('DATABASE_STATEMENT_TIMEOUT_MS', 5000, 1, 3_600_000),
   DATABASE_LOCK_TIMEOUT_MS: intFrom('DATABASE_LOCK_TIMEOUT_MS', 3000, 1, 3_600_000),
   DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: intFrom('DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS', 10_000, 1, 3_600_000),
@@ -59,6 +60,8 @@ export interface Config {
   readonly database: {
     readonly poolSize: number;
     readonly poolTimeoutMs: number;
+    /** Requests beyond this many waiting for a connection are answered 503 at once. */
+    readonly poolMaxWaiting: number;
     readonly statementTimeoutMs: number;
     readonly lockTimeoutMs: number;
     readonly idleInTransactionTimeoutMs: number;
@@ -116,6 +119,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     database: Object.freeze({
       poolSize: e.DATABASE_POOL_SIZE,
       poolTimeoutMs: e.DATABASE_POOL_TIMEOUT_MS,
+      poolMaxWaiting: e.DATABASE_POOL_MAX_WAITING,
       statementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
       lockTimeoutMs: e.DATABASE_LOCK_TIMEOUT_MS,
       idleInTransactionTimeoutMs: e.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS,

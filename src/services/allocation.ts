@@ -7,9 +7,10 @@ import type { Database } from '../db/client';
 import { claimTicket, readClaim, type ClaimOutcome } from '../db/claimTicket';
 import { findAllocationWithRequest, findAllocationPage, countAllocations } from '../db/findAllocations';
 import type { JsonValue } from '../db/json';
-import { pgErrorInfo, PG } from '../db/pgErrors';
+import { isConnectionLost, isTransientDbError, pgErrorInfo, PG } from '../db/pgErrors';
 import { releaseAllocation } from '../db/releaseAllocation';
 import { apiError, claimError, ErrorCode, InvalidInput, type ClaimError } from '../errors';
+import type { Metrics } from '../metrics';
 import type { AllocationModel, ConnectionModel } from '../models';
 import * as validate from '../validation';
 import type { RequestContext } from './requestContext';
@@ -29,10 +30,48 @@ const granted = (allocation: AllocationModel): ClaimResult => ({ allocation, err
 /** Upper end of pick_order (see the migration's tessera_random_pick_order). */
 const PICK_ORDER_RANGE = 2_147_483_647;
 
-export class AllocationService {
-  constructor(private readonly db: Database) {}
+/** Extra attempts for a keyed claim whose connection died under it (see claim()). */
+const CONNECTION_LOST_RETRIES = 2;
 
+export class AllocationService {
+  constructor(
+    private readonly db: Database,
+    private readonly metrics?: Metrics,
+  ) {}
+
+  /**
+   * One ticket, exactly once. Measured (outcome and latency) for /metrics.
+   *
+   * A claim with an idempotency key whose database connection dies under it (terminated backend,
+   * restart) is tried again here: the statement may have committed, and the retry then finds it
+   * through the key and answers it. Without a key a retry could allocate twice, so the client gets
+   * UNAVAILABLE and decides.
+   */
   async claim(ctx: RequestContext, input: ClaimInput): Promise<ClaimResult> {
+    const started = performance.now();
+    let outcome = 'ERROR';
+    try {
+      for (let attempt = 0; ; attempt += 1) {
+        try {
+          const result = await this.claimOnce(ctx, input);
+          outcome = result.error?.code ?? (result.replayed ? 'REPLAYED' : 'ALLOCATED');
+          return result.error ? refused(result.error) : granted(result.allocation);
+        } catch (error) {
+          const keyed = typeof input.idempotencyKey === 'string' && input.idempotencyKey.length > 0;
+          if (!keyed || !isConnectionLost(error) || attempt >= CONNECTION_LOST_RETRIES) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 25 * (attempt + 1) + randomInt(25)));
+        }
+      }
+    } catch (error) {
+      if (isTransientDbError(error)) outcome = 'UNAVAILABLE';
+      throw error;
+    } finally {
+      this.metrics?.claims.inc({ outcome });
+      this.metrics?.claimSeconds.observe({ outcome }, (performance.now() - started) / 1000);
+    }
+  }
+
+  private async claimOnce(ctx: RequestContext, input: ClaimInput): Promise<ClaimResult & { replayed?: boolean }> {
     let holder: string, metadata: JsonValue | null, idempotencyKey: string | null;
     try {
       holder = validate.text('holder', input.holder, validate.LIMITS.holderLength);
@@ -98,12 +137,17 @@ export class AllocationService {
   }
 
   /** Same partner + key: the original allocation if the request is the same, else a refusal. */
-  private async replay(ctx: RequestContext, campaignId: string, allocationId: string, requestHash: string | null): Promise<ClaimResult> {
+  private async replay(
+    ctx: RequestContext,
+    campaignId: string,
+    allocationId: string,
+    requestHash: string | null,
+  ): Promise<ClaimResult & { replayed: true }> {
     const prior = await findAllocationWithRequest(this.db.prisma, campaignId, allocationId);
     if (!prior) throw new Error(`allocation ${allocationId} named by an idempotency key is missing`);
-    if (prior.requestHash !== requestHash) return refused(claimError('IDEMPOTENCY_KEY_REUSED'));
+    if (prior.requestHash !== requestHash) return { ...refused(claimError('IDEMPOTENCY_KEY_REUSED')), replayed: true };
     ctx.loaders.allocation.prime(prior.allocation.id, prior.allocation);
-    return granted(prior.allocation);
+    return { ...granted(prior.allocation), replayed: true };
   }
 
   /**

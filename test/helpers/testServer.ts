@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { Pool } from 'pg';
 import type { Config } from '../../src/config';
 import { createDatabase, type Database } from '../../src/db/client';
-import { createLogger } from '../../src/logger';
+import { createLogger, type Logger } from '../../src/logger';
 import { createServer, type TesseraServer } from '../../src/server';
 import { databaseUrl, RUN_ENV, SERVER_ENV, TEMPLATE_ENV, withClient } from './env';
 
@@ -58,15 +58,18 @@ export async function createTestDatabase(): Promise<{ url: string; drop(): Promi
 export const TEST_DATABASE_CONFIG: Config['database'] = {
   poolSize: 10,
   poolTimeoutMs: 5_000,
+  poolMaxWaiting: 1_000,
   statementTimeoutMs: 10_000,
   lockTimeoutMs: 5_000,
   idleInTransactionTimeoutMs: 10_000,
 };
 
-export async function startTestServer(options: { database?: Partial<Config['database']> } = {}): Promise<TestServer> {
+export async function startTestServer(
+  options: { database?: Partial<Config['database']>; logger?: Logger } = {},
+): Promise<TestServer> {
   const database = await createTestDatabase();
   const db = createDatabase({ ...TEST_DATABASE_CONFIG, ...options.database, url: database.url });
-  const logger = createLogger({ env: 'test', level: process.env.TEST_LOG_LEVEL });
+  const logger = options.logger ?? createLogger({ env: 'test', level: process.env.TEST_LOG_LEVEL });
   const server: TesseraServer = await createServer({
     config: { env: 'test', adminApiKey: ADMIN_KEY, shutdownGraceMs: 5_000 },
     db,

@@ -1,0 +1,61 @@
+// Prometheus metrics (prom-client), served at GET /metrics. One registry per server instance, so
+// several servers in one process (the tests) do not collide.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Pool } from 'pg';
+
+export interface Metrics {
+  readonly registry: Registry;
+  /** Claims by outcome: ALLOCATED, REPLAYED, a ClaimErrorCode, UNAVAILABLE or ERROR. */
+  readonly claims: Counter<'outcome'>;
+  readonly claimSeconds: Histogram<'outcome'>;
+  /** GraphQL errors returned to clients, by extensions.code. */
+  readonly graphqlErrors: Counter<'code'>;
+  /** Requests refused before reaching the database because too many were already waiting. */
+  readonly shed: Counter;
+}
+
+export function createMetrics(pool: Pool): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'tessera_' });
+  new Gauge({
+    name: 'tessera_db_pool_connections',
+    help: 'Database pool connections by state',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    collect() {
+      this.set({ state: 'total' }, pool.totalCount);
+      this.set({ state: 'idle' }, pool.idleCount);
+      this.set({ state: 'in_use' }, pool.totalCount - pool.idleCount);
+    },
+  });
+  new Gauge({
+    name: 'tessera_db_pool_waiting',
+    help: 'Requests waiting for a database connection',
+    registers: [registry],
+    collect() {
+      this.set(pool.waitingCount);
+    },
+  });
+  return {
+    registry,
+    claims: new Counter({ name: 'tessera_claims_total', help: 'Claims by outcome', labelNames: ['outcome'] as const, registers: [registry] }),
+    claimSeconds: new Histogram({
+      name: 'tessera_claim_duration_seconds',
+      help: 'Claim latency inside the server (validation to answer), by outcome',
+      labelNames: ['outcome'] as const,
+      buckets: [0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    }),
+    graphqlErrors: new Counter({
+      name: 'tessera_graphql_errors_total',
+      help: 'GraphQL errors returned, by code',
+      labelNames: ['code'] as const,
+      registers: [registry],
+    }),
+    shed: new Counter({
+      name: 'tessera_requests_shed_total',
+      help: 'Requests answered 503 at once because the database pool queue was full',
+      registers: [registry],
+    }),
+  };
+}

@@ -1,0 +1,341 @@
+// The six fault scenarios of `npm run chaos` (issue 3). Each runs a storm against a real Tessera
+// process on a database of its own, injects its fault, retries every unknown outcome with its key
+// until it is answered, and checks the history (history.ts). Sizes: `full` for npm run chaos,
+// `quick` for the bounded subset in npm test.
+import type { EmbeddedDatabase } from '../../src/db/embedded';
+import { sendClaim } from './client';
+import { checkHistory, History, idleInTransaction } from './history';
+import {
+  closeCampaign,
+  freePort,
+  retryUnknowns,
+  scratchDatabase,
+  ServerProcess,
+  setUpCampaign,
+  sleep,
+  statsReader,
+  storm,
+} from './harness';
+
+export type Size = 'full' | 'quick';
+
+export interface ScenarioEnv {
+  /** A PostgreSQL server the scenarios create their databases on (admin URL). */
+  pgUrl: string;
+  /** A PostgreSQL the chaos run owns and may restart (scenario c); absent: c is skipped. */
+  restartable?: EmbeddedDatabase;
+  size: Size;
+}
+
+export interface ScenarioResult {
+  id: string;
+  name: string;
+  skipped?: string;
+  claims: number;
+  ok: number;
+  refused: number;
+  unknown: number;
+  retries: number;
+  stored: number;
+  total: number;
+  available: number;
+  violations: string[];
+  notes: string[];
+  seconds: number;
+}
+
+interface Plan {
+  tickets: number;
+  claims: number;
+  concurrency: number;
+}
+
+const plan = (size: Size, full: Plan, quick: Plan): Plan => (size === 'full' ? full : quick);
+
+/** Runs a scenario's body with a database and a server, then checks and tears down. */
+async function run(
+  id: string,
+  name: string,
+  env: ScenarioEnv,
+  options: { pgUrl?: string; serverEnv?: Record<string, string>; tickets: number; prepare?: (sql: import('pg').Pool) => Promise<void> },
+  body: (ctx: { server: ServerProcess; history: History; campaignId: string; partnerKeys: string[]; sql: import('pg').Pool; notes: string[] }) => Promise<void>,
+): Promise<ScenarioResult> {
+  const started = Date.now();
+  const db = await scratchDatabase(options.pgUrl ?? env.pgUrl, id);
+  const server = new ServerProcess(await freePort(), { DATABASE_URL: db.url, DATABASE_POOL_SIZE: '10', ...options.serverEnv });
+  const notes: string[] = [];
+  try {
+    await options.prepare?.(db.sql);
+    await server.start();
+    const { campaignId, partnerKeys } = await setUpCampaign(server, options.tickets);
+    const history = new History();
+    const reader = statsReader(server, campaignId, history);
+    try {
+      await body({ server, history, campaignId, partnerKeys, sql: db.sql, notes });
+    } finally {
+      await reader.stop();
+    }
+    await retryUnknowns(server, history);
+    const verdict = await checkHistory(history, db.sql, campaignId);
+    const idle = await idleInTransaction(db.sql, db.name);
+    if (idle > 0) verdict.violations.push(`${idle} server sessions left idle in transaction`);
+    const first = history.firstPass();
+    return {
+      id,
+      name,
+      claims: history.invocations.length,
+      ...first,
+      retries: history.retries(),
+      stored: verdict.final.stored,
+      total: verdict.final.total,
+      available: verdict.final.available,
+      violations: verdict.violations,
+      notes,
+      seconds: Math.round((Date.now() - started) / 100) / 10,
+    };
+  } catch (error) {
+    throw new Error(`${id}: ${(error as Error).message}\n--- server log ---\n${server.log}`, { cause: error });
+  } finally {
+    await server.stop();
+    await db.drop();
+  }
+}
+
+/**
+ * a. SIGKILL of the server mid-storm, restart, retry the unknowns by key; close at 70%, while
+ * tickets remain, so that "nothing allocated after close" is a real test.
+ */
+export function sigkill(env: ScenarioEnv): Promise<ScenarioResult> {
+  const p = plan(env.size, { tickets: 1500, claims: 1800, concurrency: 48 }, { tickets: 200, claims: 240, concurrency: 24 });
+  return run('a', 'SIGKILL of the server mid-storm, restart, retry by key', env, { tickets: p.tickets }, async (ctx) => {
+    let fault: Promise<void> | null = null;
+    let closing: Promise<void> | null = null;
+    await storm({
+      server: ctx.server,
+      fixture: ctx,
+      history: ctx.history,
+      label: 'a',
+      ...p,
+      onSent: (sent) => {
+        if (sent === Math.floor(p.claims * 0.3)) {
+          fault = (async () => {
+            await ctx.server.kill();
+            ctx.notes.push(`killed after ${sent} claims sent`);
+            await sleep(200);
+            await ctx.server.start();
+          })();
+        }
+        if (sent === Math.floor(p.claims * 0.7)) closing = (fault ?? Promise.resolve()).then(() => closeCampaign(ctx.server, ctx.history, ctx.sql, ctx.campaignId));
+      },
+    });
+    await fault;
+    await closing;
+    noteClose(ctx);
+  });
+}
+
+/** b. pg_terminate_backend of the server's connections, again and again, mid-storm; close at 70%. */
+export function terminateBackends(env: ScenarioEnv): Promise<ScenarioResult> {
+  const p = plan(env.size, { tickets: 1500, claims: 1800, concurrency: 48 }, { tickets: 200, claims: 240, concurrency: 24 });
+  return run('b', 'pg_terminate_backend of the server connections mid-storm', env, { tickets: p.tickets }, async (ctx) => {
+    let terminated = 0;
+    let stop = false;
+    const database = (await ctx.sql.query('SELECT current_database() AS d')).rows[0].d;
+    const killer = (async () => {
+      await sleep(100);
+      while (!stop) {
+        const { rows } = await ctx.sql.query(
+          `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+            WHERE datname = $1 AND application_name = 'tessera' AND pid <> pg_backend_pid()`,
+          [database],
+        );
+        terminated += rows[0].n;
+        await sleep(40 + Math.random() * 80);
+      }
+    })();
+    let closing: Promise<void> | null = null;
+    await storm({
+      server: ctx.server,
+      fixture: ctx,
+      history: ctx.history,
+      label: 'b',
+      ...p,
+      onSent: (sent) => {
+        // A terminated connection can fail the close itself: closeCampaign retries like an operator.
+        if (sent === Math.floor(p.claims * 0.7)) closing = closeCampaign(ctx.server, ctx.history, ctx.sql, ctx.campaignId);
+      },
+    });
+    stop = true;
+    await killer;
+    await closing;
+    noteClose(ctx);
+    ctx.notes.push(`${terminated} backends terminated; the same server process answered throughout`);
+    // Recovered without a restart: a fresh request on the same process succeeds.
+    const health = await fetch(`${ctx.server.base}/readyz`);
+    if (health.status !== 200) throw new Error(`server not ready after the terminations: ${health.status}`);
+  });
+}
+
+/** c. PostgreSQL restarted mid-storm. */
+export async function restartPostgres(env: ScenarioEnv): Promise<ScenarioResult> {
+  const p = plan(env.size, { tickets: 400, claims: 1200, concurrency: 32 }, { tickets: 60, claims: 180, concurrency: 16 });
+  const pg = env.restartable;
+  if (!pg) {
+    return { id: 'c', name: 'PostgreSQL restarted mid-storm', skipped: 'no PostgreSQL this run may restart', claims: 0, ok: 0, refused: 0, unknown: 0, retries: 0, stored: 0, total: 0, available: 0, violations: [], notes: [], seconds: 0 };
+  }
+  return run('c', 'PostgreSQL restarted mid-storm', env, { pgUrl: pg.url, tickets: p.tickets }, async (ctx) => {
+    let fault: Promise<void> | null = null;
+    await storm({
+      server: ctx.server,
+      fixture: ctx,
+      history: ctx.history,
+      label: 'c',
+      ...p,
+      onSent: (sent) => {
+        if (sent === Math.floor(p.claims * 0.35)) {
+          fault = (async () => {
+            const t0 = Date.now();
+            await pg.stop();
+            await sleep(500);
+            await pg.start();
+            ctx.notes.push(`PostgreSQL down for ${Date.now() - t0} ms after ${sent} claims sent`);
+          })();
+        }
+      },
+    });
+    await fault;
+  });
+}
+
+/** d. Far more concurrent claims than connections: fail fast with 503 + Retry-After, never hang. */
+export function poolExhaustion(env: ScenarioEnv): Promise<ScenarioResult> {
+  const p = plan(env.size, { tickets: 300, claims: 1000, concurrency: 1000 }, { tickets: 100, claims: 300, concurrency: 300 });
+  const serverEnv = { DATABASE_POOL_SIZE: '2', DATABASE_POOL_TIMEOUT_MS: '300', DATABASE_POOL_MAX_WAITING: '40' };
+  return run('d', 'pool exhaustion: far more concurrent claims than connections', env, { tickets: p.tickets, serverEnv }, async (ctx) => {
+    // The burst meets a stalled database: a session holds the campaign's gate exclusively for 1.5 s
+    // (as a close would), so the claims that got the 2 connections wait on it and every other
+    // request queues for a connection. Deterministic: exhaustion does not depend on timing.
+    const blocker = await ctx.sql.connect();
+    await blocker.query('BEGIN');
+    await blocker.query('SELECT pg_advisory_xact_lock(1, hashtext($1::uuid::text))', [ctx.campaignId]);
+    const release = sleep(1500).then(async () => {
+      await blocker.query('COMMIT');
+      blocker.release();
+    });
+    // Every client fires once; the retries by key come after (retryUnknowns), so the first answers
+    // show how the server copes with the burst.
+    await storm({ server: ctx.server, fixture: ctx, history: ctx.history, label: 'd', ...p, timeoutMs: 20_000, inlineRetries: 1 });
+    await release;
+    const attempts = ctx.history.invocations.flatMap((inv) => inv.attempts.filter((a) => !a.retry));
+    const slowest = Math.max(...attempts.map((a) => a.endedAt - a.startedAt));
+    const unavailable = attempts.filter((a) => a.outcome.kind === 'unknown' && a.outcome.reason === 'http 503');
+    const withRetryAfter = unavailable.filter((a) => a.outcome.kind === 'unknown' && a.outcome.retryAfter);
+    const hung = attempts.filter((a) => a.outcome.kind === 'unknown' && a.outcome.reason !== 'http 503');
+    ctx.notes.push(`pool of 2, database stalled 1.5 s, ${p.concurrency} claims at once: ${unavailable.length} answered 503 (${withRetryAfter.length} with Retry-After), slowest answer ${slowest} ms`);
+    if (unavailable.length === 0) throw new Error('no request was refused: the pool was not exhausted');
+    if (withRetryAfter.length !== unavailable.length) throw new Error('a 503 came without Retry-After');
+    if (hung.length > 0) throw new Error(`${hung.length} requests got no answer (${hung[0]!.outcome.kind === 'unknown' ? hung[0]!.outcome.reason : ''})`);
+    // The longest wait is bounded by the acquire timeout plus one statement, not by the queue.
+    if (slowest > 10_000) throw new Error(`a request took ${slowest} ms: the pool queue is not bounded`);
+  });
+}
+
+/** e. A claim whose transaction exceeds its timeout is rolled back; its ticket stays available. */
+export function transactionTimeout(env: ScenarioEnv): Promise<ScenarioResult> {
+  const p = plan(env.size, { tickets: 400, claims: 200, concurrency: 16 }, { tickets: 100, claims: 40, concurrency: 8 });
+  const slow = env.size === 'full' ? 12 : 4;
+  return run(
+    'e',
+    'a claim that exceeds its statement timeout is rolled back',
+    env,
+    {
+      tickets: p.tickets,
+      serverEnv: { DATABASE_STATEMENT_TIMEOUT_MS: '800' },
+      // The fault, planted in this scenario's own database: inserting the allocation of a holder
+      // listed in chaos_slow sleeps past the server's statement_timeout — after the claim has
+      // taken and updated its ticket.
+      prepare: async (sql) => {
+        await sql.query(`
+          CREATE TABLE chaos_slow (holder text PRIMARY KEY);
+          CREATE FUNCTION chaos_slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN
+            IF EXISTS (SELECT 1 FROM chaos_slow WHERE holder = NEW.holder) THEN PERFORM pg_sleep(3); END IF;
+            RETURN NEW;
+          END $$;
+          CREATE TRIGGER chaos_slow BEFORE INSERT ON allocations FOR EACH ROW EXECUTE FUNCTION chaos_slow_insert();`);
+      },
+    },
+    async (ctx) => {
+      const slowHolders = Array.from({ length: slow }, (_, i) => `e-slow-${i}`);
+      await ctx.sql.query('INSERT INTO chaos_slow SELECT unnest($1::text[])', [slowHolders]);
+      const before = await available(ctx.sql, ctx.campaignId);
+      const slowClaims = slowHolders.map(async (holder, i) => {
+        const request = { campaignId: ctx.campaignId, holder, metadata: { slow: true }, idempotencyKey: `e-slow-key-${i}` };
+        const invocation = ctx.history.add(request, ctx.partnerKeys[0]!);
+        const startedAt = Date.now();
+        const outcome = await sendClaim(ctx.server.url, ctx.partnerKeys[0]!, request, { timeoutMs: 15_000 });
+        invocation.attempts.push({ startedAt, endedAt: Date.now(), outcome, retry: false });
+        return outcome;
+      });
+      // Ordinary claims run beside the slow ones and are not held up by them (SKIP LOCKED).
+      await storm({ server: ctx.server, fixture: ctx, history: ctx.history, label: 'e', ...p });
+      const outcomes = await Promise.all(slowClaims);
+      const timedOut = outcomes.filter((o) => o.kind === 'unknown' && o.reason === 'http 503').length;
+      const normalOk = ctx.history.invocations.filter((inv) => inv.request.holder.startsWith('e-holder') && History.last(inv)?.kind === 'ok').length;
+      const after = await available(ctx.sql, ctx.campaignId);
+      const slowStored = (await ctx.sql.query('SELECT count(*)::int AS n FROM allocations WHERE holder = ANY($1)', [slowHolders])).rows[0].n;
+      ctx.notes.push(`${timedOut}/${slow} slow claims timed out (503); ${slowStored} of them stored; available ${before} → ${after} after ${normalOk} ordinary claims`);
+      if (timedOut !== slow) throw new Error(`expected ${slow} timeouts, got ${timedOut}`);
+      if (slowStored !== 0) throw new Error('a timed-out claim left an allocation');
+      if (after !== before - normalOk) throw new Error(`available went ${before} → ${after} with ${normalOk} ordinary claims: a timed-out claim kept its ticket`);
+      // Lift the fault; the retries by key (after this body) now succeed.
+      await ctx.sql.query('DELETE FROM chaos_slow');
+    },
+  );
+}
+
+/** f. Clients that hang up mid-request, then replay with their key, get the same ticket. */
+export function clientDisconnect(env: ScenarioEnv): Promise<ScenarioResult> {
+  const p = plan(env.size, { tickets: 300, claims: 600, concurrency: 32 }, { tickets: 60, claims: 120, concurrency: 16 });
+  return run('f', 'clients hang up mid-request, then replay with their key', env, { tickets: p.tickets }, async (ctx) => {
+    await storm({
+      server: ctx.server,
+      fixture: ctx,
+      history: ctx.history,
+      label: 'f',
+      ...p,
+      // Half the clients hang up after 0-8 ms: before, during or after the server's commit.
+      hangUpAfterMs: () => (Math.random() < 0.5 ? Math.random() * 8 : null),
+    });
+    await sleep(500); // let the server finish the requests whose clients left
+    const hungUp = ctx.history.invocations.filter((inv) => inv.attempts[0]?.outcome.kind === 'unknown').length;
+    const committed = (await ctx.sql.query(
+      `SELECT count(*)::int AS n FROM allocations WHERE campaign_id = $1 AND idempotency_key = ANY($2)`,
+      [ctx.campaignId, ctx.history.invocations.filter((inv) => inv.attempts[0]?.outcome.kind === 'unknown').map((inv) => inv.request.idempotencyKey)],
+    )).rows[0].n;
+    ctx.notes.push(`${hungUp} clients hung up; the server had committed ${committed} of those claims anyway — each replay must return that ticket`);
+  });
+}
+
+function noteClose(ctx: { history: History; notes: string[] }): void {
+  const refusedAfter = ctx.history.invocations.filter((inv) => History.last(inv)?.kind === 'refused' && (History.last(inv) as { code: string }).code === 'CAMPAIGN_NOT_OPEN').length;
+  ctx.notes.push(`closed mid-storm with ${ctx.history.closeAck?.storedAtAck} allocated; ${refusedAfter} later claims refused CAMPAIGN_NOT_OPEN`);
+}
+
+async function available(sql: import('pg').Pool, campaignId: string): Promise<number> {
+  const { rows } = await sql.query(`SELECT count(*)::int AS n FROM tickets WHERE campaign_id = $1 AND status = 'AVAILABLE'`, [campaignId]);
+  return rows[0].n;
+}
+
+export const SCENARIOS = [sigkill, terminateBackends, restartPostgres, poolExhaustion, transactionTimeout, clientDisconnect];
+
+export function verdictLine(r: ScenarioResult): string {
+  if (r.skipped) return `SKIP ${r.id}. ${r.name}: ${r.skipped}`;
+  const status = r.violations.length === 0 ? 'PASS' : 'FAIL';
+  return (
+    `${status} ${r.id}. ${r.name}: ${r.claims} claims (first pass ${r.ok} ok, ${r.refused} refused, ${r.unknown} unknown), ` +
+    `${r.retries} retries, ${r.stored}/${r.total} tickets allocated, ${r.violations.length} violations (${r.seconds} s)` +
+    (r.notes.length ? `\n     ${r.notes.join('\n     ')}` : '') +
+    (r.violations.length ? `\n     VIOLATION ${r.violations.slice(0, 10).join('\n     VIOLATION ')}` : '')
+  );
+}

@@ -1,0 +1,74 @@
+// What operators see: one JSON log line per operation with a request id (never a key or metadata),
+// Prometheus metrics, and health endpoints.
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { ADMIN_KEY, CLAIM, startTestServer, type TestServer } from './helpers/testServer';
+
+const lines: Record<string, any>[] = [];
+const sink = new Writable({
+  write(chunk, _encoding, done) {
+    for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+    done();
+  },
+});
+
+let server: TestServer;
+let base: string;
+beforeAll(async () => {
+  server = await startTestServer({ logger: pino({ level: 'info' }, sink) });
+  base = server.url.replace(/\/graphql$/, '');
+});
+afterAll(() => server.stop());
+
+test('each operation logs one JSON line with its request id, and neither the API key nor the metadata', async () => {
+  const partner = await server.createPartner('Logged');
+  const campaignId = await server.openCampaignWith(2);
+  lines.length = 0;
+  const res = await fetch(server.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${partner.apiKey}`, 'x-request-id': 'req-obs-1' },
+    body: JSON.stringify({ query: CLAIM, operationName: 'Claim', variables: { input: { campaignId, holder: 'secret-holder', metadata: { card: '4111-SECRET' } } } }),
+  });
+  expect(res.status).toBe(200);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const line = lines.find((l) => l.requestId === 'req-obs-1');
+  expect(line).toMatchObject({ msg: 'graphql', operation: 'Claim', type: 'mutation', status: 200, viewer: 'partner', partnerId: partner.id });
+  expect(typeof line!.ms).toBe('number');
+  const everything = JSON.stringify(lines);
+  expect(everything).not.toContain(partner.apiKey);
+  expect(everything).not.toContain(partner.apiKey.slice(0, 20));
+  expect(everything).not.toContain('4111-SECRET');
+  expect(everything).not.toContain(ADMIN_KEY);
+});
+
+test('a failed authentication is logged without the key that was tried', async () => {
+  lines.length = 0;
+  const forged = 'tsp_0123456789ab_' + 'A'.repeat(43);
+  await server.gql(forged, '{ __typename }');
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  expect(lines.some((l) => l.errors?.includes('UNAUTHENTICATED') && l.status === 401)).toBe(true);
+  expect(JSON.stringify(lines)).not.toContain(forged);
+});
+
+test('GET /metrics counts claims by outcome, their latency, pool state and GraphQL errors by code', async () => {
+  const partner = await server.createPartner('Measured');
+  const campaignId = await server.openCampaignWith(1);
+  await server.gql(partner.apiKey, CLAIM, { input: { campaignId, holder: 'm1' } });
+  await server.gql(partner.apiKey, CLAIM, { input: { campaignId, holder: 'm2' } });
+  await server.gql(partner.apiKey, 'mutation { openCampaign(id: "x") { campaign { id } } }');
+  const res = await fetch(`${base}/metrics`);
+  expect(res.status).toBe(200);
+  const text = await res.text();
+  expect(text).toMatch(/tessera_claims_total\{outcome="ALLOCATED"\} [1-9]/);
+  expect(text).toMatch(/tessera_claims_total\{outcome="SOLD_OUT"\} [1-9]/);
+  expect(text).toMatch(/tessera_claim_duration_seconds_bucket\{le="0.1",outcome="ALLOCATED"\} [1-9]/);
+  expect(text).toMatch(/tessera_db_pool_connections\{state="in_use"\} \d+/);
+  expect(text).toMatch(/tessera_db_pool_waiting \d+/);
+  expect(text).toMatch(/tessera_graphql_errors_total\{code="FORBIDDEN"\} [1-9]/);
+});
+
+test('GET /readyz answers 200 when the database is reachable and migrations are applied', async () => {
+  const res = await fetch(`${base}/readyz`);
+  expect(res.status).toBe(200);
+  expect(await res.json()).toEqual({ status: 'ok' });
+});
