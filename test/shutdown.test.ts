@@ -1,16 +1,21 @@
 // SIGTERM: the real `npm start` process stops accepting, lets the claim in flight finish, closes
 // its pool and exits 0.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { withClient } from './helpers/env';
 import { ADMIN_KEY, CLAIM, createTestDatabase } from './helpers/testServer';
 
 const ROOT = path.resolve(__dirname, '..');
 
-function startProcess(databaseUrl: string): Promise<{ child: ChildProcess; port: number; exited: Promise<number | null> }> {
+function startProcess(databaseUrl: string | null, extraEnv: Record<string, string> = {}): Promise<{ child: ChildProcess; port: number; exited: Promise<number | null> }> {
+  const env: NodeJS.ProcessEnv = { ...process.env, ADMIN_API_KEY: ADMIN_KEY, PORT: '0', NODE_ENV: 'development', LOG_LEVEL: 'info', ...extraEnv };
+  if (databaseUrl) env.DATABASE_URL = databaseUrl;
+  else delete env.DATABASE_URL;
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: databaseUrl, ADMIN_API_KEY: ADMIN_KEY, PORT: '0', NODE_ENV: 'development', LOG_LEVEL: 'info' },
+    env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
@@ -65,3 +70,34 @@ test('SIGTERM lets an in-flight claim finish, refuses new connections, and exits
     await database.drop();
   }
 });
+
+test('without DATABASE_URL the server starts its embedded PostgreSQL, and SIGTERM stops both', async () => {
+  // Under the project folder: PostgreSQL runs as its own OS user and must be able to reach it.
+  const parent = mkdtempSync(path.join(ROOT, '.tessera', 'shutdown-'));
+  chmodSync(parent, 0o755); // mkdtemp makes it 0700: PostgreSQL's own OS user could not enter it
+  const dir = path.join(parent, 'pgdata');
+  const pgPort = 54369;
+  const { child, port, exited } = await startProcess(null, { EMBEDDED_PG_DIR: dir, EMBEDDED_PG_PORT: String(pgPort) });
+  try {
+    const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await accepts(pgPort)).toBe(true);
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(await accepts(pgPort)).toBe(false);
+  } finally {
+    child.kill('SIGKILL');
+    rmSync(parent, { recursive: true, force: true });
+  }
+}, 60_000);
+
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}

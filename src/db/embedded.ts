@@ -50,8 +50,11 @@ export async function startEmbeddedPostgres(options: { dir: string; port: number
     if (!existsSync(path.join(dir, 'PG_VERSION'))) await cluster.initialise();
     await cluster.start();
   } catch (error) {
+    const hint = /Permission denied/.test(`${String(error)} ${logs.join(' ')}`)
+      ? '\nPostgreSQL runs as the OS user "postgres" here: every parent folder of the data directory must be accessible to it (e.g. not a chmod 700 temp folder). Set EMBEDDED_PG_DIR elsewhere, or DATABASE_URL.'
+      : '';
     throw new Error(
-      `Could not start the embedded PostgreSQL in ${dir} on port ${options.port}: ${String(error)}\n${logs.join('\n')}`,
+      `Could not start the embedded PostgreSQL in ${dir} on port ${options.port}: ${String(error)}${hint}\n${logs.join('\n')}`,
       { cause: error },
     );
   }
