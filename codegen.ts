@@ -20,6 +20,8 @@ const config: CodegenConfig = {
           Allocation: '../models#AllocationModel',
           Ticket: '../models#TicketModel',
           Partner: '../models#PartnerModel',
+          TimelinePoint: '../models#TimelinePointModel',
+          PartnerStats: '../models#PartnerStatsModel',
           AllocationConnection: '../models#ConnectionModel<AllocationModel>',
           CampaignConnection: '../models#ConnectionModel<CampaignModel>',
         },

@@ -46,6 +46,7 @@ const EnvSchema = z.object({
   EMBEDDED_PG_DIR: z.string().default('.tessera/pgdata'),
   EMBEDDED_PG_PORT: intFrom('EMBEDDED_PG_PORT', 54329, 1, 65535),
   SHUTDOWN_GRACE_MS: intFrom('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+  HOLD_SWEEP_INTERVAL_MS: intFrom('HOLD_SWEEP_INTERVAL_MS', 1000, 0, 3_600_000),
 });
 
 export interface Config {
@@ -68,6 +69,8 @@ export interface Config {
   };
   readonly embedded: { readonly dir: string; readonly port: number };
   readonly shutdownGraceMs: number;
+  /** How often expired holds are returned to the pool; 0 turns the sweeper off. */
+  readonly holdSweepIntervalMs: number;
 }
 
 export class ConfigError extends Error {
@@ -126,5 +129,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }),
     embedded: Object.freeze({ dir: embeddedDir, port: e.EMBEDDED_PG_PORT }),
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    holdSweepIntervalMs: e.HOLD_SWEEP_INTERVAL_MS,
   });
 }

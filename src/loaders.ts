@@ -6,7 +6,8 @@ import type { Database } from './db/client';
 import { campaignStats } from './db/campaignStats';
 import { findAllocationsByIds } from './db/findAllocations';
 import { findTickets } from './db/findTickets';
-import type { AllocationModel, CampaignModel, CampaignStatsModel, PartnerModel, TicketModel } from './models';
+import { partnerStats } from './db/campaignReports';
+import type { AllocationModel, CampaignModel, CampaignStatsModel, PartnerModel, PartnerStatsModel, TicketModel } from './models';
 import type { CampaignService } from './services/campaigns';
 import type { PartnerService } from './services/partners';
 
@@ -17,9 +18,11 @@ export interface Loaders {
   /** Keyed by `${campaignId}:${ticketId}`. */
   ticket: DataLoader<string, TicketModel | null>;
   allocation: DataLoader<string, AllocationModel | null>;
+  /** Per campaign (admin report; one statement per campaign asked about). */
+  partnerStats: DataLoader<string, PartnerStatsModel[]>;
 }
 
-const EMPTY_STATS: CampaignStatsModel = { total: 0, allocated: 0, held: 0, available: 0 };
+const EMPTY_STATS: CampaignStatsModel = { total: 0, allocated: 0, held: 0, available: 0, soldOutAt: null };
 
 function byKey<T>(keys: readonly string[], items: T[], keyOf: (item: T) => string): (T | null)[] {
   const found = new Map(items.map((item) => [keyOf(item), item]));
@@ -42,5 +45,6 @@ export function createLoaders(db: Database, services: { campaigns: CampaignServi
       return byKey(keys, await findTickets(db.prisma, parsed), (t) => `${t.campaignId}:${t.id}`);
     }),
     allocation: new DataLoader(async (ids) => byKey(ids, await findAllocationsByIds(db.prisma, ids), (a) => a.id)),
+    partnerStats: new DataLoader(async (ids) => Promise.all(ids.map((id) => partnerStats(db.prisma, id)))),
   };
 }

@@ -5,9 +5,11 @@ import type { Pool } from 'pg';
 
 export interface Metrics {
   readonly registry: Registry;
-  /** Claims by outcome: ALLOCATED, REPLAYED, a ClaimErrorCode, UNAVAILABLE or ERROR. */
-  readonly claims: Counter<'outcome'>;
-  readonly claimSeconds: Histogram<'outcome'>;
+  /** Claims (claimTicket, holdTicket, claimTickets) by outcome: ALLOCATED, REPLAYED, a ClaimErrorCode, UNAVAILABLE or ERROR. */
+  readonly claims: Counter<'operation' | 'outcome'>;
+  readonly claimSeconds: Histogram<'operation' | 'outcome'>;
+  /** Expired holds returned to the pool by the sweeper. */
+  readonly holdsExpired: Counter;
   /** GraphQL errors returned to clients, by extensions.code. */
   readonly graphqlErrors: Counter<'code'>;
   /** Requests refused before reaching the database because too many were already waiting. */
@@ -38,11 +40,17 @@ export function createMetrics(pool: Pool): Metrics {
   });
   return {
     registry,
-    claims: new Counter({ name: 'tessera_claims_total', help: 'Claims by outcome', labelNames: ['outcome'] as const, registers: [registry] }),
+    claims: new Counter({
+      name: 'tessera_claims_total',
+      help: 'Claims by operation and outcome',
+      labelNames: ['operation', 'outcome'] as const,
+      registers: [registry],
+    }),
+    holdsExpired: new Counter({ name: 'tessera_holds_expired_total', help: 'Expired holds the sweeper returned to the pool', registers: [registry] }),
     claimSeconds: new Histogram({
       name: 'tessera_claim_duration_seconds',
-      help: 'Claim latency inside the server (validation to answer), by outcome',
-      labelNames: ['outcome'] as const,
+      help: 'Claim latency inside the server (validation to answer), by operation and outcome',
+      labelNames: ['operation', 'outcome'] as const,
       buckets: [0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [registry],
     }),

@@ -26,6 +26,20 @@ export interface CampaignStatsModel {
   allocated: number;
   held: number;
   available: number;
+  soldOutAt: Date | null;
+}
+
+export interface TimelinePointModel {
+  at: Date;
+  allocated: number;
+  cumulative: number;
+}
+
+export interface PartnerStatsModel {
+  partnerId: string;
+  allocated: number;
+  held: number;
+  quota: number | null;
 }
 
 export interface TicketModel {
@@ -49,6 +63,8 @@ export interface AllocationModel {
   allocatedAt: Date;
   expiresAt: Date | null;
   releasedAt: Date | null;
+  /** Set when a hold was confirmed (not in the API). */
+  confirmedAt: Date | null;
 }
 
 export interface ConnectionModel<T> {

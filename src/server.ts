@@ -25,6 +25,7 @@ import { GRAPHIQL_HTML, graphiqlAssets } from './graphiql';
 import type { Logger } from './logger';
 import { createMetrics } from './metrics';
 import { resolvers } from './resolvers';
+import { startHoldSweeper } from './sweeper';
 
 export const SCHEMA_PATH = path.resolve(__dirname, '../schema.graphql');
 
@@ -36,7 +37,7 @@ export interface TesseraServer {
   stop(): Promise<void>;
 }
 
-type ServerConfig = Pick<Config, 'env' | 'adminApiKey' | 'shutdownGraceMs'>;
+type ServerConfig = Pick<Config, 'env' | 'adminApiKey' | 'shutdownGraceMs'> & Partial<Pick<Config, 'holdSweepIntervalMs'>>;
 
 /** Codes a client may see as they are; anything else is masked. */
 const PUBLIC_CODES = new Set<string>([
@@ -99,7 +100,7 @@ export async function createServer(options: { config: ServerConfig; db: Database
           for (const error of errors) {
             const original = unwrapResolverError(error);
             (error as GraphQLError & { requestId?: string }).requestId = contextValue.requestId;
-            if (isTransientDbError(original)) transient = true;
+            if (isTransientDbError(original) || (original instanceof GraphQLError && original.extensions.code === ErrorCode.UNAVAILABLE)) transient = true;
             else if (!(original instanceof GraphQLError) && !(original instanceof InvalidInput)) {
               logger.error({ err: original, requestId: contextValue.requestId, path: error.path }, 'unexpected error');
             }
@@ -235,6 +236,8 @@ export async function createServer(options: { config: ServerConfig; db: Database
     });
   });
 
+  const sweeper = startHoldSweeper(db, logger, metrics, config.holdSweepIntervalMs ?? 1000);
+
   return {
     app,
     httpServer,
@@ -246,9 +249,10 @@ export async function createServer(options: { config: ServerConfig; db: Database
           resolve({ port: typeof address === 'object' && address ? address.port : port });
         });
       }),
-    stop: () => {
+    stop: async () => {
       draining = true;
-      return apollo.stop();
+      await apollo.stop();
+      await sweeper.stop();
     },
   };
 }

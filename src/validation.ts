@@ -16,6 +16,9 @@ export const LIMITS = {
   defaultPageSize: 20,
   perHolderLimit: 1_000_000,
   metadataDepth: 32,
+  holdSeconds: 86_400,
+  ticketsPerClaim: 100,
+  quota: 10_000_000,
 } as const;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -14,8 +14,11 @@ afterAll(() => server.stop());
 interface PlanNode { 'Node Type': string; 'Index Name'?: string; 'Relation Name'?: string; Plans?: PlanNode[] }
 const nodes = (plan: PlanNode): PlanNode[] => [plan, ...(plan.Plans ?? []).flatMap(nodes)];
 
-async function ticketScans(campaignId: string, wait: boolean): Promise<string[]> {
+async function scans(campaignId: string, wait: boolean, variant: { kind: 'claim' | 'hold'; quantity: number }, relation = 'tickets'): Promise<string[]> {
   const sql = claimSql({
+    kind: variant.kind,
+    quantity: variant.quantity,
+    ttlSeconds: variant.kind === 'hold' ? 60 : null,
     campaignId,
     partnerId: OPERATOR_PARTNER_ID,
     holder: 'planner',
@@ -27,7 +30,7 @@ async function ticketScans(campaignId: string, wait: boolean): Promise<string[]>
   });
   const { rows } = await server.sql.query(`EXPLAIN (FORMAT JSON) ${sql.text}`, sql.values as unknown[]);
   return nodes(rows[0]['QUERY PLAN'][0].Plan)
-    .filter((n) => n['Relation Name'] === 'tickets' && n['Node Type'] !== 'ModifyTable')
+    .filter((n) => n['Relation Name'] === relation && n['Node Type'] !== 'ModifyTable')
     .map((n) => `${n['Node Type']}:${n['Index Name'] ?? ''}`);
 }
 
@@ -43,13 +46,16 @@ test.each([
     [campaignId, fill],
   );
   await server.sql.query('ANALYZE tickets');
-  for (const wait of [false, true]) {
-    const scans = await ticketScans(campaignId, wait);
-    // The picks (two for SKIP LOCKED, one waiting) and the contended check use the partial index;
-    // the UPDATE finds its one row by primary key.
-    const picks = scans.filter((s) => !s.endsWith(':tickets_pkey'));
-    expect(picks.length).toBeGreaterThanOrEqual(wait ? 1 : 2);
-    for (const scan of picks) expect(scan).toMatch(/Index.*Scan:tickets_available_pick_idx/);
-    expect(scans.filter((s) => s.endsWith(':tickets_pkey')).length).toBeLessThanOrEqual(1);
+  for (const variant of [{ kind: 'claim', quantity: 1 }, { kind: 'claim', quantity: 3 }, { kind: 'hold', quantity: 1 }] as const) {
+    for (const wait of [false, true]) {
+      const ticketScans = await scans(campaignId, wait, variant);
+      // The picks and the contended check use the partial index; the UPDATE finds its rows by
+      // primary key; nothing scans the campaign.
+      const picks = ticketScans.filter((s) => !s.endsWith(':tickets_pkey'));
+      expect(picks.length).toBeGreaterThanOrEqual(2);
+      for (const scan of picks) expect(scan).toMatch(/Index.*Scan:tickets_available_pick_idx/);
+      expect(ticketScans.filter((s) => s.endsWith(':tickets_pkey')).length).toBe(1);
+      for (const scan of await scans(campaignId, wait, variant, 'allocations')) expect(scan).toMatch(/^(Index|Bitmap)/);
+    }
   }
 });

@@ -2,9 +2,14 @@
 import type { JsonValue } from './json';
 import type { AllocationModel, AllocationStatus } from '../models';
 
-/** Columns every statement that returns allocations selects, in this order. */
-export const ALLOCATION_COLUMNS = `id, campaign_id, ticket_id, partner_id, holder, metadata, idempotency_key,
-  request_hash, status, sequence, allocated_at, expires_at, released_at`;
+/**
+ * Columns every statement that returns allocations selects, in this order. A hold past its
+ * expires_at reads as EXPIRED even before the sweeper (or a claim taking its ticket) has written
+ * that: the database's clock decides, the same clock confirmHold checks.
+ */
+export const ALLOCATION_COLUMNS = `id, campaign_id, ticket_id, partner_id, holder, metadata, idempotency_key, request_hash,
+  CASE WHEN status = 'HELD' AND expires_at <= clock_timestamp() THEN 'EXPIRED'::allocation_status ELSE status END AS status,
+  sequence, allocated_at, expires_at, released_at, confirmed_at, request_index`;
 
 export interface AllocationRow {
   id: string;
@@ -20,6 +25,8 @@ export interface AllocationRow {
   allocated_at: Date;
   expires_at: Date | null;
   released_at: Date | null;
+  confirmed_at: Date | null;
+  request_index: number;
 }
 
 export function toAllocation(row: AllocationRow): AllocationModel {
@@ -36,5 +43,6 @@ export function toAllocation(row: AllocationRow): AllocationModel {
     allocatedAt: row.allocated_at,
     expiresAt: row.expires_at,
     releasedAt: row.released_at,
+    confirmedAt: row.confirmed_at,
   };
 }

@@ -1,6 +1,11 @@
-// Campaign figures, counted from the tickets themselves in one statement, so that
-// total = allocated + held + available holds in every answer (one snapshot; every ticket has
-// exactly one status). Batched: one statement for every campaign a request asks about.
+// Campaign figures in one statement, so that total = allocated + held + available holds in every
+// answer (one snapshot; every ticket has exactly one status). A hold past its expiry counts as
+// available (its ticket is claimable from that instant), not as held, even before the sweeper has
+// written so. Batched: one statement for every campaign a request asks about.
+//
+// soldOutAt: recorded by the release that ends a sell-out (db/releaseAllocation.ts); while a
+// campaign is sold out and nothing has been released yet, it is the moment the last ticket became
+// ACTIVE — one backward step of the timeline index.
 import type { Db } from './client';
 import type { CampaignStatsModel } from '../models';
 
@@ -10,18 +15,45 @@ interface StatsRow {
   allocated: bigint;
   held: bigint;
   available: bigint;
+  sold_out_at: Date | null;
 }
 
 export async function campaignStats(db: Db, campaignIds: readonly string[]): Promise<Map<string, CampaignStatsModel>> {
   const rows = await db.$queryRaw<StatsRow[]>`
-    SELECT campaign_id,
-           count(*) AS total,
-           count(*) FILTER (WHERE status = 'ALLOCATED') AS allocated,
-           count(*) FILTER (WHERE status = 'HELD') AS held,
-           count(*) FILTER (WHERE status = 'AVAILABLE') AS available
-      FROM tickets
-     WHERE campaign_id = ANY(${campaignIds}::uuid[])
-     GROUP BY campaign_id`;
+    WITH counts AS (
+      SELECT t.campaign_id,
+             count(*) AS total,
+             count(*) FILTER (WHERE t.status = 'ALLOCATED') AS allocated,
+             count(*) FILTER (WHERE t.status = 'HELD') AS held,
+             count(*) FILTER (WHERE t.status = 'AVAILABLE') AS available
+        FROM tickets t
+       WHERE t.campaign_id = ANY(${campaignIds}::uuid[])
+       GROUP BY t.campaign_id
+    ),
+    lapsed AS (
+      SELECT a.campaign_id, count(*) AS n
+        FROM allocations a
+       WHERE a.campaign_id = ANY(${campaignIds}::uuid[]) AND a.status = 'HELD' AND a.expires_at <= clock_timestamp()
+       GROUP BY a.campaign_id
+    ),
+    figures AS (
+      SELECT cp.id AS campaign_id, cp.sold_out_at,
+             COALESCE(c.total, 0) AS total,
+             COALESCE(c.allocated, 0) AS allocated,
+             COALESCE(c.held, 0) - COALESCE(l.n, 0) AS held,
+             COALESCE(c.available, 0) + COALESCE(l.n, 0) AS available
+        FROM campaigns cp
+        LEFT JOIN counts c ON c.campaign_id = cp.id
+        LEFT JOIN lapsed l ON l.campaign_id = cp.id
+       WHERE cp.id = ANY(${campaignIds}::uuid[])
+    )
+    SELECT f.campaign_id, f.total, f.allocated, f.held, f.available,
+           COALESCE(f.sold_out_at,
+                    CASE WHEN f.total > 0 AND f.available = 0 AND f.held = 0 THEN
+                      (SELECT max(COALESCE(a.confirmed_at, a.allocated_at)) FROM allocations a
+                        WHERE a.campaign_id = f.campaign_id AND a.status = 'ACTIVE')
+                    END) AS sold_out_at
+      FROM figures f`;
   const stats = new Map<string, CampaignStatsModel>();
   for (const row of rows) {
     stats.set(row.campaign_id, {
@@ -29,6 +61,7 @@ export async function campaignStats(db: Db, campaignIds: readonly string[]): Pro
       allocated: Number(row.allocated),
       held: Number(row.held),
       available: Number(row.available),
+      soldOutAt: row.sold_out_at,
     });
   }
   return stats;

@@ -1,14 +1,19 @@
-// THE claim: one statement that passes the campaign gate, takes one AVAILABLE ticket, marks it
-// ALLOCATED and writes its allocation — all or nothing, in one round trip (PERFORMANCE.md item 4:
-// one CTE beats BEGIN/2 statements/COMMIT by 20-40%). The caller (services/allocation.ts) owns the
-// transaction — `prisma.$transaction([claimTicket(...)])` — and decides what to do with each outcome.
+// THE claim: one statement that passes the campaign gate, takes `quantity` tickets — AVAILABLE
+// ones, or ones whose hold has expired — marks them ALLOCATED (a claim) or HELD (a hold) and writes
+// their allocations. All or nothing, in one round trip (PERFORMANCE.md item 4: one CTE beats
+// BEGIN/2 statements/COMMIT by 20-40%). claimTicket, holdTicket and claimTickets all run it; the
+// caller (services/allocation.ts) owns the transaction — `prisma.$transaction([claimTicket(...)])`
+// — and decides what to do with each outcome.
 //
-// What it locks, in this order (a fixed order, CORRECTNESS.md 5):
-//   1. tessera_claim_gate() (migration 20261129000000_core): advisory locks only — the campaign
-//      gate (shared), the idempotency key, the holder — then reads campaign and counts with a fresh
-//      snapshot. The pick below names the gate's verdict in its WHERE, so no ticket row is ever
-//      locked before the gate has passed.
-//   2. one ticket row, FOR UPDATE SKIP LOCKED: concurrent claimers never wait on each other's rows.
+// What it locks, in this order (one fixed order everywhere, CORRECTNESS.md 5):
+//   1. tessera_claim_gate() (migrations): advisory locks — the campaign gate (shared), the
+//      idempotency key, the holder — and the partner's quota row; then it reads the campaign and
+//      counts with a fresh snapshot. Every pick below names the gate's verdict in its WHERE, so no
+//      ticket or hold is locked before the gate has passed.
+//   2. AVAILABLE ticket rows, FOR UPDATE SKIP LOCKED: concurrent claimers never wait on each other.
+//   3. only if that was not enough: expired holds, FOR UPDATE SKIP LOCKED — an expired hold's ticket
+//      is claimable from the instant it expires (no sweeper has to run first), and whoever locks the
+//      hold first (a claim, or the sweeper) ends it, exactly once.
 //
 // Why the pick starts at a random pick_order (the migration gives every ticket a random one):
 //   - every claimer starting at the front of the AVAILABLE index would skip over the same locked
@@ -16,38 +21,50 @@
 //     until a VACUUM (PERFORMANCE.md pitfall 1: 3,000 → 372 claims/s at 99% fill). From a random
 //     point the run of dead entries before a live one is ~1/(1-fill) entries, not fill×N;
 //   - pick_order is in no other index, so the planner has no alternative to the partial index
-//     (pitfall 2) whatever the statistics say.
-//   The second COALESCE branch wraps around below the start; it runs only when the first is empty.
+//     (pitfall 2) whatever the statistics say (test/plan.test.ts).
+//   The `lower` pick wraps around below the start; it runs only for what `upper` did not find.
 //
-// Why `AND t.status = 'AVAILABLE'` is repeated on the UPDATE: under READ COMMITTED an UPDATE that
-// waited re-checks only its own WHERE against the newest row version (CORRECTNESS.md 1).
+// Why the ticket's status is re-checked on the UPDATE: under READ COMMITTED an UPDATE that waited
+// re-checks only its own WHERE against the newest row version (CORRECTNESS.md 1).
 //
 // `wait` mode is the second look that keeps SOLD_OUT honest (CORRECTNESS.md 3): when SKIP LOCKED
-// found nothing while tickets still look AVAILABLE, those are locked by claims in flight that may
-// roll back. The same statement with a plain FOR UPDATE waits for each of them and takes one
-// that comes back; empty then means sold out. It never waits while holding another ticket.
+// found too few while tickets still look AVAILABLE, those are locked by claims in flight that may
+// roll back. The same statement with a plain FOR UPDATE, from the start of the index (one order for
+// every waiter: no deadlock), waits for each and takes what comes back. It never waits on a hold.
 import { Prisma } from '../generated/prisma/client';
 import type { Db } from './client';
 import type { JsonValue } from './json';
 import { ALLOCATION_COLUMNS, toAllocation, type AllocationRow } from './allocationRow';
 import type { AllocationModel, CampaignModel, CampaignStatus, TicketModel } from '../models';
 
-export type ClaimVerdict = 'OK' | 'PRIOR' | 'CAMPAIGN_NOT_FOUND' | 'CAMPAIGN_NOT_OPEN' | 'HOLDER_LIMIT_REACHED';
+export type ClaimVerdict =
+  | 'OK'
+  | 'PRIOR'
+  | 'CAMPAIGN_NOT_FOUND'
+  | 'CAMPAIGN_NOT_OPEN'
+  | 'HOLDER_LIMIT_REACHED'
+  | 'PARTNER_QUOTA_REACHED';
 
 export interface ClaimTicketParams {
+  /** ALLOCATED/ACTIVE for a claim; HELD with expires_at for a hold. */
+  kind: 'claim' | 'hold';
   campaignId: string;
   partnerId: string;
   holder: string;
   metadata: JsonValue | null;
   idempotencyKey: string | null;
   requestHash: string | null;
+  /** How many tickets, all or nothing. */
+  quantity: number;
+  /** Holds only: how long the hold lasts. */
+  ttlSeconds: number | null;
   /** Where the pick starts in pick_order (0 .. 2^31-1); random unless waiting. */
   start: number;
   /** Plain FOR UPDATE instead of SKIP LOCKED: wait for in-flight claims (see above). */
   wait: boolean;
 }
 
-/** The gate's verdict, and the new allocation's columns (all null when nothing was allocated). */
+/** The gate's verdict, and per new allocation its columns (one row with nulls when none). */
 type ClaimedRow = Nullable<AllocationRow> & {
   verdict: ClaimVerdict;
   prior_campaign_id: string | null;
@@ -60,26 +77,23 @@ type ClaimedRow = Nullable<AllocationRow> & {
   campaign_closes_at: Date | null;
   campaign_per_holder_limit: number | null;
   campaign_created_at: Date | null;
-  /** Nothing allocated but tickets still look AVAILABLE: they are locked by claims in flight. */
+  /** Too few taken, but more looked claimable: they are locked by others in flight. */
   contended: boolean | null;
+  /** Too few taken, and some tickets are held (unexpired): they may come back. */
+  held: boolean | null;
 };
 type Nullable<T> = { [K in keyof T]: T[K] | null };
 
 export type ClaimOutcome =
-  | { kind: 'CLAIMED'; allocation: AllocationModel; ticket: TicketModel; campaign: CampaignModel }
+  | { kind: 'CLAIMED'; allocations: AllocationModel[]; tickets: TicketModel[]; campaign: CampaignModel }
   | { kind: 'PRIOR'; campaignId: string; allocationId: string }
-  | { kind: 'CONTENDED' }
-  | { kind: 'SOLD_OUT' }
-  | { kind: 'CAMPAIGN_NOT_FOUND' | 'CAMPAIGN_NOT_OPEN' | 'HOLDER_LIMIT_REACHED' };
+  /** Nothing taken. `contended`: ask again (waiting); `held`: tickets may come back (ALL_HELD). */
+  | { kind: 'SHORT'; contended: boolean; held: boolean }
+  | { kind: 'CAMPAIGN_NOT_FOUND' | 'CAMPAIGN_NOT_OPEN' | 'HOLDER_LIMIT_REACHED' | 'PARTNER_QUOTA_REACHED' };
 
 /** The statement, not yet sent: run it with `prisma.$transaction([...])`, read it with readClaim. */
 export function claimTicket(db: Db, p: ClaimTicketParams): ClaimStatement {
   return db.$queryRaw<ClaimedRow[]>(claimSql(p));
-}
-
-/** The SQL text and parameters (exported for test/plan.test.ts, which EXPLAINs it). */
-export function claimSql(p: ClaimTicketParams): Prisma.Sql {
-  return p.wait ? claimWaiting(p) : claimSkipLocked(p);
 }
 export type ClaimStatement = Prisma.PrismaPromise<ClaimedRow[]>;
 
@@ -87,22 +101,26 @@ export function readClaim(rows: ClaimedRow[], campaignId: string): ClaimOutcome 
   const row = rows[0];
   if (!row) throw new Error('claim statement returned no row');
   switch (row.verdict) {
-    case 'OK':
-      if (row.id !== null) {
-        const allocation = toAllocation(row as AllocationRow);
-        const ticket: TicketModel = { campaignId, id: allocation.ticketId, code: row.ticket_code!, status: 'ALLOCATED' };
-        const campaign: CampaignModel = {
-          id: campaignId,
-          name: row.campaign_name!,
-          status: row.campaign_status!,
-          opensAt: row.campaign_opens_at,
-          closesAt: row.campaign_closes_at,
-          perHolderLimit: row.campaign_per_holder_limit,
-          createdAt: row.campaign_created_at!,
-        };
-        return { kind: 'CLAIMED', allocation, ticket, campaign };
-      }
-      return row.contended ? { kind: 'CONTENDED' } : { kind: 'SOLD_OUT' };
+    case 'OK': {
+      if (row.id === null) return { kind: 'SHORT', contended: row.contended === true, held: row.held === true };
+      const allocations = rows.map((r) => toAllocation(r as AllocationRow));
+      const tickets = rows.map((r, i) => ({
+        campaignId,
+        id: allocations[i]!.ticketId,
+        code: r.ticket_code!,
+        status: r.status === 'HELD' ? ('HELD' as const) : ('ALLOCATED' as const),
+      }));
+      const campaign: CampaignModel = {
+        id: campaignId,
+        name: row.campaign_name!,
+        status: row.campaign_status!,
+        opensAt: row.campaign_opens_at,
+        closesAt: row.campaign_closes_at,
+        perHolderLimit: row.campaign_per_holder_limit,
+        createdAt: row.campaign_created_at!,
+      };
+      return { kind: 'CLAIMED', allocations, tickets, campaign };
+    }
     case 'PRIOR':
       return { kind: 'PRIOR', campaignId: row.prior_campaign_id!, allocationId: row.prior_allocation_id! };
     default:
@@ -110,73 +128,98 @@ export function readClaim(rows: ClaimedRow[], campaignId: string): ClaimOutcome 
   }
 }
 
-// The SKIP LOCKED pick and the waiting pick share everything else in the statement.
-function claimSkipLocked(p: ClaimTicketParams): Prisma.Sql {
-  const pick = Prisma.sql`COALESCE(
-      (SELECT a.id FROM tickets a
-        WHERE a.campaign_id = ${p.campaignId}::uuid AND a.status = 'AVAILABLE'
-          AND a.pick_order >= ${p.start}::integer
-          AND (SELECT verdict FROM gate) = 'OK'
-        ORDER BY a.pick_order LIMIT 1
-        FOR UPDATE SKIP LOCKED),
-      (SELECT b.id FROM tickets b
-        WHERE b.campaign_id = ${p.campaignId}::uuid AND b.status = 'AVAILABLE'
-          AND b.pick_order < ${p.start}::integer
-          AND (SELECT verdict FROM gate) = 'OK'
-        ORDER BY b.pick_order LIMIT 1
-        FOR UPDATE SKIP LOCKED))`;
-  // Runs only when the pick found nothing, i.e. near sold out — where a sequential scan of every
-  // campaign's tickets would hurt most. Written as an ordered LIMIT 1 (not EXISTS, whose ORDER BY
-  // the planner drops) so the partial index stays the only cheap plan.
-  const contended = Prisma.sql`(SELECT x.pick_order FROM tickets x
-      WHERE x.campaign_id = ${p.campaignId}::uuid AND x.status = 'AVAILABLE'
-      ORDER BY x.pick_order LIMIT 1) IS NOT NULL`;
-  return claimStatement(p, pick, contended);
-}
-
-function claimWaiting(p: ClaimTicketParams): Prisma.Sql {
-  const pick = Prisma.sql`(SELECT a.id FROM tickets a
-      WHERE a.campaign_id = ${p.campaignId}::uuid AND a.status = 'AVAILABLE'
-        AND (SELECT verdict FROM gate) = 'OK'
-      ORDER BY a.pick_order LIMIT 1
-      FOR UPDATE)`;
-  return claimStatement(p, pick, Prisma.sql`false`);
-}
-
-function claimStatement(p: ClaimTicketParams, pick: Prisma.Sql, contended: Prisma.Sql): Prisma.Sql {
+/** The SQL text and parameters (exported for test/plan.test.ts, which EXPLAINs it). */
+export function claimSql(p: ClaimTicketParams): Prisma.Sql {
+  const lock = Prisma.raw(p.wait ? 'FOR UPDATE' : 'FOR UPDATE SKIP LOCKED');
   const metadata = p.metadata === null ? null : JSON.stringify(p.metadata);
+  const ticketStatus = Prisma.raw(p.kind === 'hold' ? `'HELD'` : `'ALLOCATED'`);
+  const allocationStatus = Prisma.raw(p.kind === 'hold' ? `'HELD'` : `'ACTIVE'`);
+  const expiresAt = p.kind === 'hold' ? Prisma.sql`clock_timestamp() + make_interval(secs => ${p.ttlSeconds}::integer)` : Prisma.sql`NULL`;
+  const c = Prisma.sql`${p.campaignId}::uuid`;
+  const n = Prisma.sql`${p.quantity}::integer`;
   return Prisma.sql`
     WITH gate AS MATERIALIZED (
       SELECT verdict, prior_campaign_id, prior_allocation_id
-        FROM tessera_claim_gate(${p.campaignId}::uuid, ${p.partnerId}::uuid, ${p.holder}::text,
-                                ${p.idempotencyKey}::text, 1)
+        FROM tessera_claim_gate(${c}, ${p.partnerId}::uuid, ${p.holder}::text, ${p.idempotencyKey}::text, ${n})
     ),
-    claimed AS (
+    upper AS MATERIALIZED (
+      SELECT t.id FROM tickets t
+       WHERE t.campaign_id = ${c} AND t.status = 'AVAILABLE' AND t.pick_order >= ${p.start}::integer
+         AND (SELECT verdict FROM gate) = 'OK'
+       ORDER BY t.pick_order LIMIT ${n}
+       ${lock}
+    ),
+    lower AS MATERIALIZED (
+      SELECT t.id FROM tickets t
+       WHERE t.campaign_id = ${c} AND t.status = 'AVAILABLE' AND t.pick_order < ${p.start}::integer
+         AND (SELECT verdict FROM gate) = 'OK'
+       ORDER BY t.pick_order LIMIT ${n} - (SELECT count(*) FROM upper)
+       ${lock}
+    ),
+    expired AS MATERIALIZED (
+      SELECT a.campaign_id, a.id, a.ticket_id FROM allocations a
+       WHERE a.campaign_id = ${c} AND a.status = 'HELD' AND a.expires_at <= clock_timestamp()
+         AND (SELECT verdict FROM gate) = 'OK'
+       ORDER BY a.expires_at, a.id LIMIT ${n} - (SELECT count(*) FROM upper) - (SELECT count(*) FROM lower)
+       FOR UPDATE SKIP LOCKED
+    ),
+    chosen AS MATERIALIZED (
+      SELECT id FROM upper UNION ALL SELECT id FROM lower UNION ALL SELECT ticket_id FROM expired
+    ),
+    complete AS MATERIALIZED (SELECT count(*) = ${n} AS ok FROM chosen),
+    -- Taking over an expired hold ends it first: the unique index of live allocations per ticket
+    -- must see the old one gone before the new one is inserted (the sub-select in taken's WHERE
+    -- runs this to completion before taken starts). Rows are found by primary key (= ANY(ARRAY…)),
+    -- never by a join the planner could turn into a scan of the campaign.
+    lapsed AS (
+      UPDATE allocations a SET status = 'EXPIRED'
+       WHERE (SELECT ok FROM complete)
+         AND a.campaign_id = ${c} AND a.id = ANY(ARRAY(SELECT id FROM expired)) AND a.status = 'HELD'
+      RETURNING a.id
+    ),
+    taken AS (
       UPDATE tickets t
-         SET status = 'ALLOCATED'
-       WHERE t.campaign_id = ${p.campaignId}::uuid
-         AND t.id = ${pick}
-         AND t.status = 'AVAILABLE'
+         SET status = ${ticketStatus}
+       WHERE (SELECT ok FROM complete)
+         AND (SELECT count(*) FROM lapsed) = (SELECT count(*) FROM expired)
+         AND t.campaign_id = ${c} AND t.id = ANY(ARRAY(SELECT id FROM chosen))
+         AND t.status = CASE WHEN t.id = ANY(ARRAY(SELECT ticket_id FROM expired))
+                             THEN 'HELD'::ticket_status ELSE 'AVAILABLE'::ticket_status END
       RETURNING t.campaign_id, t.id, t.code
     ),
     allocated AS (
-      INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, metadata,
-                               idempotency_key, request_hash, status, sequence, allocated_at)
+      INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, metadata, idempotency_key,
+                               request_hash, status, sequence, allocated_at, expires_at, request_index)
       -- sequence and allocated_at side by side, so that their orders agree as closely as two
       -- concurrent transactions allow.
-      SELECT c.campaign_id, c.id, ${p.partnerId}::uuid, ${p.holder}::text, ${metadata}::jsonb,
-             ${p.idempotencyKey}::text, ${p.requestHash}::text, 'ACTIVE',
-             nextval('allocation_sequence'), clock_timestamp()
-        FROM claimed c
+      SELECT k.campaign_id, k.id, ${p.partnerId}::uuid, ${p.holder}::text, ${metadata}::jsonb,
+             ${p.idempotencyKey}::text, ${p.requestHash}::text, ${allocationStatus},
+             nextval('allocation_sequence'), clock_timestamp(), ${expiresAt},
+             (row_number() OVER (ORDER BY k.id) - 1)::integer
+        FROM taken k
       RETURNING ${Prisma.raw(ALLOCATION_COLUMNS)}
     )
-    SELECT g.verdict, g.prior_campaign_id, g.prior_allocation_id, a.*, c.code AS ticket_code,
+    SELECT g.verdict, g.prior_campaign_id, g.prior_allocation_id, a.*, k.code AS ticket_code,
            cp.name AS campaign_name, cp.status AS campaign_status, cp.opens_at AS campaign_opens_at,
            cp.closes_at AS campaign_closes_at, cp.per_holder_limit AS campaign_per_holder_limit,
            cp.created_at AS campaign_created_at,
-           CASE WHEN g.verdict = 'OK' AND a.id IS NULL THEN ${contended} END AS contended
+           -- Only when nothing was taken (lazily: these sub-selects run only in that case).
+           CASE WHEN g.verdict = 'OK' AND a.id IS NULL THEN
+             ${p.wait ? Prisma.sql`false` : Prisma.sql`(
+               (SELECT count(*) FROM (SELECT 1 FROM tickets x
+                  WHERE x.campaign_id = ${c} AND x.status = 'AVAILABLE'
+                  ORDER BY x.pick_order LIMIT ${n}) s)
+             + (SELECT count(*) FROM (SELECT 1 FROM allocations y
+                  WHERE y.campaign_id = ${c} AND y.status = 'HELD' AND y.expires_at <= clock_timestamp()
+                  ORDER BY y.expires_at LIMIT ${n}) s)
+             ) >= ${n}`}
+           END AS contended,
+           CASE WHEN g.verdict = 'OK' AND a.id IS NULL THEN
+             EXISTS (SELECT 1 FROM allocations h
+                      WHERE h.campaign_id = ${c} AND h.status = 'HELD' AND h.expires_at > clock_timestamp())
+           END AS held
       FROM gate g
       LEFT JOIN allocated a ON true
-      LEFT JOIN claimed c ON true
-      LEFT JOIN campaigns cp ON a.id IS NOT NULL AND cp.id = ${p.campaignId}::uuid`;
+      LEFT JOIN taken k ON k.id = a.ticket_id
+      LEFT JOIN campaigns cp ON a.id IS NOT NULL AND cp.id = ${c}`;
 }

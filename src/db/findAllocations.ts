@@ -1,5 +1,5 @@
-// Reading allocations: by id (for `allocation(id)` and the DataLoader) and a campaign's page in
-// allocation order (for Campaign.allocations).
+// Reading allocations: by id (for `allocation(id)` and the DataLoader), by idempotency key (a
+// replay), and a campaign's page in allocation order (Campaign.allocations).
 import { Prisma } from '../generated/prisma/client';
 import type { Db } from './client';
 import { ALLOCATION_COLUMNS, toAllocation, type AllocationRow } from './allocationRow';
@@ -11,16 +11,17 @@ export async function findAllocationsByIds(db: Db, ids: readonly string[]): Prom
   return rows.map(toAllocation);
 }
 
-/** The idempotency record behind a key: the request fingerprint is compared by the caller. */
-export async function findAllocationWithRequest(
+/** The allocations a request with this key made (claimTickets: several, in request order). */
+export async function findAllocationsByKey(
   db: Db,
-  campaignId: string,
-  allocationId: string,
-): Promise<{ allocation: AllocationModel; requestHash: string | null } | null> {
+  q: { campaignId: string; partnerId: string; idempotencyKey: string },
+): Promise<{ allocations: AllocationModel[]; requestHash: string | null }> {
   const rows = await db.$queryRaw<AllocationRow[]>`
     SELECT ${Prisma.raw(ALLOCATION_COLUMNS)} FROM allocations
-     WHERE campaign_id = ${campaignId}::uuid AND id = ${allocationId}::uuid`;
-  return rows[0] ? { allocation: toAllocation(rows[0]), requestHash: rows[0].request_hash } : null;
+     WHERE campaign_id = ${q.campaignId}::uuid AND partner_id = ${q.partnerId}::uuid
+       AND idempotency_key = ${q.idempotencyKey}::text
+     ORDER BY request_index`;
+  return { allocations: rows.map(toAllocation), requestHash: rows[0]?.request_hash ?? null };
 }
 
 export interface AllocationPageQuery {

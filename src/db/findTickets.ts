@@ -6,10 +6,19 @@ export interface TicketKey {
   ticketId: string;
 }
 
-/** Tickets by their (campaign_id, id) primary key, in one statement. */
+/**
+ * Tickets by their (campaign_id, id) primary key, in one statement. A ticket whose hold has
+ * expired reads as AVAILABLE — it is claimable from that instant — even before the sweeper has
+ * written so.
+ */
 export async function findTickets(db: Db, keys: readonly TicketKey[]): Promise<TicketModel[]> {
   const rows = await db.$queryRaw<{ campaign_id: string; id: bigint; code: string; status: TicketStatus }[]>`
-    SELECT t.campaign_id, t.id, t.code, t.status
+    SELECT t.campaign_id, t.id, t.code,
+           CASE WHEN t.status = 'HELD' AND NOT EXISTS (
+                  SELECT 1 FROM allocations a
+                   WHERE a.campaign_id = t.campaign_id AND a.ticket_id = t.id
+                     AND a.status = 'HELD' AND a.expires_at > clock_timestamp())
+                THEN 'AVAILABLE'::ticket_status ELSE t.status END AS status
       FROM unnest(${keys.map((k) => k.campaignId)}::uuid[], ${keys.map((k) => k.ticketId)}::bigint[]) AS k(campaign_id, id)
       JOIN tickets t ON t.campaign_id = k.campaign_id AND t.id = k.id`;
   return rows.map((r) => ({ campaignId: r.campaign_id, id: String(r.id), code: r.code, status: r.status }));

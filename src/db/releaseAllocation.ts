@@ -1,6 +1,10 @@
 // Returns an allocation's ticket to the pool: the allocation becomes RELEASED and its ticket
-// AVAILABLE, in one statement. Locks the allocation row, then the ticket row — the order every
+// AVAILABLE, in one statement. It takes the campaign gate shared (as everything that changes which
+// allocations are live does), then the allocation row, then the ticket row — the order every
 // statement that touches an existing allocation uses. A claim never waits on either.
+//
+// If the campaign is sold out at that moment, the release records when it sold out (soldOutAt)
+// before it ends the sell-out: it is the last moment anyone can still tell.
 import { Prisma } from '../generated/prisma/client';
 import type { Db } from './client';
 import { ALLOCATION_COLUMNS, toAllocation, type AllocationRow } from './allocationRow';
@@ -10,19 +14,31 @@ import type { AllocationModel } from '../models';
  * Releases a live (ACTIVE or HELD) allocation. `partnerId` restricts it to that partner's own
  * allocations (null for the admin). Returns null when nothing live matched.
  */
-export async function releaseAllocation(
-  db: Db,
-  allocationId: string,
-  partnerId: string | null,
-): Promise<AllocationModel | null> {
+export async function releaseAllocation(db: Db, allocationId: string, partnerId: string | null): Promise<AllocationModel | null> {
   const rows = await db.$queryRaw<AllocationRow[]>`
-    WITH released AS (
-      UPDATE allocations
+    WITH target AS MATERIALIZED (
+      SELECT a.campaign_id FROM allocations a
+       WHERE a.id = ${allocationId}::uuid AND a.status IN ('ACTIVE', 'HELD')
+         AND (${partnerId}::uuid IS NULL OR a.partner_id = ${partnerId}::uuid)
+    ),
+    gate AS MATERIALIZED (
+      SELECT t.campaign_id FROM target t, LATERAL (SELECT pg_advisory_xact_lock_shared(1, hashtext(t.campaign_id::text))) l
+    ),
+    sold_out AS (
+      UPDATE campaigns cp
+         SET sold_out_at = (SELECT max(COALESCE(a.confirmed_at, a.allocated_at)) FROM allocations a
+                             WHERE a.campaign_id = cp.id AND a.status = 'ACTIVE')
+        FROM gate g
+       WHERE cp.id = g.campaign_id AND cp.sold_out_at IS NULL
+         AND NOT EXISTS (SELECT 1 FROM tickets t WHERE t.campaign_id = cp.id AND t.status = 'AVAILABLE')
+         AND NOT EXISTS (SELECT 1 FROM allocations h WHERE h.campaign_id = cp.id AND h.status = 'HELD')
+    ),
+    released AS (
+      UPDATE allocations a
          SET status = 'RELEASED', released_at = clock_timestamp(), expires_at = NULL
-       WHERE id = ${allocationId}::uuid
-         AND status IN ('ACTIVE', 'HELD')
-         AND (${partnerId}::uuid IS NULL OR partner_id = ${partnerId}::uuid)
-      RETURNING ${Prisma.raw(ALLOCATION_COLUMNS)}
+        FROM gate g
+       WHERE a.campaign_id = g.campaign_id AND a.id = ${allocationId}::uuid AND a.status IN ('ACTIVE', 'HELD')
+      RETURNING a.*
     ),
     returned AS (
       UPDATE tickets t
@@ -31,6 +47,6 @@ export async function releaseAllocation(
        WHERE t.campaign_id = r.campaign_id AND t.id = r.ticket_id
       RETURNING t.id
     )
-    SELECT r.* FROM released r`;
+    SELECT ${Prisma.raw(ALLOCATION_COLUMNS)} FROM released`;
   return rows[0] ? toAllocation(rows[0]) : null;
 }

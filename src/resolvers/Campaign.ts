@@ -1,8 +1,18 @@
-import type { CampaignResolvers, CampaignStatsResolvers } from '../generated/graphql';
+import type { CampaignResolvers, CampaignStatsResolvers, PartnerStatsResolvers } from '../generated/graphql';
 
 export const Campaign: CampaignResolvers = {
   stats: (campaign, _, ctx) => ctx.loaders.stats.load(campaign.id),
   allocations: (campaign, args, ctx) => ctx.services.allocations.listForCampaign(ctx, campaign.id, args),
+  timeline: (campaign, { bucket }, ctx) => ctx.services.campaigns.timeline(ctx, campaign.id, bucket),
+  partnerStats: (campaign, _, ctx) => ctx.services.campaigns.partnerStats(ctx, campaign.id),
+};
+
+export const PartnerStats: PartnerStatsResolvers = {
+  partner: (stats, _, ctx) =>
+    ctx.loaders.partner.load(stats.partnerId).then((partner) => {
+      if (!partner) throw new Error(`partner ${stats.partnerId} in partnerStats is missing`);
+      return partner;
+    }),
 };
 
 export const CampaignStats: CampaignStatsResolvers = {

@@ -10,4 +10,11 @@ export const Mutation: MutationResolvers = {
   closeCampaign: async (_, { id }, ctx) => ({ campaign: await ctx.services.campaigns.close(ctx, id) }),
   claimTicket: (_, { input }, ctx) => ctx.services.allocations.claim(ctx, input),
   releaseAllocation: (_, { allocationId }, ctx) => ctx.services.allocations.release(ctx, allocationId),
+  holdTicket: (_, { input }, ctx) => ctx.services.allocations.hold(ctx, input),
+  confirmHold: (_, { allocationId }, ctx) => ctx.services.allocations.confirm(ctx, allocationId),
+  claimTickets: (_, { input }, ctx) => ctx.services.allocations.claimMany(ctx, input),
+  setPartnerQuota: async (_, { campaignId, partnerId, quota }, ctx) => ({
+    campaign: await ctx.services.campaigns.setPartnerQuota(ctx, campaignId, partnerId, quota),
+  }),
+  updateCampaign: async (_, { id, input }, ctx) => ({ campaign: await ctx.services.campaigns.update(ctx, id, input) }),
 };

@@ -1,7 +1,7 @@
 import { DateTimeResolver, JSONResolver } from 'graphql-scalars';
 import type { Resolvers } from '../generated/graphql';
 import { Allocation } from './Allocation';
-import { Campaign, CampaignStats } from './Campaign';
+import { Campaign, CampaignStats, PartnerStats } from './Campaign';
 import { Mutation } from './Mutation';
 import { Query } from './Query';
 
@@ -14,6 +14,7 @@ export const resolvers: Resolvers = {
   Mutation,
   Campaign,
   CampaignStats,
+  PartnerStats,
   Allocation,
   AllocationConnection: totalCount,
   CampaignConnection: totalCount,

@@ -1,15 +1,18 @@
-// Claims and releases. This service owns the claim's transaction: it runs the one claim statement
-// (db/claimTicket.ts) and turns each outcome into a typed result. Retries here never change what a
-// claim means: a CONTENDED answer is asked again in waiting mode, and a key that raced in is
-// answered from the allocation the other request made.
+// Claims, holds and releases. This service owns the claim's transaction: it runs the one claim
+// statement (db/claimTicket.ts) and turns each outcome into a typed result. Retries here never
+// change what a request means: a contended pool is asked again (waiting, then with a fresh
+// snapshot), a key that raced in is answered from the allocations the other request made, and a
+// keyed claim whose connection died is asked again so the key can answer it.
 import { createHash, randomInt } from 'node:crypto';
 import type { Database } from '../db/client';
-import { claimTicket, readClaim, type ClaimOutcome } from '../db/claimTicket';
-import { findAllocationWithRequest, findAllocationPage, countAllocations } from '../db/findAllocations';
+import { claimTicket, readClaim, type ClaimOutcome, type ClaimTicketParams } from '../db/claimTicket';
+import { confirmHold } from '../db/confirmHold';
+import { countAllocations, findAllocationPage, findAllocationsByKey } from '../db/findAllocations';
 import type { JsonValue } from '../db/json';
 import { isConnectionLost, isTransientDbError, pgErrorInfo, PG } from '../db/pgErrors';
 import { releaseAllocation } from '../db/releaseAllocation';
 import { apiError, claimError, ErrorCode, InvalidInput, type ClaimError } from '../errors';
+import type { ClaimErrorCode } from '../generated/graphql';
 import type { Metrics } from '../metrics';
 import type { AllocationModel, ConnectionModel } from '../models';
 import * as validate from '../validation';
@@ -21,17 +24,38 @@ export interface ClaimInput {
   metadata?: JsonValue | null;
   idempotencyKey?: string | null;
 }
+export interface HoldInput extends ClaimInput {
+  ttlSeconds: number;
+}
+export interface ClaimManyInput extends ClaimInput {
+  quantity: number;
+}
 
 export type ClaimResult = { allocation: AllocationModel; error: null } | { allocation: null; error: ClaimError };
+export type ClaimManyResult = { allocations: AllocationModel[]; error: ClaimError | null };
 
-const refused = (error: ClaimError): ClaimResult => ({ allocation: null, error });
-const granted = (allocation: AllocationModel): ClaimResult => ({ allocation, error: null });
+/** What one request asks the claim statement for. */
+interface Request {
+  operation: 'claimTicket' | 'holdTicket' | 'claimTickets';
+  kind: ClaimTicketParams['kind'];
+  campaignId: string;
+  holder: string;
+  metadata: JsonValue | null;
+  idempotencyKey: string | null;
+  quantity: number;
+  ttlSeconds: number | null;
+}
+
+type Allocated = { allocations: AllocationModel[]; error: null; replayed: boolean } | { allocations: []; error: ClaimError };
+
+const refusal = (code: ClaimErrorCode, message?: string): Allocated => ({ allocations: [], error: claimError(code, message) });
 
 /** Upper end of pick_order (see the migration's tessera_random_pick_order). */
 const PICK_ORDER_RANGE = 2_147_483_647;
-
-/** Extra attempts for a keyed claim whose connection died under it (see claim()). */
+/** Extra attempts for a keyed claim whose connection died under it. */
 const CONNECTION_LOST_RETRIES = 2;
+/** Looks at a contended pool (each a waiting one and a fresh one) before answering UNAVAILABLE. */
+const CONTENDED_ROUNDS = 3;
 
 export class AllocationService {
   constructor(
@@ -39,63 +63,106 @@ export class AllocationService {
     private readonly metrics?: Metrics,
   ) {}
 
+  async claim(ctx: RequestContext, input: ClaimInput): Promise<ClaimResult> {
+    const result = await this.allocate(ctx, 'claimTicket', () => ({
+      ...this.common(input),
+      operation: 'claimTicket',
+      kind: 'claim',
+      quantity: 1,
+      ttlSeconds: null,
+    }));
+    return single(result);
+  }
+
+  /** A ticket HELD for ttlSeconds: counted as held; confirmHold makes it ACTIVE, expiry frees it. */
+  async hold(ctx: RequestContext, input: HoldInput): Promise<ClaimResult> {
+    const result = await this.allocate(ctx, 'holdTicket', () => ({
+      ...this.common(input),
+      operation: 'holdTicket',
+      kind: 'hold',
+      quantity: 1,
+      ttlSeconds: validate.intInRange('ttlSeconds', input.ttlSeconds, 1, validate.LIMITS.holdSeconds),
+    }));
+    return single(result);
+  }
+
+  /** `quantity` tickets, all or nothing. */
+  async claimMany(ctx: RequestContext, input: ClaimManyInput): Promise<ClaimManyResult> {
+    const result = await this.allocate(ctx, 'claimTickets', () => ({
+      ...this.common(input),
+      operation: 'claimTickets',
+      kind: 'claim',
+      quantity: validate.intInRange('quantity', input.quantity, 1, validate.LIMITS.ticketsPerClaim),
+      ttlSeconds: null,
+    }));
+    return { allocations: result.allocations, error: result.error };
+  }
+
+  private common(input: ClaimInput): Pick<Request, 'campaignId' | 'holder' | 'metadata' | 'idempotencyKey'> {
+    return {
+      campaignId: input.campaignId,
+      holder: validate.text('holder', input.holder, validate.LIMITS.holderLength),
+      metadata: validate.metadata(input.metadata),
+      idempotencyKey: validate.idempotencyKey(input.idempotencyKey),
+    };
+  }
+
   /**
-   * One ticket, exactly once. Measured (outcome and latency) for /metrics.
-   *
-   * A claim with an idempotency key whose database connection dies under it (terminated backend,
-   * restart) is tried again here: the statement may have committed, and the retry then finds it
+   * Validation, metrics (outcome and latency), and the retry of a keyed request whose database
+   * connection died under it: the statement may have committed, and the retry then finds it
    * through the key and answers it. Without a key a retry could allocate twice, so the client gets
    * UNAVAILABLE and decides.
    */
-  async claim(ctx: RequestContext, input: ClaimInput): Promise<ClaimResult> {
+  private async allocate(ctx: RequestContext, operation: Request['operation'], parse: () => Request): Promise<Allocated> {
     const started = performance.now();
     let outcome = 'ERROR';
     try {
+      let request: Request;
+      try {
+        request = parse();
+      } catch (error) {
+        if (error instanceof InvalidInput) {
+          outcome = 'INVALID_INPUT';
+          return refusal('INVALID_INPUT', error.message);
+        }
+        throw error;
+      }
       for (let attempt = 0; ; attempt += 1) {
         try {
-          const result = await this.claimOnce(ctx, input);
-          outcome = result.error?.code ?? (result.replayed ? 'REPLAYED' : 'ALLOCATED');
-          return result.error ? refused(result.error) : granted(result.allocation);
+          const result = await this.allocateOnce(ctx, request);
+          outcome = result.error ? result.error.code : result.replayed ? 'REPLAYED' : 'ALLOCATED';
+          return result;
         } catch (error) {
-          const keyed = typeof input.idempotencyKey === 'string' && input.idempotencyKey.length > 0;
-          if (!keyed || !isConnectionLost(error) || attempt >= CONNECTION_LOST_RETRIES) throw error;
+          if (request.idempotencyKey === null || !isConnectionLost(error) || attempt >= CONNECTION_LOST_RETRIES) throw error;
           await new Promise((resolve) => setTimeout(resolve, 25 * (attempt + 1) + randomInt(25)));
         }
       }
     } catch (error) {
-      if (isTransientDbError(error)) outcome = 'UNAVAILABLE';
+      if (isTransientDbError(error) || (error as { extensions?: { code?: string } }).extensions?.code === ErrorCode.UNAVAILABLE) outcome = 'UNAVAILABLE';
       throw error;
     } finally {
-      this.metrics?.claims.inc({ outcome });
-      this.metrics?.claimSeconds.observe({ outcome }, (performance.now() - started) / 1000);
+      this.metrics?.claims.inc({ operation, outcome });
+      this.metrics?.claimSeconds.observe({ operation, outcome }, (performance.now() - started) / 1000);
     }
   }
 
-  private async claimOnce(ctx: RequestContext, input: ClaimInput): Promise<ClaimResult & { replayed?: boolean }> {
-    let holder: string, metadata: JsonValue | null, idempotencyKey: string | null;
-    try {
-      holder = validate.text('holder', input.holder, validate.LIMITS.holderLength);
-      metadata = validate.metadata(input.metadata);
-      idempotencyKey = validate.idempotencyKey(input.idempotencyKey);
-    } catch (error) {
-      if (error instanceof InvalidInput) return refused(claimError('INVALID_INPUT', error.message));
-      throw error;
-    }
-    if (!validate.isUuid(input.campaignId)) return refused(claimError('CAMPAIGN_NOT_FOUND'));
-    const campaignId = input.campaignId.toLowerCase();
+  private async allocateOnce(ctx: RequestContext, r: Request): Promise<Allocated> {
+    if (!validate.isUuid(r.campaignId)) return refusal('CAMPAIGN_NOT_FOUND');
+    const campaignId = r.campaignId.toLowerCase();
     const partnerId = ctx.viewer.partnerId;
-    const requestHash = idempotencyKey === null ? null : fingerprint('claimTicket', { campaignId, holder, metadata });
+    const requestHash =
+      r.idempotencyKey === null
+        ? null
+        : fingerprint(r.operation, { campaignId, holder: r.holder, metadata: r.metadata, quantity: r.quantity, ttlSeconds: r.ttlSeconds });
 
     let wait = false;
-    for (let attempt = 1; ; attempt += 1) {
+    for (let round = 0; round < 2 * CONTENDED_ROUNDS; ) {
       let outcome: ClaimOutcome;
       try {
-        const claim = claimTicket(this.db.prisma, {
+        const statement = claimTicket(this.db.prisma, {
+          ...r,
           campaignId,
           partnerId,
-          holder,
-          metadata,
-          idempotencyKey,
           requestHash,
           start: wait ? 0 : randomInt(PICK_ORDER_RANGE),
           wait,
@@ -103,51 +170,89 @@ export class AllocationService {
         // One statement, so one transaction: Prisma sends a one-query batch without BEGIN/COMMIT
         // round trips (the statement commits atomically on its own). Measured here: ~200 µs of
         // CPU per claim this way against ~700 µs for an interactive $transaction(async tx => …).
-        const [rows] = await this.db.prisma.$transaction([claim]);
+        const [rows] = await this.db.prisma.$transaction([statement]);
         outcome = readClaim(rows, campaignId);
       } catch (error) {
         // Backstop only: the gate serializes requests with one key, so the unique index on
-        // (campaign, partner, key) should never fire; if it does, the next attempt finds PRIOR.
+        // (campaign, partner, key, index) should never fire; if it does, asking again finds PRIOR.
         const info = pgErrorInfo(error);
-        const keyRaced = info.code === PG.UNIQUE_VIOLATION && info.constraint === 'allocations_campaign_id_partner_id_idempotency_key_key';
-        if (keyRaced && attempt < 3) continue;
+        if (info.code === PG.UNIQUE_VIOLATION && info.constraint === 'allocations_campaign_id_partner_id_idempotency_key_request_index_key' && round < 2) {
+          round += 1;
+          continue;
+        }
         throw error;
       }
       switch (outcome.kind) {
         case 'CLAIMED':
-          ctx.loaders.ticket.prime(ticketKey(outcome.ticket), outcome.ticket);
+          outcome.tickets.forEach((ticket) => ctx.loaders.ticket.prime(ticketKey(ticket), ticket));
+          outcome.allocations.forEach((allocation) => ctx.loaders.allocation.prime(allocation.id, allocation));
           ctx.loaders.campaign.prime(campaignId, outcome.campaign);
-          ctx.loaders.allocation.prime(outcome.allocation.id, outcome.allocation);
-          return granted(outcome.allocation);
+          return { allocations: outcome.allocations, error: null, replayed: false };
         case 'PRIOR':
-          return this.replay(ctx, outcome.campaignId, outcome.allocationId, requestHash);
-        case 'CONTENDED':
-          // Tickets still look AVAILABLE but every one is locked by a claim in flight: wait for
-          // them instead of answering SOLD_OUT (CORRECTNESS.md 3). The waiting statement always
-          // ends in CLAIMED or SOLD_OUT.
-          if (attempt >= 3) throw new Error('claim stayed contended in waiting mode');
-          wait = true;
-          continue;
-        case 'SOLD_OUT':
-          return refused(claimError('SOLD_OUT'));
+          return this.replay(ctx, outcome.campaignId, r.idempotencyKey!, requestHash);
+        case 'SHORT':
+          round += 1;
+          if (wait) {
+            // After waiting, look again with a fresh snapshot: what the waited-on claims released
+            // (a rollback, an ended hold) is invisible to the statement that waited.
+            wait = false;
+            continue;
+          }
+          if (outcome.contended) {
+            // Tickets still look claimable but are locked by requests in flight that may roll back:
+            // wait for them rather than refuse (CORRECTNESS.md 3).
+            wait = true;
+            continue;
+          }
+          return this.shortage(r, outcome.held);
         default:
-          return refused(claimError(outcome.kind));
+          return refusal(outcome.kind);
       }
     }
+    throw apiError(ErrorCode.UNAVAILABLE, 'The campaign is being claimed too fast to answer this request now; retry shortly.', {
+      retryable: true,
+    });
   }
 
-  /** Same partner + key: the original allocation if the request is the same, else a refusal. */
-  private async replay(
-    ctx: RequestContext,
-    campaignId: string,
-    allocationId: string,
-    requestHash: string | null,
-  ): Promise<ClaimResult & { replayed: true }> {
-    const prior = await findAllocationWithRequest(this.db.prisma, campaignId, allocationId);
-    if (!prior) throw new Error(`allocation ${allocationId} named by an idempotency key is missing`);
-    if (prior.requestHash !== requestHash) return { ...refused(claimError('IDEMPOTENCY_KEY_REUSED')), replayed: true };
-    ctx.loaders.allocation.prime(prior.allocation.id, prior.allocation);
-    return { ...granted(prior.allocation), replayed: true };
+  private shortage(r: Request, held: boolean): Allocated {
+    if (r.operation === 'claimTickets') {
+      return refusal(
+        'INSUFFICIENT_TICKETS',
+        `Fewer than ${r.quantity} tickets are available${held ? ' (some are held and may come back)' : ''}; nothing was allocated.`,
+      );
+    }
+    return refusal(held ? 'ALL_HELD' : 'SOLD_OUT');
+  }
+
+  /** Same partner + key: the original allocations if the request is the same, else a refusal. */
+  private async replay(ctx: RequestContext, campaignId: string, idempotencyKey: string, requestHash: string | null): Promise<Allocated> {
+    const prior = await findAllocationsByKey(this.db.prisma, { campaignId, partnerId: ctx.viewer.partnerId, idempotencyKey });
+    if (prior.allocations.length === 0) throw new Error(`allocations named by idempotency key in campaign ${campaignId} are missing`);
+    if (prior.requestHash !== requestHash) return refusal('IDEMPOTENCY_KEY_REUSED');
+    prior.allocations.forEach((allocation) => ctx.loaders.allocation.prime(allocation.id, allocation));
+    return { allocations: prior.allocations, error: null, replayed: true };
+  }
+
+  /**
+   * HELD -> ACTIVE while the hold lasts. A confirmation of a hold that was already confirmed
+   * answers it again (a retry is harmless); an expired one is HOLD_EXPIRED — its ticket is back in
+   * the pool — and anything else that is not a hold is NOT_HELD.
+   */
+  async confirm(ctx: RequestContext, allocationId: string): Promise<ClaimResult> {
+    const existing = await this.ownAllocation(ctx, allocationId);
+    if (!existing) return refusedOne('ALLOCATION_NOT_FOUND');
+    const { verdict, allocation } = await confirmHold(this.db.prisma, existing);
+    if (allocation) {
+      ctx.loaders.allocation.clear(allocation.id).prime(allocation.id, allocation);
+      ctx.loaders.ticket.clear(ticketKey({ campaignId: allocation.campaignId, id: allocation.ticketId }));
+      return { allocation, error: null };
+    }
+    ctx.loaders.allocation.clear(allocationId);
+    const now = await ctx.loaders.allocation.load(allocationId);
+    if (now?.status === 'EXPIRED') return refusedOne('HOLD_EXPIRED');
+    if (now?.status === 'ACTIVE' && now.confirmedAt !== null) return { allocation: now, error: null };
+    if (now?.status === 'HELD' && verdict !== 'OK') return refusedOne(verdict as ClaimErrorCode);
+    return refusedOne('NOT_HELD');
   }
 
   /**
@@ -155,25 +260,31 @@ export class AllocationService {
    * releasing an allocation that is no longer live answers it as it is (a retry is harmless).
    */
   async release(ctx: RequestContext, allocationId: string): Promise<ClaimResult> {
-    if (!validate.isUuid(allocationId)) return refused(claimError('ALLOCATION_NOT_FOUND'));
+    if (!validate.isUuid(allocationId)) return refusedOne('ALLOCATION_NOT_FOUND');
     const ownerFilter = ctx.viewer.kind === 'admin' ? null : ctx.viewer.partnerId;
     const released = await releaseAllocation(this.db.prisma, allocationId, ownerFilter);
     if (released) {
       ctx.loaders.ticket.clear(ticketKey({ campaignId: released.campaignId, id: released.ticketId }));
-      ctx.loaders.allocation.prime(released.id, released);
-      return granted(released);
+      ctx.loaders.allocation.clear(released.id).prime(released.id, released);
+      ctx.loaders.stats.clear(released.campaignId);
+      return { allocation: released, error: null };
     }
-    const existing = await ctx.loaders.allocation.load(allocationId);
-    if (!existing || (ownerFilter !== null && existing.partnerId !== ownerFilter)) {
-      return refused(claimError('ALLOCATION_NOT_FOUND'));
-    }
-    return granted(existing);
+    const existing = await this.ownAllocation(ctx, allocationId);
+    return existing ? { allocation: existing, error: null } : refusedOne('ALLOCATION_NOT_FOUND');
+  }
+
+  /** The allocation if it exists and the caller may act on it (the admin, or its partner). */
+  private async ownAllocation(ctx: RequestContext, allocationId: string): Promise<AllocationModel | null> {
+    if (!validate.isUuid(allocationId)) return null;
+    const allocation = await ctx.loaders.allocation.load(allocationId.toLowerCase());
+    if (!allocation || (ctx.viewer.kind === 'partner' && allocation.partnerId !== ctx.viewer.partnerId)) return null;
+    return allocation;
   }
 
   /** `allocation(id)`: null when unknown; FORBIDDEN when it is another partner's. */
   async get(ctx: RequestContext, id: string): Promise<AllocationModel | null> {
     if (!validate.isUuid(id)) return null;
-    const allocation = await ctx.loaders.allocation.load(id);
+    const allocation = await ctx.loaders.allocation.load(id.toLowerCase());
     if (allocation && ctx.viewer.kind === 'partner' && allocation.partnerId !== ctx.viewer.partnerId) {
       throw apiError(ErrorCode.FORBIDDEN, 'This allocation belongs to another partner.');
     }
@@ -199,6 +310,13 @@ export class AllocationService {
       totalCount: () => countAllocations(this.db.prisma, campaignId, partnerId),
     };
   }
+}
+
+const refusedOne = (code: ClaimErrorCode): ClaimResult => ({ allocation: null, error: claimError(code) });
+
+function single(result: Allocated): ClaimResult {
+  if (result.error) return { allocation: null, error: result.error };
+  return { allocation: result.allocations[0]!, error: null };
 }
 
 export const ticketKey = (t: { campaignId: string; id: string }) => `${t.campaignId}:${t.id}`;

@@ -1,16 +1,26 @@
 // Campaigns: the operator's side — create, load, open, close — and the reads both sides share.
 import { requireAdmin } from '../auth';
 import type { Database } from '../db/client';
+import { campaignTimeline, type TimelineUnit } from '../db/campaignReports';
+import { lockCampaignGate } from '../db/campaignGate';
 import { closeCampaign } from '../db/closeCampaign';
+import { setPartnerQuota } from '../db/partnerQuota';
 import { findCampaignPage, type CampaignCursor } from '../db/findCampaigns';
 import { generateTickets, loadTickets } from '../db/loadTickets';
 import { apiError, ErrorCode, InvalidInput, notFound } from '../errors';
-import type { CampaignModel, CampaignStatus, ConnectionModel } from '../models';
+import type { CampaignModel, CampaignStatus, ConnectionModel, PartnerStatsModel, TimelinePointModel } from '../models';
 import * as validate from '../validation';
 import type { RequestContext } from './requestContext';
 
 export interface CreateCampaignInput {
   name: string;
+  perHolderLimit?: number | null;
+  opensAt?: Date | null;
+  closesAt?: Date | null;
+}
+
+export interface UpdateCampaignInput {
+  name?: string | null;
   perHolderLimit?: number | null;
   opensAt?: Date | null;
   closesAt?: Date | null;
@@ -78,6 +88,58 @@ export class CampaignService {
     if (!validate.isUuid(id)) throw notFound('Campaign', id);
     if (!(await closeCampaign(this.db.prisma, id))) throw notFound('Campaign', id);
     return this.fresh(ctx, await this.require(id));
+  }
+
+  /**
+   * Name, window and per-holder limit of a DRAFT or OPEN campaign; fields left out are unchanged.
+   * Under the campaign gate (exclusive), so a claim sees the old rules or the new, never a mix.
+   */
+  async update(ctx: RequestContext, id: string, input: UpdateCampaignInput): Promise<CampaignModel> {
+    requireAdmin(ctx.viewer);
+    const current = await this.require(id);
+    if (current.status === 'CLOSED') {
+      throw apiError(ErrorCode.INVALID_TRANSITION, `Campaign ${id} is CLOSED; a closed campaign cannot be changed.`);
+    }
+    const data: Partial<Pick<CampaignModel, 'name' | 'perHolderLimit' | 'opensAt' | 'closesAt'>> = {};
+    if (input.name !== undefined) {
+      if (input.name === null) throw new InvalidInput('name', 'name cannot be null.');
+      data.name = validate.text('name', input.name, validate.LIMITS.nameLength);
+    }
+    if (input.perHolderLimit !== undefined) {
+      data.perHolderLimit =
+        input.perHolderLimit === null ? null : validate.intInRange('perHolderLimit', input.perHolderLimit, 1, validate.LIMITS.perHolderLimit);
+    }
+    if (input.opensAt !== undefined) data.opensAt = input.opensAt;
+    if (input.closesAt !== undefined) data.closesAt = input.closesAt;
+    validate.campaignWindow(data.opensAt === undefined ? current.opensAt : data.opensAt, data.closesAt === undefined ? current.closesAt : data.closesAt);
+    const prisma = this.db.prisma;
+    const [, updated] = await prisma.$transaction([
+      lockCampaignGate(prisma, current.id),
+      prisma.campaign.updateMany({ where: { id: current.id, status: { not: 'CLOSED' } }, data }),
+    ]);
+    if (updated.count === 0) throw apiError(ErrorCode.INVALID_TRANSITION, `Campaign ${id} was closed meanwhile; it cannot be changed.`);
+    return this.fresh(ctx, await this.require(id));
+  }
+
+  /** Caps (or with null uncaps) a partner's live allocations in a campaign. */
+  async setPartnerQuota(ctx: RequestContext, campaignId: string, partnerId: string, quota: number | null | undefined): Promise<CampaignModel> {
+    requireAdmin(ctx.viewer);
+    const campaign = await this.require(campaignId);
+    if (!validate.isUuid(partnerId) || (await ctx.loaders.partner.load(partnerId.toLowerCase())) === null) throw notFound('Partner', partnerId);
+    const cap = quota === null || quota === undefined ? null : validate.intInRange('quota', quota, 0, validate.LIMITS.quota);
+    await setPartnerQuota(this.db.prisma, campaign.id, partnerId.toLowerCase(), cap);
+    ctx.loaders.partnerStats.clear(campaign.id);
+    return this.fresh(ctx, campaign);
+  }
+
+  async timeline(ctx: RequestContext, campaignId: string, bucket: 'MINUTE' | 'HOUR' | 'DAY'): Promise<TimelinePointModel[]> {
+    requireAdmin(ctx.viewer);
+    return campaignTimeline(this.db.prisma, campaignId, bucket.toLowerCase() as TimelineUnit);
+  }
+
+  async partnerStats(ctx: RequestContext, campaignId: string): Promise<PartnerStatsModel[]> {
+    requireAdmin(ctx.viewer);
+    return ctx.loaders.partnerStats.load(campaignId);
   }
 
   async loadTickets(ctx: RequestContext, campaignId: string, codes: readonly string[]): Promise<LoadResult> {

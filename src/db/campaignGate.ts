@@ -1,0 +1,17 @@
+// The campaign gate, exclusive side. Claims, holds, confirmations, releases and the sweeper take it
+// SHARED (tessera_claim_gate, and the statements in this folder); the operations that change what a
+// claim may do — close, update, setting a quota — take it EXCLUSIVE, in a transaction with their
+// write: they wait for the statements already past the gate, and PostgreSQL's lock manager queues
+// every new shared request behind them (CORRECTNESS.md 4: never starved). The key pairs with
+// tessera_claim_gate's `pg_advisory_xact_lock_shared(1, hashtext(campaign_id::text))`.
+import type { Prisma } from '../generated/prisma/client';
+import type { Db } from './client';
+
+export function lockCampaignGate(db: Db, campaignId: string): Prisma.PrismaPromise<number> {
+  return db.$executeRaw`SELECT pg_advisory_xact_lock(1, hashtext(${campaignId}::uuid::text))`;
+}
+
+/** A client that can run a batch transaction (the root Prisma client). */
+export type Batchable = Db & {
+  $transaction<P extends Prisma.PrismaPromise<unknown>[]>(statements: [...P]): Promise<unknown[]>;
+};

@@ -1,0 +1,8 @@
+// The sweeper's statement: see tessera_expire_holds in migration 20261129100000_reservations.
+import type { Db } from './client';
+
+/** Ends up to `batch` expired holds per campaign; returns how many tickets went back to the pool. */
+export async function expireHolds(db: Db, batch: number): Promise<number> {
+  const rows = await db.$queryRaw<{ n: number }[]>`SELECT tessera_expire_holds(${batch}::integer) AS n`;
+  return rows[0]?.n ?? 0;
+}

@@ -1,0 +1,19 @@
+// setPartnerQuota: sets (or, with null, removes) a partner's cap in one campaign. Under the campaign
+// gate, exclusive: no claim, release or sweep is in flight while `live` is counted, and from then on
+// the trigger tessera_count_live keeps it in the same transactions as the allocations it counts.
+import { lockCampaignGate, type Batchable } from './campaignGate';
+
+export async function setPartnerQuota(db: Batchable, campaignId: string, partnerId: string, quota: number | null): Promise<void> {
+  const write =
+    quota === null
+      ? db.$executeRaw`DELETE FROM partner_quotas WHERE campaign_id = ${campaignId}::uuid AND partner_id = ${partnerId}::uuid`
+      : db.$executeRaw`
+          INSERT INTO partner_quotas (campaign_id, partner_id, quota, live)
+          VALUES (${campaignId}::uuid, ${partnerId}::uuid, ${quota}::integer,
+                  (SELECT count(*) FROM allocations
+                    WHERE campaign_id = ${campaignId}::uuid AND partner_id = ${partnerId}::uuid
+                      AND status IN ('HELD', 'ACTIVE')))
+          ON CONFLICT (campaign_id, partner_id)
+          DO UPDATE SET quota = EXCLUDED.quota, live = EXCLUDED.live, updated_at = clock_timestamp()`;
+  await db.$transaction([lockCampaignGate(db, campaignId), write]);
+}

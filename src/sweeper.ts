@@ -1,0 +1,39 @@
+// The hold sweeper: every interval, returns expired holds' tickets to the pool (db/expireHolds.ts).
+// Not needed for correctness — an expired hold's ticket is claimable, and reads as available, from
+// the instant it expires — but it keeps the table true to the clock, so the claim's fast path (the
+// AVAILABLE index) finds those tickets too. Every instance may run one: SKIP LOCKED keeps them (and
+// claims taking over the same holds) out of each other's way.
+import type { Database } from './db/client';
+import { expireHolds } from './db/expireHolds';
+import type { Logger } from './logger';
+import type { Metrics } from './metrics';
+
+const BATCH = 1000;
+
+export function startHoldSweeper(db: Database, logger: Logger, metrics: Metrics, intervalMs: number): { stop(): Promise<void> } {
+  if (intervalMs <= 0) return { stop: async () => undefined };
+  let running: Promise<void> | null = null;
+  const sweep = async () => {
+    try {
+      // Several batches when many holds lapsed at once, but never longer than one interval.
+      const until = Date.now() + intervalMs;
+      let swept: number;
+      do {
+        swept = await expireHolds(db.prisma, BATCH);
+        if (swept > 0) metrics.holdsExpired.inc(swept);
+      } while (swept >= BATCH && Date.now() < until);
+    } catch (err) {
+      logger.warn({ error: (err as Error).message }, 'hold sweeper: sweep failed; next interval retries');
+    }
+  };
+  const timer = setInterval(() => {
+    if (!running) running = sweep().finally(() => (running = null));
+  }, intervalMs);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
