@@ -47,6 +47,7 @@ const EnvSchema = z.object({
   EMBEDDED_PG_PORT: intFrom('EMBEDDED_PG_PORT', 54329, 1, 65535),
   SHUTDOWN_GRACE_MS: intFrom('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
   HOLD_SWEEP_INTERVAL_MS: intFrom('HOLD_SWEEP_INTERVAL_MS', 1000, 0, 3_600_000),
+  API_KEY_CACHE_TTL_MS: intFrom('API_KEY_CACHE_TTL_MS', 5000, 0, 3_600_000),
 });
 
 export interface Config {
@@ -71,6 +72,8 @@ export interface Config {
   readonly shutdownGraceMs: number;
   /** How often expired holds are returned to the pool; 0 turns the sweeper off. */
   readonly holdSweepIntervalMs: number;
+  /** How long a partner key's record is cached: the bound on a revocation made elsewhere. */
+  readonly apiKeyCacheTtlMs: number;
 }
 
 export class ConfigError extends Error {
@@ -130,5 +133,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     embedded: Object.freeze({ dir: embeddedDir, port: e.EMBEDDED_PG_PORT }),
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     holdSweepIntervalMs: e.HOLD_SWEEP_INTERVAL_MS,
+    apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
   });
 }

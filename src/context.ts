@@ -18,11 +18,11 @@ export interface Context extends RequestContext {
   readonly services: Services;
 }
 
-export function createServices(db: Database, adminApiKey: string, metrics?: Metrics): Services {
+export function createServices(db: Database, options: { adminApiKey: string; apiKeyCacheTtlMs?: number; metrics?: Metrics }): Services {
   return {
-    allocations: new AllocationService(db, metrics),
+    allocations: new AllocationService(db, options.metrics),
     campaigns: new CampaignService(db),
-    partners: new PartnerService(db, adminApiKey),
+    partners: new PartnerService(db, options.adminApiKey, options.apiKeyCacheTtlMs),
   };
 }
 

@@ -37,7 +37,7 @@ export interface TesseraServer {
   stop(): Promise<void>;
 }
 
-type ServerConfig = Pick<Config, 'env' | 'adminApiKey' | 'shutdownGraceMs'> & Partial<Pick<Config, 'holdSweepIntervalMs'>>;
+type ServerConfig = Pick<Config, 'env' | 'adminApiKey' | 'shutdownGraceMs'> & Partial<Pick<Config, 'holdSweepIntervalMs' | 'apiKeyCacheTtlMs'>>;
 
 /** Codes a client may see as they are; anything else is masked. */
 const PUBLIC_CODES = new Set<string>([
@@ -55,7 +55,7 @@ const RETRY_AFTER_SECONDS = 1;
 export async function createServer(options: { config: ServerConfig; db: Database; logger: Logger }): Promise<TesseraServer> {
   const { config, db, logger } = options;
   const metrics = createMetrics(db.pool);
-  const services = createServices(db, config.adminApiKey, metrics);
+  const services = createServices(db, { adminApiKey: config.adminApiKey, apiKeyCacheTtlMs: config.apiKeyCacheTtlMs ?? 0, metrics });
   let draining = false;
   const app = express();
   const httpServer = http.createServer(app);

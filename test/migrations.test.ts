@@ -26,6 +26,7 @@ function expectedType(field: DmmfField): string {
   if (field.kind === 'enum') return `enum:${enumDbName.get(field.type)}`;
   const native = field.nativeType?.[0];
   if (native === 'Uuid') return 'uuid';
+  if (native === 'SmallInt') return 'smallint';
   if (native === 'JsonB' || field.type === 'Json') return 'jsonb';
   switch (field.type) {
     case 'String': return 'text';

@@ -1,7 +1,9 @@
-// Campaign figures in one statement, so that total = allocated + held + available holds in every
-// answer (one snapshot; every ticket has exactly one status). A hold past its expiry counts as
-// available (its ticket is claimable from that instant), not as held, even before the sweeper has
-// written so. Batched: one statement for every campaign a request asks about.
+// Campaign figures in one statement, in O(1) of the campaign's size: the ticket counts come from
+// the 64 counter slots the triggers of migration 20261129200000 keep in the same transactions as
+// the tickets, so total = allocated + held + available holds in every answer (one snapshot). A hold
+// past its expiry counts as available (its ticket is claimable from that instant), not as held,
+// even before the sweeper has written so: those are counted from the index of held allocations.
+// Batched: one statement for every campaign a request asks about.
 //
 // soldOutAt: recorded by the release that ends a sell-out (db/releaseAllocation.ts); while a
 // campaign is sold out and nothing has been released yet, it is the moment the last ticket became
@@ -21,14 +23,10 @@ interface StatsRow {
 export async function campaignStats(db: Db, campaignIds: readonly string[]): Promise<Map<string, CampaignStatsModel>> {
   const rows = await db.$queryRaw<StatsRow[]>`
     WITH counts AS (
-      SELECT t.campaign_id,
-             count(*) AS total,
-             count(*) FILTER (WHERE t.status = 'ALLOCATED') AS allocated,
-             count(*) FILTER (WHERE t.status = 'HELD') AS held,
-             count(*) FILTER (WHERE t.status = 'AVAILABLE') AS available
-        FROM tickets t
-       WHERE t.campaign_id = ANY(${campaignIds}::uuid[])
-       GROUP BY t.campaign_id
+      SELECT c.campaign_id, sum(c.total) AS total, sum(c.allocated) AS allocated, sum(c.held) AS held
+        FROM campaign_counters c
+       WHERE c.campaign_id = ANY(${campaignIds}::uuid[])
+       GROUP BY c.campaign_id
     ),
     lapsed AS (
       SELECT a.campaign_id, count(*) AS n
@@ -41,7 +39,7 @@ export async function campaignStats(db: Db, campaignIds: readonly string[]): Pro
              COALESCE(c.total, 0) AS total,
              COALESCE(c.allocated, 0) AS allocated,
              COALESCE(c.held, 0) - COALESCE(l.n, 0) AS held,
-             COALESCE(c.available, 0) + COALESCE(l.n, 0) AS available
+             COALESCE(c.total - c.allocated - c.held, 0) + COALESCE(l.n, 0) AS available
         FROM campaigns cp
         LEFT JOIN counts c ON c.campaign_id = cp.id
         LEFT JOIN lapsed l ON l.campaign_id = cp.id

@@ -52,7 +52,7 @@ const refusal = (code: ClaimErrorCode, message?: string): Allocated => ({ alloca
 
 /** Upper end of pick_order (see the migration's tessera_random_pick_order). */
 const PICK_ORDER_RANGE = 2_147_483_647;
-/** Extra attempts for a keyed claim whose connection died under it. */
+/** Extra attempts after a deadlock, or for a keyed claim whose connection died under it. */
 const CONNECTION_LOST_RETRIES = 2;
 /** Looks at a contended pool (each a waiting one and a fresh one) before answering UNAVAILABLE. */
 const CONTENDED_ROUNDS = 3;
@@ -133,7 +133,11 @@ export class AllocationService {
           outcome = result.error ? result.error.code : result.replayed ? 'REPLAYED' : 'ALLOCATED';
           return result;
         } catch (error) {
-          if (request.idempotencyKey === null || !isConnectionLost(error) || attempt >= CONNECTION_LOST_RETRIES) throw error;
+          // A deadlock victim was rolled back, certainly: always safe to ask again. A lost
+          // connection may have committed: safe only when the key can find what it did.
+          const deadlock = pgErrorInfo(error).code === PG.DEADLOCK_DETECTED;
+          const retryable = deadlock || (request.idempotencyKey !== null && isConnectionLost(error));
+          if (!retryable || attempt >= CONNECTION_LOST_RETRIES) throw error;
           await new Promise((resolve) => setTimeout(resolve, 25 * (attempt + 1) + randomInt(25)));
         }
       }

@@ -92,6 +92,13 @@ export async function checkHistory(history: History, sql: Pool, campaignId: stri
   for (const [code, n] of byCode) if (n > 1) fail(`ticket ${code} has ${n} live allocations`);
   if (live.length !== tickets.allocated + tickets.held) fail(`${live.length} live allocations but ${tickets.allocated + tickets.held} tickets allocated or held`);
   if (tickets.allocated + tickets.held + tickets.available !== tickets.total) fail('final stats: allocated + held + available != total');
+  const { rows: [counters] } = await sql.query(
+    'SELECT sum(total)::int AS total, sum(allocated)::int AS allocated, sum(held)::int AS held FROM campaign_counters WHERE campaign_id = $1',
+    [campaignId],
+  );
+  if (counters.total !== tickets.total || counters.allocated !== tickets.allocated || counters.held !== tickets.held) {
+    fail(`stats counters drifted: ${JSON.stringify(counters)} against tickets ${JSON.stringify(tickets)}`);
+  }
 
   // Every acknowledged allocation is stored, under its key, with the ticket it was answered with;
   // the same key always answered the same allocation.

@@ -65,13 +65,13 @@ export const TEST_DATABASE_CONFIG: Config['database'] = {
 };
 
 export async function startTestServer(
-  options: { database?: Partial<Config['database']>; logger?: Logger } = {},
+  options: { database?: Partial<Config['database']>; logger?: Logger; config?: Partial<Pick<Config, 'apiKeyCacheTtlMs' | 'holdSweepIntervalMs'>> } = {},
 ): Promise<TestServer> {
   const database = await createTestDatabase();
   const db = createDatabase({ ...TEST_DATABASE_CONFIG, ...options.database, url: database.url });
   const logger = options.logger ?? createLogger({ env: 'test', level: process.env.TEST_LOG_LEVEL });
   const server: TesseraServer = await createServer({
-    config: { env: 'test', adminApiKey: ADMIN_KEY, shutdownGraceMs: 5_000 },
+    config: { env: 'test', adminApiKey: ADMIN_KEY, shutdownGraceMs: 5_000, ...options.config },
     db,
     logger,
   });
@@ -195,5 +195,12 @@ export async function assertPoolInvariants(sql: Pool, campaignId: string): Promi
   );
   expect(mismatched.rows[0].n).toBe(0);
   expect(stats.allocated + stats.held + stats.available).toBe(stats.total);
+  // The stats counters (kept by triggers) agree with the tickets themselves.
+  const counters = await sql.query(
+    `SELECT sum(total)::int AS total, sum(allocated)::int AS allocated, sum(held)::int AS held
+       FROM campaign_counters WHERE campaign_id = $1`,
+    [campaignId],
+  );
+  expect(counters.rows[0]).toEqual({ total: stats.total, allocated: stats.allocated, held: stats.held });
   return stats;
 }

@@ -1,0 +1,210 @@
+// `npm run bench`: what a claim costs, measured in one run on this machine, next to the two
+// baselines that say where Tessera stands — the bare SQL claim (the floor: what PostgreSQL itself
+// does) and an empty authenticated GraphQL query (the ceiling: what one server process can answer).
+// Prints a table and rewrites the results section of docs/BENCHMARKS.md.
+//
+//   npm run bench                 full run (~3 minutes)
+//   npm run bench -- --quick      shorter runs, smaller pools (a smoke test of the harness)
+//
+// Uses DATABASE_URL's server when set (a database `tessera_bench` is dropped and created there),
+// else an embedded PostgreSQL in .tessera/bench-pgdata. Every claim run ends with a check that the
+// allocations stored equal the claims acknowledged: a benchmark that loses or duplicates a ticket
+// fails loudly.
+import 'dotenv/config';
+import { randomInt } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from 'pg';
+import { OPERATOR_PARTNER_ID } from '../src/auth';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/db/embedded';
+import { migrate } from '../src/db/migrate';
+import { ADMIN_KEY, freePort, gql, httpLoad, ROOT, sequentialLatency, Server, sqlLoad, type LoadResult } from './harness';
+
+const quick = process.argv.includes('--quick');
+const SECONDS = quick ? 2 : 5;
+const FILL_SECONDS = quick ? 2 : 4;
+const BIG = quick ? 100_000 : 1_000_000;
+const CONNECTIONS = [1, 16, 64];
+
+const CLAIM = (campaignId: string) =>
+  JSON.stringify({
+    query: `mutation { claimTicket(input: { campaignId: "${campaignId}", holder: "bench" }) { allocation { id sequence ticket { code } } error { code } } }`,
+  });
+const TYPENAME = JSON.stringify({ query: '{ __typename }' });
+
+/** The floor: the bare single-statement claim on Tessera's own schema (pick, update, insert). */
+const FLOOR_SQL = `
+  WITH claimed AS (
+    UPDATE tickets t SET status = 'ALLOCATED'
+     WHERE t.campaign_id = $1
+       AND t.id = (SELECT id FROM tickets WHERE campaign_id = $1 AND status = 'AVAILABLE' AND pick_order >= $2
+                   ORDER BY pick_order LIMIT 1 FOR UPDATE SKIP LOCKED)
+       AND t.status = 'AVAILABLE'
+    RETURNING t.campaign_id, t.id)
+  INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, status)
+  SELECT campaign_id, id, $3, 'floor', 'ACTIVE' FROM claimed RETURNING id`;
+
+interface Row {
+  what: string;
+  value: string;
+}
+const rows: Row[] = [];
+const record = (what: string, value: string) => {
+  rows.push({ what, value });
+  console.log(`${what.padEnd(64)} ${value}`);
+};
+const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+const ms = (n: number) => `${Math.round(n * 10) / 10} ms`;
+const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`;
+
+async function main(): Promise<void> {
+  let embedded: EmbeddedDatabase | undefined;
+  let serverUrl = process.env.DATABASE_URL;
+  if (!serverUrl) {
+    embedded = await startEmbeddedPostgres({ dir: path.join(ROOT, '.tessera/bench-pgdata'), port: 54379 });
+    serverUrl = embedded.url;
+  }
+  const dbUrl = new URL(serverUrl);
+  dbUrl.pathname = '/tessera_bench';
+  const admin = new Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query('DROP DATABASE IF EXISTS tessera_bench WITH (FORCE)');
+  await admin.query('CREATE DATABASE tessera_bench');
+  await admin.end();
+  await migrate(dbUrl.toString());
+  const sql = new Client({ connectionString: dbUrl.toString() });
+  await sql.connect();
+  const version = (await sql.query('SHOW server_version')).rows[0].server_version as string;
+
+  const server = new Server(await freePort(), { DATABASE_URL: dbUrl.toString() });
+  await server.start();
+  console.log(`bench on PostgreSQL ${version} (${embedded ? 'embedded' : 'DATABASE_URL'}), ${os.cpus().length} cores, Node ${process.version}\n`);
+  const failures: string[] = [];
+  try {
+    const partnerKey = (await gql(server.url, ADMIN_KEY, 'mutation { createPartner(input: { name: "bench" }) { apiKey } }')).createPartner.apiKey;
+    const newCampaign = async (name: string) =>
+      (await gql(server.url, ADMIN_KEY, `mutation { createCampaign(input: { name: "${name}" }) { campaign { id } } }`)).createCampaign.campaign.id as string;
+    const open = (id: string) => gql(server.url, ADMIN_KEY, `mutation { openCampaign(id: "${id}") { campaign { id } } }`);
+
+    // Loading.
+    const big = await newCampaign('one million');
+    let t0 = performance.now();
+    await gql(server.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${big}", count: ${BIG}) { loaded } }`);
+    record(`load ${fmt(BIG)} tickets with generateTickets`, `${fmt(BIG / ((performance.now() - t0) / 1000))} rows/s`);
+    const loaded = await newCampaign('loaded');
+    const batches = quick ? 10 : 100;
+    t0 = performance.now();
+    for (let b = 0; b < batches; b += 1) {
+      const codes = Array.from({ length: 10_000 }, (_, i) => `L${b}-${i}`);
+      await gql(server.url, ADMIN_KEY, 'mutation($id: ID!, $codes: [String!]!) { loadTickets(campaignId: $id, codes: $codes) { loaded } }', { id: loaded, codes });
+    }
+    record(`load ${fmt(batches * 10_000)} tickets with loadTickets (10,000 a call)`, `${fmt((batches * 10_000) / ((performance.now() - t0) / 1000))} rows/s`);
+
+    // Floor, ceiling, end to end — on a pool big enough never to run dry.
+    const pool = await newCampaign('throughput');
+    await gql(server.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${pool}", count: ${quick ? 100_000 : 400_000}) { loaded } }`);
+    await open(pool);
+    await sql.query('VACUUM ANALYZE tickets');
+
+    const floor: Record<number, LoadResult> = {};
+    const ceiling: Record<number, LoadResult> = {};
+    const claims: Record<number, LoadResult> = {};
+    for (const c of CONNECTIONS) {
+      floor[c] = await sqlLoad({ url: dbUrl.toString(), connections: c, seconds: SECONDS, text: FLOOR_SQL, params: () => [pool, randomInt(2_000_000_000), OPERATOR_PARTNER_ID] });
+      record(`floor: bare claim statement via pg, ${c} connections`, `${fmt(floor[c]!.requestsPerSecond)}/s  p50 ${ms(floor[c]!.p50)}  p99 ${ms(floor[c]!.p99)}`);
+    }
+    for (const c of CONNECTIONS) {
+      ceiling[c] = await httpLoad({ url: server.url, key: partnerKey, body: TYPENAME, connections: c, seconds: SECONDS });
+      record(`ceiling: { __typename } with a partner key, ${c} connections`, `${fmt(ceiling[c]!.requestsPerSecond)}/s  p50 ${ms(ceiling[c]!.p50)}  p99 ${ms(ceiling[c]!.p99)}`);
+    }
+    for (const c of CONNECTIONS) {
+      const before = await countAllocations(sql, pool);
+      claims[c] = await httpLoad({ url: server.url, key: partnerKey, body: CLAIM(pool), connections: c, seconds: SECONDS, okPattern: '"allocation":{"id"' });
+      const stored = (await countAllocations(sql, pool)) - before;
+      const r = claims[c]!;
+      record(
+        `claimTicket over HTTP, ${c} connections`,
+        `${fmt(r.requestsPerSecond)}/s  p50 ${ms(r.p50)}  p99 ${ms(r.p99)}  ${ratio(r.requestsPerSecond, ceiling[c]!.requestsPerSecond)} ceiling  ${ratio(r.requestsPerSecond, floor[c]!.requestsPerSecond)} floor`,
+      );
+      if (stored !== r.ok || r.errors > 0 || r.non2xx > 0) {
+        failures.push(`claims at ${c} connections: ${r.ok} acknowledged, ${stored} stored, ${r.non2xx} non-2xx, ${r.errors} errors`);
+      }
+    }
+
+    // Flat claim cost as the pool fills (the big campaign, filled in bulk between runs: the dead
+    // index entries of PERFORMANCE.md pitfall 1 are all there, no VACUUM in between).
+    await open(big);
+    const p50s: Record<number, number> = {};
+    for (const fill of [0, 0.5, 0.9, 0.99]) {
+      await fillTo(sql, big, fill, BIG);
+      const before = await countAllocations(sql, big);
+      const r = await httpLoad({ url: server.url, key: partnerKey, body: CLAIM(big), connections: 16, seconds: FILL_SECONDS, okPattern: '"allocation":{"id"' });
+      const stored = (await countAllocations(sql, big)) - before;
+      if (stored !== r.ok || r.errors > 0 || r.non2xx > 0) failures.push(`claims at ${fill * 100}% fill: ${r.ok} acknowledged, ${stored} stored`);
+      p50s[fill] = r.p50;
+      record(`claimTicket at ${fill * 100}% fill of ${fmt(BIG)}, 16 connections`, `${fmt(r.requestsPerSecond)}/s  p50 ${ms(r.p50)}  p99 ${ms(r.p99)}`);
+    }
+    record('p50 at 99% fill / p50 at 0% fill', ratio(p50s[0.99]!, p50s[0]!));
+
+    // Reads on the million-ticket campaign.
+    const stats = await sequentialLatency(server.url, partnerKey, 'query($id: ID!) { campaign(id: $id) { stats { total allocated held available fillRate soldOutAt } } }', { id: big }, 50);
+    record(`campaign.stats on ${fmt(BIG)} tickets (sequential)`, `p50 ${ms(stats.p50)}  p99 ${ms(stats.p99)}`);
+    const timeline = await sequentialLatency(server.url, ADMIN_KEY, 'query($id: ID!) { campaign(id: $id) { timeline(bucket: MINUTE) { at allocated cumulative } } }', { id: big }, 10);
+    record(`campaign.timeline(MINUTE) on ${fmt(BIG)} tickets`, `p50 ${ms(timeline.p50)}  p99 ${ms(timeline.p99)}`);
+    const partners = await sequentialLatency(server.url, ADMIN_KEY, 'query($id: ID!) { campaign(id: $id) { partnerStats { partner { id } allocated held quota } } }', { id: big }, 10);
+    record(`campaign.partnerStats on ${fmt(BIG)} tickets`, `p50 ${ms(partners.p50)}  p99 ${ms(partners.p99)}`);
+
+    // Ratios the issue asks for, at 64 connections.
+    record('claims/s ÷ ceiling at 64 connections', ratio(claims[64]!.requestsPerSecond, ceiling[64]!.requestsPerSecond));
+    record('claims/s ÷ floor at 64 connections', ratio(claims[64]!.requestsPerSecond, floor[64]!.requestsPerSecond));
+  } finally {
+    await server.stop();
+    await sql.end();
+    if (embedded) await embedded.stop();
+  }
+  if (failures.length > 0) {
+    console.error(`\nFAIL: ${failures.join('; ')}`);
+    process.exit(1);
+  }
+  if (!quick) writeResults(version, embedded ? 'embedded' : 'DATABASE_URL');
+}
+
+async function countAllocations(sql: Client, campaignId: string): Promise<number> {
+  return (await sql.query('SELECT count(*)::int AS n FROM allocations WHERE campaign_id = $1', [campaignId])).rows[0].n;
+}
+
+/** Allocates tickets in bulk (as the operator) until `fill` of `total` are allocated. */
+async function fillTo(sql: Client, campaignId: string, fill: number, total: number): Promise<void> {
+  const target = Math.floor(fill * total);
+  const current = await countAllocations(sql, campaignId);
+  if (target <= current) return;
+  await sql.query(
+    `WITH picked AS MATERIALIZED (SELECT id FROM tickets WHERE campaign_id = $1 AND status = 'AVAILABLE' ORDER BY random() LIMIT $2),
+          claimed AS (UPDATE tickets t SET status = 'ALLOCATED' FROM picked p
+                       WHERE t.campaign_id = $1 AND t.id = p.id AND t.status = 'AVAILABLE' RETURNING t.campaign_id, t.id)
+     INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, status)
+     SELECT campaign_id, id, $3, 'bulk-fill', 'ACTIVE' FROM claimed`,
+    [campaignId, target - current, OPERATOR_PARTNER_ID],
+  );
+}
+
+function writeResults(version: string, where: string): void {
+  const file = path.join(ROOT, 'docs/BENCHMARKS.md');
+  const table = [
+    `Last run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC — \`npm run bench\` — ${os.cpus().length} × ${os.cpus()[0]?.model.trim()}, ` +
+      `${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, PostgreSQL ${version} (${where}), load generator on the same machine.`,
+    '',
+    '| measurement | result |',
+    '|---|---|',
+    ...rows.map((r) => `| ${r.what} | ${r.value} |`),
+  ].join('\n');
+  const doc = readFileSync(file, 'utf8');
+  writeFileSync(file, doc.replace(/<!-- bench:begin -->[\s\S]*<!-- bench:end -->/, `<!-- bench:begin -->\n${table}\n<!-- bench:end -->`));
+  console.log('\nresults written to docs/BENCHMARKS.md');
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? (error.stack ?? error.message) : error);
+  process.exit(1);
+});

@@ -1,0 +1,98 @@
+-- campaign.stats in O(1) of the campaign's size: ticket counts kept as counters, in the same
+-- transaction as the ticket changes they count (CORRECTNESS.md 10), spread over 64 slot rows per
+-- campaign so that no single row is updated by every claim (PERFORMANCE.md strategy C: one counter
+-- row serializes all claims). A backend always writes the slot pg_backend_pid() % 64, so the
+-- connections of one pool rarely share a slot. Reading the stats sums 64 rows.
+
+CREATE TABLE "campaign_counters" (
+    "campaign_id" UUID NOT NULL,
+    "slot" SMALLINT NOT NULL,
+    "total" BIGINT NOT NULL DEFAULT 0,
+    "allocated" BIGINT NOT NULL DEFAULT 0,
+    "held" BIGINT NOT NULL DEFAULT 0,
+    CONSTRAINT "campaign_counters_pkey" PRIMARY KEY ("campaign_id", "slot"),
+    CONSTRAINT "campaign_counters_slot_range" CHECK ("slot" BETWEEN 0 AND 63)
+);
+ALTER TABLE "campaign_counters" ADD CONSTRAINT "campaign_counters_campaign_id_fkey" FOREIGN KEY ("campaign_id") REFERENCES "campaigns"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+
+-- Every campaign gets its 64 slots when it is created, so the ticket triggers only ever UPDATE.
+CREATE FUNCTION "tessera_campaign_slots"() RETURNS trigger
+  LANGUAGE plpgsql
+AS $$
+BEGIN
+    INSERT INTO campaign_counters (campaign_id, slot) SELECT NEW.id, s FROM generate_series(0, 63) s;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER "campaigns_counter_slots" AFTER INSERT ON "campaigns"
+    FOR EACH ROW EXECUTE FUNCTION "tessera_campaign_slots"();
+
+-- Loading: once per statement (a million-row generateTickets fires it once), from the transition table.
+CREATE FUNCTION "tessera_count_loaded"() RETURNS trigger
+  LANGUAGE plpgsql
+AS $$
+BEGIN
+    UPDATE campaign_counters c
+       SET total = c.total + n.total,
+           allocated = c.allocated + n.allocated,
+           held = c.held + n.held
+      FROM (SELECT campaign_id, count(*) AS total,
+                   count(*) FILTER (WHERE status = 'ALLOCATED') AS allocated,
+                   count(*) FILTER (WHERE status = 'HELD') AS held
+              FROM loaded GROUP BY campaign_id) n
+     WHERE c.campaign_id = n.campaign_id AND c.slot = pg_backend_pid() % 64;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER "tickets_count_loaded" AFTER INSERT ON "tickets"
+    REFERENCING NEW TABLE AS loaded
+    FOR EACH STATEMENT EXECUTE FUNCTION "tessera_count_loaded"();
+
+-- Tickets are never deleted by Tessera (foreign keys restrict it); if an operator does, the
+-- counters follow.
+CREATE FUNCTION "tessera_count_deleted"() RETURNS trigger
+  LANGUAGE plpgsql
+AS $$
+BEGIN
+    UPDATE campaign_counters c
+       SET total = c.total - n.total,
+           allocated = c.allocated - n.allocated,
+           held = c.held - n.held
+      FROM (SELECT campaign_id, count(*) AS total,
+                   count(*) FILTER (WHERE status = 'ALLOCATED') AS allocated,
+                   count(*) FILTER (WHERE status = 'HELD') AS held
+              FROM deleted GROUP BY campaign_id) n
+     WHERE c.campaign_id = n.campaign_id AND c.slot = pg_backend_pid() % 64;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER "tickets_count_deleted" AFTER DELETE ON "tickets"
+    REFERENCING OLD TABLE AS deleted
+    FOR EACH STATEMENT EXECUTE FUNCTION "tessera_count_deleted"();
+
+-- Status changes (claims, holds, confirmations, releases, expiries): per row, and only when the
+-- status really changes (the WHEN clause is checked before the function is called).
+CREATE FUNCTION "tessera_count_status"() RETURNS trigger
+  LANGUAGE plpgsql
+AS $$
+BEGIN
+    UPDATE campaign_counters
+       SET allocated = allocated + (NEW.status = 'ALLOCATED')::integer - (OLD.status = 'ALLOCATED')::integer,
+           held = held + (NEW.status = 'HELD')::integer - (OLD.status = 'HELD')::integer
+     WHERE campaign_id = NEW.campaign_id AND slot = pg_backend_pid() % 64;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER "tickets_count_status" AFTER UPDATE OF "status" ON "tickets"
+    FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status)
+    EXECUTE FUNCTION "tessera_count_status"();
+
+-- Campaigns that exist already: their slots, and their current counts in slot 0.
+INSERT INTO campaign_counters (campaign_id, slot) SELECT c.id, s FROM campaigns c, generate_series(0, 63) s;
+UPDATE campaign_counters cc
+   SET total = n.total, allocated = n.allocated, held = n.held
+  FROM (SELECT campaign_id, count(*) AS total,
+               count(*) FILTER (WHERE status = 'ALLOCATED') AS allocated,
+               count(*) FILTER (WHERE status = 'HELD') AS held
+          FROM tickets GROUP BY campaign_id) n
+ WHERE cc.campaign_id = n.campaign_id AND cc.slot = 0;

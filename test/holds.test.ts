@@ -1,0 +1,432 @@
+// Holds are leases (CORRECTNESS.md 9): holdTicket takes a ticket out of the pool until expiresAt;
+// confirmHold makes it ACTIVE while the hold lasts; an expired hold's ticket is back in the pool
+// from that instant — in every read and for every claim — with or without the sweeper.
+import { assertPoolInvariants, ADMIN_KEY, CLAIM, startTestServer, type ClaimPayload, type TestServer } from './helpers/testServer';
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await startTestServer({ database: { poolSize: 20 } });
+});
+afterAll(() => server.stop());
+
+const HOLD = `mutation Hold($input: HoldTicketInput!) {
+  holdTicket(input: $input) {
+    allocation { id status expiresAt sequence holder ticket { id code status } }
+    error { code message }
+  }
+}`;
+const CONFIRM = `mutation Confirm($id: ID!) {
+  confirmHold(allocationId: $id) {
+    allocation { id status expiresAt sequence ticket { id code status } }
+    error { code message }
+  }
+}`;
+const RELEASE = `mutation Release($id: ID!) {
+  releaseAllocation(allocationId: $id) { allocation { id status ticket { code status } } error { code } }
+}`;
+const STATS = 'query Stats($id: ID!) { campaign(id: $id) { stats { total allocated held available } } }';
+const ALLOCATION = 'query Allocation($id: ID!) { allocation(id: $id) { id status expiresAt ticket { id code status } } }';
+
+interface HoldAnswer {
+  allocation: null | { id: string; status: string; expiresAt: string | null; sequence: number; holder?: string; ticket: { id: string; code: string; status: string } };
+  error: null | { code: string; message: string };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function hold(key: string, input: Record<string, unknown>): Promise<HoldAnswer> {
+  const res = await server.gql<{ holdTicket: HoldAnswer }>(key, HOLD, { input: { holder: 'h', ttlSeconds: 60, ...input } });
+  if (res.body.errors?.length) throw new Error(`holdTicket failed: ${JSON.stringify(res.body.errors)}`);
+  return res.body.data!.holdTicket;
+}
+async function confirm(key: string, id: string): Promise<HoldAnswer> {
+  const res = await server.gql<{ confirmHold: HoldAnswer }>(key, CONFIRM, { id });
+  if (res.body.errors?.length) throw new Error(`confirmHold failed: ${JSON.stringify(res.body.errors)}`);
+  return res.body.data!.confirmHold;
+}
+async function claim(key: string, input: Record<string, unknown>): Promise<ClaimPayload['claimTicket']> {
+  const res = await server.gql<ClaimPayload>(key, CLAIM, { input: { holder: 'h', ...input } });
+  if (res.body.errors?.length) throw new Error(`claimTicket failed: ${JSON.stringify(res.body.errors)}`);
+  return res.body.data!.claimTicket;
+}
+async function stats(campaignId: string): Promise<{ total: number; allocated: number; held: number; available: number }> {
+  const res = await server.gql(ADMIN_KEY, STATS, { id: campaignId });
+  return res.body.data!.campaign.stats;
+}
+async function allocation(key: string, id: string) {
+  const res = await server.gql(key, ALLOCATION, { id });
+  expect(res.body.errors).toBeUndefined();
+  return res.body.data!.allocation;
+}
+async function dbAllocation(id: string): Promise<{ status: string; ticket_status: string }> {
+  const { rows } = await server.sql.query(
+    `SELECT a.status::text, t.status::text AS ticket_status
+       FROM allocations a JOIN tickets t ON t.campaign_id = a.campaign_id AND t.id = a.ticket_id
+      WHERE a.id = $1`,
+    [id],
+  );
+  return rows[0];
+}
+
+test('holdTicket answers a HELD allocation that expires ttlSeconds from now, and its ticket is HELD', async () => {
+  const partner = await server.createPartner();
+  const campaignId = await server.openCampaignWith(5);
+  const before = Date.now();
+  const held = await hold(partner.apiKey, { campaignId, holder: 'alice', ttlSeconds: 120 });
+  const after = Date.now();
+  expect(held.error).toBeNull();
+  expect(held.allocation).toMatchObject({ status: 'HELD', holder: 'alice', ticket: { status: 'HELD' } });
+  const expiresAt = Date.parse(held.allocation!.expiresAt!);
+  expect(expiresAt).toBeGreaterThanOrEqual(before + 120_000 - 2_000);
+  expect(expiresAt).toBeLessThanOrEqual(after + 120_000 + 2_000);
+  expect(await dbAllocation(held.allocation!.id)).toEqual({ status: 'HELD', ticket_status: 'HELD' });
+  const read = await allocation(partner.apiKey, held.allocation!.id);
+  expect(read).toMatchObject({ status: 'HELD', ticket: { status: 'HELD' } });
+});
+
+test('a held ticket counts as held in the stats, neither available nor allocated', async () => {
+  const partner = await server.createPartner();
+  const campaignId = await server.openCampaignWith(5);
+  await hold(partner.apiKey, { campaignId });
+  await claim(partner.apiKey, { campaignId });
+  const s = await stats(campaignId);
+  expect(s).toEqual({ total: 5, allocated: 1, held: 1, available: 3 });
+  expect(s.allocated + s.held + s.available).toBe(s.total);
+});
+
+test('confirmHold before expiry makes the allocation ACTIVE and its ticket ALLOCATED', async () => {
+  const partner = await server.createPartner();
+  const campaignId = await server.openCampaignWith(3);
+  const held = (await hold(partner.apiKey, { campaignId })).allocation!;
+  const confirmed = await confirm(partner.apiKey, held.id);
+  expect(confirmed.error).toBeNull();
+  expect(confirmed.allocation).toMatchObject({ id: held.id, status: 'ACTIVE', sequence: held.sequence, ticket: { code: held.ticket.code, status: 'ALLOCATED' } });
+  expect(confirmed.allocation!.expiresAt).toBeNull();
+  expect(await dbAllocation(held.id)).toEqual({ status: 'ACTIVE', ticket_status: 'ALLOCATED' });
+  await assertPoolInvariants(server.sql, campaignId);
+});
+
+test('confirming a hold moves it from held to allocated in the stats', async () => {
+  const partner = await server.createPartner();
+  const campaignId = await server.openCampaignWith(3);
+  const held = (await hold(partner.apiKey, { campaignId })).allocation!;
+  expect(await stats(campaignId)).toEqual({ total: 3, allocated: 0, held: 1, available: 2 });
+  await confirm(partner.apiKey, held.id);
+  expect(await stats(campaignId)).toEqual({ total: 3, allocated: 1, held: 0, available: 2 });
+});
+
+test('confirming a hold twice answers the same ACTIVE allocation, without an error', async () => {
+  const partner = await server.createPartner();
+  const campaignId = await server.openCampaignWith(3);
+  const held = (await hold(partner.apiKey, { campaignId })).allocation!;
+  const first = await confirm(partner.apiKey, held.id);
+  const second = await confirm(partner.apiKey, held.id);
+  expect(second.error).toBeNull();
+  expect(second.allocation).toEqual(first.allocation);
+  expect(second.allocation!.status).toBe('ACTIVE');
+  expect(await stats(campaignId)).toEqual({ total: 3, allocated: 1, held: 0, available: 2 });
+});
+
+describe('a hold that expired before its confirmation', () => {
+  let partner: { id: string; apiKey: string };
+  let campaignId: string;
+  let held: NonNullable<HoldAnswer['allocation']>;
+  let confirmed: HoldAnswer;
+
+  beforeAll(async () => {
+    partner = await server.createPartner();
+    campaignId = await server.openCampaignWith(1);
+    held = (await hold(partner.apiKey, { campaignId, ttlSeconds: 1 })).allocation!;
+    await sleep(1_500);
+    confirmed = await confirm(partner.apiKey, held.id);
+  });
+
+  test('confirmHold answers HOLD_EXPIRED', () => {
+    expect(confirmed).toMatchObject({ allocation: null, error: { code: 'HOLD_EXPIRED' } });
+  });
+
+  test('the stats show its ticket available again', async () => {
+    expect(await stats(campaignId)).toEqual({ total: 1, allocated: 0, held: 0, available: 1 });
+  });
+
+  test('allocation(id) shows it EXPIRED and its ticket AVAILABLE', async () => {
+    expect(await allocation(partner.apiKey, held.id)).toMatchObject({ id: held.id, status: 'EXPIRED', ticket: { code: held.ticket.code, status: 'AVAILABLE' } });
+  });
+
+  test('a new claim gets exactly that ticket', async () => {
+    const claimed = await claim(partner.apiKey, { campaignId, holder: 'next' });
+    expect(claimed.error).toBeNull();
+    expect(claimed.allocation!.ticket.code).toBe(held.ticket.code);
+    expect(await dbAllocation(held.id)).toEqual({ status: 'EXPIRED', ticket_status: 'ALLOCATED' });
+    await assertPoolInvariants(server.sql, campaignId);
+  });
+});
+
+test('confirmHold of a claimed (never held) allocation answers NOT_HELD and changes nothing', async () => {
+  const partner = await server.createPartner();
+  const campaignId = await server.openCampaignWith(3);
+  const claimed = (await claim(partner.apiKey, { campaignId })).allocation!;
+  expect(await confirm(partner.apiKey, claimed.id)).toMatchObject({ allocation: null, error: { code: 'NOT_HELD' } });
+  expect(await dbAllocation(claimed.id)).toEqual({ status: 'ACTIVE', ticket_status: 'ALLOCATED' });
+});
+
+test('confirmHold of a released hold answers NOT_HELD and leaves the ticket in the pool', async () => {
+  const partner = await server.createPartner();
+  const campaignId = await server.openCampaignWith(3);
+  const held = (await hold(partner.apiKey, { campaignId })).allocation!;
+  await server.gql(partner.apiKey, RELEASE, { id: held.id });
+  expect(await confirm(partner.apiKey, held.id)).toMatchObject({ allocation: null, error: { code: 'NOT_HELD' } });
+  expect(await dbAllocation(held.id)).toEqual({ status: 'RELEASED', ticket_status: 'AVAILABLE' });
+  expect(await stats(campaignId)).toEqual({ total: 3, allocated: 0, held: 0, available: 3 });
+});
+
+test('confirmHold of an unknown or malformed id answers ALLOCATION_NOT_FOUND', async () => {
+  const partner = await server.createPartner();
+  for (const id of ['00000000-0000-4000-8000-000000000000', 'not-an-id', '', "'; DROP TABLE allocations; --"]) {
+    expect(await confirm(partner.apiKey, id)).toMatchObject({ allocation: null, error: { code: 'ALLOCATION_NOT_FOUND' } });
+  }
+});
+
+test("confirmHold of another partner's hold answers ALLOCATION_NOT_FOUND and leaves the hold as it was", async () => {
+  const owner = await server.createPartner('Owner');
+  const other = await server.createPartner('Other');
+  const campaignId = await server.openCampaignWith(3);
+  const held = (await hold(owner.apiKey, { campaignId })).allocation!;
+  expect(await confirm(other.apiKey, held.id)).toMatchObject({ allocation: null, error: { code: 'ALLOCATION_NOT_FOUND' } });
+  expect(await dbAllocation(held.id)).toEqual({ status: 'HELD', ticket_status: 'HELD' });
+});
+
+test('a claim on a pool whose only ticket is held answers ALL_HELD, not SOLD_OUT', async () => {
+  const partner = await server.createPartner();
+  const campaignId = await server.openCampaignWith(1);
+  await hold(partner.apiKey, { campaignId });
+  expect(await claim(partner.apiKey, { campaignId, holder: 'late' })).toMatchObject({ allocation: null, error: { code: 'ALL_HELD' } });
+});
+
+test('once the only held ticket is confirmed, a claim answers SOLD_OUT', async () => {
+  const partner = await server.createPartner();
+  const campaignId = await server.openCampaignWith(1);
+  const held = (await hold(partner.apiKey, { campaignId })).allocation!;
+  await confirm(partner.apiKey, held.id);
+  expect(await claim(partner.apiKey, { campaignId, holder: 'late' })).toMatchObject({ allocation: null, error: { code: 'SOLD_OUT' } });
+});
+
+test.each([0, -1, 86_401])('holdTicket with ttlSeconds %p answers INVALID_INPUT and holds nothing', async (ttlSeconds) => {
+  const partner = await server.createPartner();
+  const campaignId = await server.openCampaignWith(2);
+  expect(await hold(partner.apiKey, { campaignId, ttlSeconds })).toMatchObject({ allocation: null, error: { code: 'INVALID_INPUT' } });
+  const { rows } = await server.sql.query('SELECT count(*)::int AS n FROM allocations WHERE campaign_id = $1', [campaignId]);
+  expect(rows[0].n).toBe(0);
+});
+
+test('holdTicket accepts the bounds of ttlSeconds, 1 and 86400', async () => {
+  const partner = await server.createPartner();
+  const campaignId = await server.openCampaignWith(2);
+  expect((await hold(partner.apiKey, { campaignId, ttlSeconds: 86_400 })).allocation?.status).toBe('HELD');
+  expect((await hold(partner.apiKey, { campaignId, ttlSeconds: 1 })).allocation).not.toBeNull();
+});
+
+test('holdTicket with a key already used answers the same hold, and holds no second ticket', async () => {
+  const partner = await server.createPartner();
+  const campaignId = await server.openCampaignWith(5);
+  const input = { campaignId, holder: 'keyed', ttlSeconds: 300, idempotencyKey: 'hold-key-1' };
+  const first = await hold(partner.apiKey, input);
+  const again = await hold(partner.apiKey, input);
+  expect(again.error).toBeNull();
+  expect(again.allocation).toMatchObject({ id: first.allocation!.id, status: 'HELD', ticket: { code: first.allocation!.ticket.code } });
+  expect(await stats(campaignId)).toMatchObject({ held: 1, available: 4 });
+});
+
+test('holdTicket with a key already used for another ttlSeconds answers IDEMPOTENCY_KEY_REUSED', async () => {
+  const partner = await server.createPartner();
+  const campaignId = await server.openCampaignWith(5);
+  await hold(partner.apiKey, { campaignId, holder: 'keyed', ttlSeconds: 300, idempotencyKey: 'hold-key-2' });
+  const reused = await hold(partner.apiKey, { campaignId, holder: 'keyed', ttlSeconds: 600, idempotencyKey: 'hold-key-2' });
+  expect(reused).toMatchObject({ allocation: null, error: { code: 'IDEMPOTENCY_KEY_REUSED' } });
+  expect(await stats(campaignId)).toMatchObject({ held: 1, available: 4 });
+});
+
+test('a key used by holdTicket is refused by claimTicket as IDEMPOTENCY_KEY_REUSED', async () => {
+  const partner = await server.createPartner();
+  const campaignId = await server.openCampaignWith(5);
+  await hold(partner.apiKey, { campaignId, holder: 'keyed', idempotencyKey: 'hold-then-claim' });
+  const claimed = await claim(partner.apiKey, { campaignId, holder: 'keyed', idempotencyKey: 'hold-then-claim' });
+  expect(claimed).toMatchObject({ allocation: null, error: { code: 'IDEMPOTENCY_KEY_REUSED' } });
+  expect(await stats(campaignId)).toMatchObject({ held: 1, allocated: 0 });
+});
+
+test('holdTicket on a DRAFT campaign answers CAMPAIGN_NOT_OPEN, on an unknown one CAMPAIGN_NOT_FOUND', async () => {
+  const partner = await server.createPartner();
+  const draft = await server.createCampaign();
+  await server.loadTickets(draft, 2);
+  expect((await hold(partner.apiKey, { campaignId: draft })).error?.code).toBe('CAMPAIGN_NOT_OPEN');
+  expect((await hold(partner.apiKey, { campaignId: '00000000-0000-4000-8000-000000000003' })).error?.code).toBe('CAMPAIGN_NOT_FOUND');
+});
+
+test('confirmHold after closeCampaign answers CAMPAIGN_NOT_OPEN and leaves the hold unconfirmed', async () => {
+  const partner = await server.createPartner();
+  const campaignId = await server.openCampaignWith(3);
+  const held = (await hold(partner.apiKey, { campaignId })).allocation!;
+  await server.gql(ADMIN_KEY, 'mutation($id: ID!) { closeCampaign(id: $id) { campaign { status } } }', { id: campaignId });
+  expect(await confirm(partner.apiKey, held.id)).toMatchObject({ allocation: null, error: { code: 'CAMPAIGN_NOT_OPEN' } });
+  expect((await dbAllocation(held.id)).status).toBe('HELD');
+});
+
+test('releaseAllocation of a hold returns its ticket to the pool', async () => {
+  const partner = await server.createPartner();
+  const campaignId = await server.openCampaignWith(1);
+  const held = (await hold(partner.apiKey, { campaignId })).allocation!;
+  const released = await server.gql(partner.apiKey, RELEASE, { id: held.id });
+  expect(released.body.data!.releaseAllocation).toMatchObject({ allocation: { status: 'RELEASED', ticket: { status: 'AVAILABLE' } }, error: null });
+  expect(await dbAllocation(held.id)).toEqual({ status: 'RELEASED', ticket_status: 'AVAILABLE' });
+  expect(await stats(campaignId)).toEqual({ total: 1, allocated: 0, held: 0, available: 1 });
+  const claimed = await claim(partner.apiKey, { campaignId, holder: 'next' });
+  expect(claimed.allocation?.ticket.code).toBe(held.ticket.code);
+  await assertPoolInvariants(server.sql, campaignId);
+});
+
+test('the hold sweeper writes EXPIRED into the database and returns the ticket by itself', async () => {
+  const partner = await server.createPartner();
+  const campaignId = await server.openCampaignWith(2);
+  const held = (await hold(partner.apiKey, { campaignId, ttlSeconds: 1 })).allocation!;
+  const deadline = Date.now() + 5_000;
+  let row = await dbAllocation(held.id);
+  while (row.status !== 'EXPIRED' && Date.now() < deadline) {
+    await sleep(100);
+    row = await dbAllocation(held.id);
+  }
+  expect(row).toEqual({ status: 'EXPIRED', ticket_status: 'AVAILABLE' });
+  await assertPoolInvariants(server.sql, campaignId);
+});
+
+describe('forty parallel holds of one second on a pool of ten', () => {
+  let campaignId: string;
+  let holds: HoldAnswer[];
+  let claims: ClaimPayload['claimTicket'][];
+
+  beforeAll(async () => {
+    const partners = await Promise.all([server.createPartner('R1'), server.createPartner('R2')]);
+    campaignId = await server.openCampaignWith(10);
+    holds = await Promise.all(Array.from({ length: 40 }, (_, i) => hold(partners[i % 2]!.apiKey, { campaignId, holder: `hold-${i}`, ttlSeconds: 1 })));
+    const heldIds = holds.filter((h) => h.allocation).map((h) => h.allocation!.id);
+    // Wait until every hold has expired (by the database's clock), then race forty claims.
+    const latest = Math.max(...holds.filter((h) => h.allocation).map((h) => Date.parse(h.allocation!.expiresAt!)));
+    await sleep(Math.max(0, latest - Date.now()) + 300);
+    claims = await Promise.all(Array.from({ length: 40 }, (_, i) => claim(partners[i % 2]!.apiKey, { campaignId, holder: `claim-${i}` })));
+    expect(heldIds).toHaveLength(10);
+  });
+
+  test('exactly ten are held and thirty answer ALL_HELD', () => {
+    const held = holds.filter((h) => h.allocation);
+    expect(held).toHaveLength(10);
+    expect(new Set(held.map((h) => h.allocation!.ticket.code)).size).toBe(10);
+    expect(holds.filter((h) => h.error?.code === 'ALL_HELD')).toHaveLength(30);
+  });
+
+  test('after they expire, forty parallel claims allocate exactly ten tickets, each once', () => {
+    const granted = claims.filter((c) => c.allocation);
+    expect(granted).toHaveLength(10);
+    expect(new Set(granted.map((c) => c.allocation!.ticket.code)).size).toBe(10);
+    expect(claims.filter((c) => c.error?.code === 'SOLD_OUT')).toHaveLength(30);
+  });
+
+  test('the ten expired holds are EXPIRED in the database and the pool is consistent', async () => {
+    const { rows } = await server.sql.query(
+      `SELECT status::text, count(*)::int AS n FROM allocations WHERE campaign_id = $1 GROUP BY status ORDER BY status`,
+      [campaignId],
+    );
+    expect(Object.fromEntries(rows.map((r) => [r.status, r.n]))).toEqual({ ACTIVE: 10, EXPIRED: 10 });
+    const twice = await server.sql.query(
+      `SELECT ticket_id FROM allocations WHERE campaign_id = $1 AND status IN ('HELD', 'ACTIVE') GROUP BY ticket_id HAVING count(*) > 1`,
+      [campaignId],
+    );
+    expect(twice.rows).toEqual([]);
+    expect(await assertPoolInvariants(server.sql, campaignId)).toMatchObject({ total: 10, allocated: 10, available: 0 });
+  });
+});
+
+test('confirmations racing their holds’ expiry, the sweeper and takeovers: every ACTIVE answer stays ACTIVE, no ticket twice', async () => {
+  const partner = await server.createPartner();
+  const campaignId = await server.openCampaignWith(20);
+  const holds = await Promise.all(Array.from({ length: 20 }, (_, i) => hold(partner.apiKey, { campaignId, holder: `edge-${i}`, ttlSeconds: 1 })));
+  const ids = holds.map((h) => h.allocation!.id);
+  const expiry = Math.min(...holds.map((h) => Date.parse(h.allocation!.expiresAt!)));
+  await sleep(Math.max(0, expiry - Date.now() - 60));
+  // Confirmations spread over the instant of expiry, with claims taking over whatever has lapsed.
+  const [confirmations] = await Promise.all([
+    Promise.all(ids.map((id, i) => sleep(i * 6).then(() => confirm(partner.apiKey, id)))),
+    Promise.all(Array.from({ length: 20 }, (_, i) => sleep(i * 6).then(() => claim(partner.apiKey, { campaignId, holder: `taker-${i}` })))),
+  ]);
+  for (const [i, answer] of confirmations.entries()) {
+    const row = await dbAllocation(ids[i]!);
+    if (answer.allocation) {
+      expect(answer.allocation.status).toBe('ACTIVE');
+      expect(row).toEqual({ status: 'ACTIVE', ticket_status: 'ALLOCATED' });
+    } else {
+      expect(answer.error?.code).toBe('HOLD_EXPIRED');
+      expect(row.status).not.toBe('ACTIVE');
+    }
+  }
+  await assertPoolInvariants(server.sql, campaignId);
+});
+
+// The sweeper "is not needed for correctness" (src/sweeper.ts): an expired hold is over from the
+// instant it expires. Here the sweeper is stopped — its statement replaced by a no-op in this
+// database only — so every read and every claim has to see the expiry by itself.
+describe('without the sweeper', () => {
+  let quiet: TestServer;
+  beforeAll(async () => {
+    quiet = await startTestServer({ database: { poolSize: 10 } });
+    const { rows } = await quiet.sql.query(`SELECT to_regprocedure('tessera_expire_holds(integer)') IS NOT NULL AS present`);
+    if (!rows[0].present) throw new Error('tessera_expire_holds(integer) is gone: update how this test stops the sweeper');
+    await quiet.sql.query(`CREATE OR REPLACE FUNCTION tessera_expire_holds(p_batch INTEGER) RETURNS INTEGER LANGUAGE sql AS 'SELECT 0'`);
+  });
+  afterAll(() => quiet.stop());
+
+  const quietHold = async (key: string, input: Record<string, unknown>) =>
+    (await quiet.gql<{ holdTicket: HoldAnswer }>(key, HOLD, { input: { holder: 'h', ttlSeconds: 1, ...input } })).body.data!.holdTicket;
+  const quietClaim = async (key: string, input: Record<string, unknown>) =>
+    (await quiet.gql<ClaimPayload>(key, CLAIM, { input: { holder: 'h', ...input } })).body.data!.claimTicket;
+
+  test('an expired hold reads as EXPIRED, its ticket as AVAILABLE, and a claim takes that ticket', async () => {
+    const partner = await quiet.createPartner();
+    const campaignId = await quiet.openCampaignWith(1);
+    const held = (await quietHold(partner.apiKey, { campaignId })).allocation!;
+    await sleep(1_500);
+    expect((await quiet.sql.query('SELECT status::text FROM allocations WHERE id = $1', [held.id])).rows[0].status).toBe('HELD');
+    const read = await quiet.gql(partner.apiKey, ALLOCATION, { id: held.id });
+    expect(read.body.data!.allocation).toMatchObject({ status: 'EXPIRED', ticket: { status: 'AVAILABLE' } });
+    const s = await quiet.gql(ADMIN_KEY, STATS, { id: campaignId });
+    expect(s.body.data!.campaign.stats).toEqual({ total: 1, allocated: 0, held: 0, available: 1 });
+    const claimed = await quietClaim(partner.apiKey, { campaignId, holder: 'next' });
+    expect(claimed.allocation?.ticket.code).toBe(held.ticket.code);
+    expect((await quiet.sql.query('SELECT status::text FROM allocations WHERE id = $1', [held.id])).rows[0].status).toBe('EXPIRED');
+    await assertPoolInvariants(quiet.sql, campaignId);
+  });
+
+  // Known bug: releaseAllocation ends any allocation whose status column is still HELD, so a hold
+  // the API already reads as EXPIRED becomes RELEASED — or stays EXPIRED, if the sweeper came
+  // first: the same request at the same moment answers differently.
+  test.failing('releasing a hold that has already expired answers it as EXPIRED, not RELEASED', async () => {
+    const partner = await quiet.createPartner();
+    const campaignId = await quiet.openCampaignWith(2);
+    const held = (await quietHold(partner.apiKey, { campaignId })).allocation!;
+    await sleep(1_500);
+    const released = await quiet.gql(partner.apiKey, RELEASE, { id: held.id });
+    expect(released.body.data!.releaseAllocation).toMatchObject({ allocation: { id: held.id, status: 'EXPIRED' }, error: null });
+    expect((await quiet.gql(partner.apiKey, ALLOCATION, { id: held.id })).body.data!.allocation.status).toBe('EXPIRED');
+    await assertPoolInvariants(quiet.sql, campaignId);
+  });
+
+  // Known bug: the gate counts the hold as live until the sweeper or a takeover ends it, though the
+  // API already reads it as EXPIRED; without the sweeper the holder stays blocked.
+  test.failing('an expired hold no longer counts against perHolderLimit', async () => {
+    const partner = await quiet.createPartner();
+    const campaignId = await quiet.openCampaignWith(5, { perHolderLimit: 1 });
+    await quietHold(partner.apiKey, { campaignId, holder: 'once' });
+    await sleep(1_500);
+    const claimed = await quietClaim(partner.apiKey, { campaignId, holder: 'once' });
+    expect(claimed.error).toBeNull();
+    expect(claimed.allocation?.status).toBe('ACTIVE');
+  });
+});

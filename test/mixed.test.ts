@@ -1,0 +1,227 @@
+// CORRECTNESS.md 5: "mixed operations deadlock where each alone is fine". 64 clients run a random
+// mix of claims, holds, confirmations, multi-ticket claims and releases against one small pool for
+// a few seconds — three partners, one of them under a quota, a per-holder limit, holds that lapse
+// mid-run. No request may fail unexpectedly or hang, PostgreSQL must detect no deadlock, and the
+// database must be consistent afterwards.
+import { randomInt, randomUUID } from 'node:crypto';
+import { assertPoolInvariants, ADMIN_KEY, startTestServer, type TestServer } from './helpers/testServer';
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await startTestServer({ database: { poolSize: 12 } });
+});
+afterAll(() => server.stop());
+
+const CLIENTS = 64;
+const RUN_MS = 5_000;
+const TICKETS = 60;
+const PER_HOLDER_LIMIT = 3;
+const QUOTA = 20;
+const MAX_LATENCY_MS = 15_000;
+
+const ALLOCATION = 'id status expiresAt ticket { code }';
+const OPS = {
+  claimTicket: `mutation($input: ClaimTicketInput!) { claimTicket(input: $input) { allocation { ${ALLOCATION} } error { code } } }`,
+  holdTicket: `mutation($input: HoldTicketInput!) { holdTicket(input: $input) { allocation { ${ALLOCATION} } error { code } } }`,
+  confirmHold: `mutation($id: ID!) { confirmHold(allocationId: $id) { allocation { ${ALLOCATION} } error { code } } }`,
+  claimTickets: `mutation($input: ClaimTicketsInput!) { claimTickets(input: $input) { allocations { ${ALLOCATION} } error { code } } }`,
+  releaseAllocation: `mutation($id: ID!) { releaseAllocation(allocationId: $id) { allocation { ${ALLOCATION} } error { code } } }`,
+  stats: 'query($id: ID!) { campaign(id: $id) { stats { total allocated held available } } }',
+} as const;
+type Op = keyof typeof OPS;
+
+/** What each operation may answer in its payload during the run; anything else is a bug. */
+const EXPECTED_REFUSALS: Record<Op, string[]> = {
+  claimTicket: ['SOLD_OUT', 'ALL_HELD', 'HOLDER_LIMIT_REACHED', 'PARTNER_QUOTA_REACHED'],
+  holdTicket: ['SOLD_OUT', 'ALL_HELD', 'HOLDER_LIMIT_REACHED', 'PARTNER_QUOTA_REACHED'],
+  claimTickets: ['INSUFFICIENT_TICKETS', 'HOLDER_LIMIT_REACHED', 'PARTNER_QUOTA_REACHED'],
+  confirmHold: ['HOLD_EXPIRED'],
+  releaseAllocation: [],
+  stats: [],
+};
+
+interface Outcome {
+  op: Op;
+  ms: number;
+  status: number;
+  /** 'OK', a ClaimErrorCode from the payload, or 'GRAPHQL:<extensions.code>' / 'HUNG' / 'FETCH:<message>'. */
+  outcome: string;
+}
+
+interface Reply {
+  status: number;
+  data?: any;
+  outcome: string;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function send(log: Outcome[], key: string, op: Op, variables: Record<string, unknown>): Promise<Reply> {
+  const started = performance.now();
+  let reply: Reply;
+  try {
+    const res = await fetch(server.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ query: OPS[op], variables }),
+      signal: AbortSignal.timeout(MAX_LATENCY_MS + 5_000),
+    });
+    const body = (await res.json()) as { data?: any; errors?: { extensions?: { code?: string } }[] };
+    if (body.errors?.length) {
+      reply = { status: res.status, outcome: `GRAPHQL:${body.errors.map((e) => e.extensions?.code ?? 'NONE').join(',')}` };
+    } else {
+      const payload = Object.values(body.data ?? {})[0] as { error?: { code: string } | null } | undefined;
+      reply = { status: res.status, data: body.data, outcome: payload?.error?.code ?? 'OK' };
+    }
+  } catch (error) {
+    const e = error as Error;
+    reply = { status: 0, outcome: e.name === 'TimeoutError' ? 'HUNG' : `FETCH:${e.message}` };
+  }
+  log.push({ op, ms: performance.now() - started, status: reply.status, outcome: reply.outcome });
+  return reply;
+}
+
+/** Deadlocks PostgreSQL detected in the server's database (each server backend is asked to flush its counts first). */
+async function deadlocks(s: TestServer): Promise<number> {
+  const clients = await Promise.all(Array.from({ length: s.db.pool.idleCount }, () => s.db.pool.connect()));
+  try {
+    await Promise.all(clients.map((c) => c.query('SELECT pg_stat_force_next_flush()')));
+  } finally {
+    clients.forEach((c) => c.release());
+  }
+  await sleep(200);
+  const client = await s.sql.connect();
+  try {
+    await client.query('SELECT pg_stat_clear_snapshot()');
+    const { rows } = await client.query('SELECT deadlocks::int AS n FROM pg_stat_database WHERE datname = current_database()');
+    return rows[0].n as number;
+  } finally {
+    client.release();
+  }
+}
+
+describe('64 clients mixing claims, holds, confirmations, group claims and releases on one pool', () => {
+  let campaignId: string;
+  let partners: { id: string; apiKey: string }[];
+  const log: Outcome[] = [];
+  const statsReads: { total: number; allocated: number; held: number; available: number }[] = [];
+  let deadlocksBefore = 0;
+
+  beforeAll(async () => {
+    partners = await Promise.all(['M1', 'M2', 'M3'].map((name) => server.createPartner(name)));
+    campaignId = await server.openCampaignWith(TICKETS, { perHolderLimit: PER_HOLDER_LIMIT });
+    const quota = await server.gql(
+      ADMIN_KEY,
+      'mutation($c: ID!, $p: ID!, $q: Int) { setPartnerQuota(campaignId: $c, partnerId: $p, quota: $q) { campaign { id } } }',
+      { c: campaignId, p: partners[2]!.id, q: QUOTA },
+    );
+    expect(quota.body.errors).toBeUndefined();
+    deadlocksBefore = await deadlocks(server);
+
+    const until = Date.now() + RUN_MS;
+    const client = async (index: number) => {
+      const partner = partners[index % 3]!;
+      // 16 holders per partner, shared by its clients: some holders hit the limit, but together
+      // they can ask for more than the pool holds, so the pool runs dry and refills (releases, expiries).
+      const holder = () => `holder-${randomInt(16)}`;
+      const holds: string[] = [];
+      const active: string[] = [];
+      const keyed = () => (randomInt(3) === 0 ? { idempotencyKey: randomUUID() } : {});
+      const take = (list: string[]) => list.splice(randomInt(list.length), 1)[0]!;
+      while (Date.now() < until) {
+        const dice = randomInt(100);
+        if (dice < 22) {
+          const r = await send(log, partner.apiKey, 'claimTicket', { input: { campaignId, holder: holder(), ...keyed() } });
+          if (r.data?.claimTicket.allocation) active.push(r.data.claimTicket.allocation.id);
+        } else if (dice < 42) {
+          const r = await send(log, partner.apiKey, 'holdTicket', { input: { campaignId, holder: holder(), ttlSeconds: 1 + randomInt(2), ...keyed() } });
+          if (r.data?.holdTicket.allocation) holds.push(r.data.holdTicket.allocation.id);
+        } else if (dice < 57 && holds.length > 0) {
+          const id = take(holds);
+          const r = await send(log, partner.apiKey, 'confirmHold', { id });
+          if (r.data?.confirmHold.allocation) active.push(id);
+        } else if (dice < 72) {
+          const r = await send(log, partner.apiKey, 'claimTickets', { input: { campaignId, holder: holder(), quantity: 2 + randomInt(2), ...keyed() } });
+          for (const a of r.data?.claimTickets.allocations ?? []) active.push(a.id);
+        } else if (dice < 95 && active.length + holds.length > 0) {
+          const id = active.length > 0 && (holds.length === 0 || randomInt(4) > 0) ? take(active) : take(holds);
+          await send(log, partner.apiKey, 'releaseAllocation', { id });
+        } else {
+          const r = await send(log, ADMIN_KEY, 'stats', { id: campaignId });
+          if (r.data) statsReads.push(r.data.campaign.stats);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: CLIENTS }, (_, i) => client(i)));
+  }, 60_000);
+
+  test('the run did real work of every kind', () => {
+    const ok = (op: Op) => log.filter((o) => o.op === op && o.outcome === 'OK').length;
+    expect(log.length).toBeGreaterThan(CLIENTS);
+    for (const op of ['claimTicket', 'holdTicket', 'confirmHold', 'claimTickets', 'releaseAllocation'] as const) {
+      expect({ op, ok: ok(op) > 0 }).toEqual({ op, ok: true });
+    }
+  });
+
+  test('no request failed with INTERNAL_SERVER_ERROR or anything else unexpected: each got its payload or UNAVAILABLE', () => {
+    const unexpected = log.filter((o) => {
+      if (o.outcome === 'OK') return false;
+      if (o.outcome === 'GRAPHQL:UNAVAILABLE') return o.status !== 503;
+      return !EXPECTED_REFUSALS[o.op].includes(o.outcome);
+    });
+    const summary = unexpected.reduce<Record<string, number>>((acc, o) => ({ ...acc, [`${o.op} ${o.status} ${o.outcome}`]: (acc[`${o.op} ${o.status} ${o.outcome}`] ?? 0) + 1 }), {});
+    expect(summary).toEqual({});
+  });
+
+  test(`no request hung or took more than ${MAX_LATENCY_MS / 1000} s`, () => {
+    const slow = log.filter((o) => o.outcome === 'HUNG' || o.ms > MAX_LATENCY_MS);
+    expect(slow).toEqual([]);
+  });
+
+  test('PostgreSQL detected no deadlock during the run', async () => {
+    expect((await deadlocks(server)) - deadlocksBefore).toBe(0);
+  });
+
+  test('every stats read during the run had total = allocated + held + available', () => {
+    expect(statsReads.length).toBeGreaterThan(0);
+    for (const s of statsReads) expect(s.allocated + s.held + s.available).toBe(s.total);
+  });
+
+  test('no ticket has two live allocations, and ticket statuses match the live allocations', async () => {
+    const twice = await server.sql.query(
+      `SELECT ticket_id FROM allocations WHERE campaign_id = $1 AND status IN ('HELD', 'ACTIVE') GROUP BY ticket_id HAVING count(*) > 1`,
+      [campaignId],
+    );
+    expect(twice.rows).toEqual([]);
+    await assertPoolInvariants(server.sql, campaignId);
+  });
+
+  test('the stats afterwards have total = allocated + held + available', async () => {
+    const res = await server.gql(ADMIN_KEY, OPS.stats, { id: campaignId });
+    const s = res.body.data!.campaign.stats;
+    expect(s.total).toBe(TICKETS);
+    expect(s.allocated + s.held + s.available).toBe(s.total);
+  });
+
+  test('the quota counter equals the real count of live allocations, within the quota', async () => {
+    const { rows } = await server.sql.query(
+      `SELECT q.live, q.quota,
+              (SELECT count(*) FROM allocations a
+                WHERE a.campaign_id = q.campaign_id AND a.partner_id = q.partner_id AND a.status IN ('HELD', 'ACTIVE'))::int AS real
+         FROM partner_quotas q WHERE q.campaign_id = $1`,
+      [campaignId],
+    );
+    expect(rows).toHaveLength(1);
+    expect(rows[0].live).toBe(rows[0].real);
+    expect(rows[0].real).toBeLessThanOrEqual(QUOTA);
+  });
+
+  test('no holder has more live allocations than the per-holder limit', async () => {
+    const { rows } = await server.sql.query(
+      `SELECT partner_id, holder, count(*)::int AS n FROM allocations
+        WHERE campaign_id = $1 AND status IN ('HELD', 'ACTIVE') GROUP BY 1, 2 HAVING count(*) > $2`,
+      [campaignId, PER_HOLDER_LIMIT],
+    );
+    expect(rows).toEqual([]);
+  });
+});

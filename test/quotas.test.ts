@@ -1,0 +1,459 @@
+// Partner quotas: setPartnerQuota caps a partner's live (HELD or ACTIVE) allocations in a campaign,
+// exactly, also under parallel claims; the counter behind it (partner_quotas.live) never drifts
+// from the allocations it counts (CORRECTNESS.md 10).
+import { ADMIN_KEY, CLAIM, startTestServer, type ClaimPayload, type TestServer } from './helpers/testServer';
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await startTestServer({ database: { poolSize: 20 } });
+});
+afterAll(() => server.stop());
+
+const SET_QUOTA = `mutation SetPartnerQuota($campaignId: ID!, $partnerId: ID!, $quota: Int) {
+  setPartnerQuota(campaignId: $campaignId, partnerId: $partnerId, quota: $quota) {
+    campaign { id partnerStats { partner { id } allocated held quota } }
+  }
+}`;
+const PARTNER_STATS = 'query($id: ID!) { campaign(id: $id) { partnerStats { partner { id } allocated held quota } } }';
+const HOLD = `mutation Hold($input: HoldTicketInput!) {
+  holdTicket(input: $input) { allocation { id status expiresAt ticket { code } } error { code } }
+}`;
+const CLAIM_MANY = `mutation ClaimTickets($input: ClaimTicketsInput!) {
+  claimTickets(input: $input) { allocations { id ticket { code } } error { code } }
+}`;
+const RELEASE = 'mutation($id: ID!) { releaseAllocation(allocationId: $id) { allocation { status } error { code } } }';
+
+type Partner = { id: string; apiKey: string };
+interface PartnerStatsRow {
+  partner: { id: string };
+  allocated: number;
+  held: number;
+  quota: number | null;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function on(s: TestServer) {
+  return {
+    async setQuota(campaignId: string, partnerId: string, quota: number | null) {
+      const res = await s.gql<{ setPartnerQuota: { campaign: { partnerStats: PartnerStatsRow[] } } }>(ADMIN_KEY, SET_QUOTA, { campaignId, partnerId, quota });
+      if (res.body.errors?.length) throw new Error(`setPartnerQuota failed: ${JSON.stringify(res.body.errors)}`);
+      return res.body.data!.setPartnerQuota.campaign.partnerStats;
+    },
+    async claim(key: string, input: Record<string, unknown>): Promise<ClaimPayload['claimTicket']> {
+      const res = await s.gql<ClaimPayload>(key, CLAIM, { input: { holder: 'h', ...input } });
+      if (res.body.errors?.length) throw new Error(`claimTicket failed: ${JSON.stringify(res.body.errors)}`);
+      return res.body.data!.claimTicket;
+    },
+    async hold(key: string, input: Record<string, unknown>) {
+      const res = await s.gql(key, HOLD, { input: { holder: 'h', ttlSeconds: 60, ...input } });
+      if (res.body.errors?.length) throw new Error(`holdTicket failed: ${JSON.stringify(res.body.errors)}`);
+      return res.body.data!.holdTicket as { allocation: null | { id: string; status: string; expiresAt: string; ticket: { code: string } }; error: null | { code: string } };
+    },
+    async claimMany(key: string, input: Record<string, unknown>) {
+      const res = await s.gql(key, CLAIM_MANY, { input: { holder: 'h', ...input } });
+      if (res.body.errors?.length) throw new Error(`claimTickets failed: ${JSON.stringify(res.body.errors)}`);
+      return res.body.data!.claimTickets as { allocations: { id: string }[]; error: null | { code: string } };
+    },
+    async partnerStats(campaignId: string): Promise<PartnerStatsRow[]> {
+      const res = await s.gql(ADMIN_KEY, PARTNER_STATS, { id: campaignId });
+      if (res.body.errors?.length) throw new Error(`partnerStats failed: ${JSON.stringify(res.body.errors)}`);
+      return res.body.data!.campaign.partnerStats;
+    },
+    /** partner_quotas.live must equal the partner's HELD/ACTIVE allocations there, for every quota row. */
+    async expectCountersExact(campaignId: string) {
+      const { rows } = await s.sql.query(
+        `SELECT q.partner_id, q.live,
+                (SELECT count(*) FROM allocations a
+                  WHERE a.campaign_id = q.campaign_id AND a.partner_id = q.partner_id AND a.status IN ('HELD', 'ACTIVE'))::int AS real
+           FROM partner_quotas q WHERE q.campaign_id = $1`,
+        [campaignId],
+      );
+      for (const row of rows) expect({ partner: row.partner_id, live: row.live }).toEqual({ partner: row.partner_id, live: row.real });
+      return rows as { partner_id: string; live: number; real: number }[];
+    },
+  };
+}
+// `server` is assigned in beforeAll: bind lazily.
+const t = () => on(server);
+
+const liveOf = async (s: TestServer, campaignId: string, partnerId: string) =>
+  (
+    await s.sql.query(`SELECT count(*)::int AS n FROM allocations WHERE campaign_id = $1 AND partner_id = $2 AND status IN ('HELD', 'ACTIVE')`, [
+      campaignId,
+      partnerId,
+    ])
+  ).rows[0].n as number;
+const statsOf = (rows: PartnerStatsRow[], partnerId: string) => rows.find((r) => r.partner.id === partnerId);
+
+/**
+ * Deadlocks PostgreSQL has detected in the server's database. Each server backend keeps its
+ * counts until it flushes them (at most once a second when idle): ask every idle one to flush.
+ */
+async function deadlocks(s: TestServer): Promise<number> {
+  const clients = await Promise.all(Array.from({ length: s.db.pool.idleCount }, () => s.db.pool.connect()));
+  try {
+    await Promise.all(clients.map((c) => c.query('SELECT pg_stat_force_next_flush()')));
+  } finally {
+    clients.forEach((c) => c.release());
+  }
+  await sleep(200);
+  const client = await s.sql.connect();
+  try {
+    await client.query('SELECT pg_stat_clear_snapshot()');
+    const { rows } = await client.query('SELECT deadlocks::int AS n FROM pg_stat_database WHERE datname = current_database()');
+    return rows[0].n as number;
+  } finally {
+    client.release();
+  }
+}
+
+/** Waits until `n` of the server's sessions wait for a lock (the test holds one of its own). */
+async function waitingSessions(s: TestServer, n: number): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const { rows } = await s.sql.query(
+      `SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND application_name = 'tessera' AND wait_event_type = 'Lock'`,
+    );
+    if (rows[0].n >= n) return;
+    if (Date.now() > deadline) throw new Error(`expected ${n} server sessions waiting for a lock`);
+    await sleep(20);
+  }
+}
+
+/** Makes the sweeper's statement a no-op in this server's database (only there). */
+async function stopSweeper(s: TestServer): Promise<void> {
+  const { rows } = await s.sql.query(`SELECT to_regprocedure('tessera_expire_holds(integer)') IS NOT NULL AS present`);
+  if (!rows[0].present) throw new Error('tessera_expire_holds(integer) is gone: update how this test stops the sweeper');
+  await s.sql.query(`CREATE OR REPLACE FUNCTION tessera_expire_holds(p_batch INTEGER) RETURNS INTEGER LANGUAGE sql AS 'SELECT 0'`);
+}
+
+async function waitForSweep(s: TestServer, allocationIds: string[], timeoutMs = 5_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { rows } = await s.sql.query(`SELECT count(*)::int AS n FROM allocations WHERE id = ANY($1::uuid[]) AND status = 'HELD'`, [allocationIds]);
+    if (rows[0].n === 0) return;
+    if (Date.now() > deadline) throw new Error('the sweeper did not expire the holds within 5 s');
+    await sleep(100);
+  }
+}
+
+describe('a quota of 5 for partner A, with 30 parallel claims by A and 30 by B (no quota)', () => {
+  let a: Partner;
+  let b: Partner;
+  let campaignId: string;
+  let byA: ClaimPayload['claimTicket'][];
+  let byB: ClaimPayload['claimTicket'][];
+
+  beforeAll(async () => {
+    [a, b] = await Promise.all([server.createPartner('A'), server.createPartner('B')]);
+    campaignId = await server.openCampaignWith(100);
+    await t().setQuota(campaignId, a.id, 5);
+    const claimsA = Array.from({ length: 30 }, (_, i) => t().claim(a.apiKey, { campaignId, holder: `a-${i}` }));
+    const claimsB = Array.from({ length: 30 }, (_, i) => t().claim(b.apiKey, { campaignId, holder: `b-${i}` }));
+    [byA, byB] = await Promise.all([Promise.all(claimsA), Promise.all(claimsB)]);
+  });
+
+  test('exactly 5 of A are allocated and 25 answer PARTNER_QUOTA_REACHED', async () => {
+    expect(byA.filter((r) => r.allocation)).toHaveLength(5);
+    expect(byA.filter((r) => r.error?.code === 'PARTNER_QUOTA_REACHED')).toHaveLength(25);
+    expect(await liveOf(server, campaignId, a.id)).toBe(5);
+  });
+
+  test('B, without a quota, claiming at the same time, is unaffected', async () => {
+    expect(byB.filter((r) => r.allocation)).toHaveLength(30);
+    expect(await liveOf(server, campaignId, b.id)).toBe(30);
+  });
+
+  test('the live counter equals the real count of live allocations', async () => {
+    const rows = await t().expectCountersExact(campaignId);
+    expect(rows).toHaveLength(1);
+  });
+
+  test('partnerStats shows A with allocated 5 and quota 5, and B with 30 and no quota', async () => {
+    const rows = await t().partnerStats(campaignId);
+    expect(statsOf(rows, a.id)).toEqual({ partner: { id: a.id }, allocated: 5, held: 0, quota: 5 });
+    expect(statsOf(rows, b.id)).toEqual({ partner: { id: b.id }, allocated: 30, held: 0, quota: null });
+  });
+
+  test('releasing one of A’s allocations lets A claim exactly one more', async () => {
+    const mine = byA.find((r) => r.allocation)!.allocation!;
+    const released = await server.gql(a.apiKey, RELEASE, { id: mine.id });
+    expect(released.body.data!.releaseAllocation.allocation.status).toBe('RELEASED');
+    expect((await t().claim(a.apiKey, { campaignId, holder: 'again' })).allocation).not.toBeNull();
+    expect((await t().claim(a.apiKey, { campaignId, holder: 'again-2' })).error?.code).toBe('PARTNER_QUOTA_REACHED');
+    await t().expectCountersExact(campaignId);
+  });
+});
+
+test('parallel releases and claims by a partner under a quota keep the counter exact and the cap', async () => {
+  const a = await server.createPartner('A');
+  const campaignId = await server.openCampaignWith(60);
+  await t().setQuota(campaignId, a.id, 10);
+  const first = await Promise.all(Array.from({ length: 10 }, (_, i) => t().claim(a.apiKey, { campaignId, holder: `x-${i}` })));
+  const ids = first.map((r) => r.allocation!.id);
+  await Promise.all([
+    ...ids.slice(0, 6).map((id) => server.gql(a.apiKey, RELEASE, { id })),
+    ...Array.from({ length: 20 }, (_, i) => t().claim(a.apiKey, { campaignId, holder: `y-${i}` })),
+    ...Array.from({ length: 5 }, (_, i) => t().hold(a.apiKey, { campaignId, holder: `z-${i}` })),
+  ]);
+  expect(await liveOf(server, campaignId, a.id)).toBeLessThanOrEqual(10);
+  await t().expectCountersExact(campaignId);
+  // Whatever the interleaving, the partner can top up to exactly its quota and no further.
+  await Promise.all(Array.from({ length: 10 }, (_, i) => t().claim(a.apiKey, { campaignId, holder: `w-${i}` })));
+  expect(await liveOf(server, campaignId, a.id)).toBe(10);
+  await t().expectCountersExact(campaignId);
+});
+
+test('holds count against the quota: with 2 held under a quota of 2, a third claim is refused', async () => {
+  const a = await server.createPartner('A');
+  const campaignId = await server.openCampaignWith(10);
+  await t().setQuota(campaignId, a.id, 2);
+  expect((await t().hold(a.apiKey, { campaignId, holder: 'h1' })).allocation).not.toBeNull();
+  expect((await t().hold(a.apiKey, { campaignId, holder: 'h2' })).allocation).not.toBeNull();
+  expect((await t().claim(a.apiKey, { campaignId, holder: 'c' })).error?.code).toBe('PARTNER_QUOTA_REACHED');
+  expect((await t().hold(a.apiKey, { campaignId, holder: 'h3' })).error?.code).toBe('PARTNER_QUOTA_REACHED');
+  expect(statsOf(await t().partnerStats(campaignId), a.id)).toEqual({ partner: { id: a.id }, allocated: 0, held: 2, quota: 2 });
+  await t().expectCountersExact(campaignId);
+});
+
+test('confirming a hold under a full quota is allowed: it adds no live allocation', async () => {
+  const a = await server.createPartner('A');
+  const campaignId = await server.openCampaignWith(10);
+  await t().setQuota(campaignId, a.id, 1);
+  const held = (await t().hold(a.apiKey, { campaignId })).allocation!;
+  const res = await server.gql(a.apiKey, 'mutation($id: ID!) { confirmHold(allocationId: $id) { allocation { status } error { code } } }', { id: held.id });
+  expect(res.body.data!.confirmHold).toEqual({ allocation: { status: 'ACTIVE' }, error: null });
+  await t().expectCountersExact(campaignId);
+});
+
+test('an expired hold stops counting against the quota once the sweeper has ended it', async () => {
+  const a = await server.createPartner('A');
+  const campaignId = await server.openCampaignWith(10);
+  await t().setQuota(campaignId, a.id, 2);
+  const holds = [await t().hold(a.apiKey, { campaignId, ttlSeconds: 1 }), await t().hold(a.apiKey, { campaignId, ttlSeconds: 1 })];
+  await waitForSweep(
+    server,
+    holds.map((h) => h.allocation!.id),
+  );
+  await t().expectCountersExact(campaignId);
+  const again = await t().claimMany(a.apiKey, { campaignId, quantity: 2 });
+  expect(again.error).toBeNull();
+  expect(again.allocations).toHaveLength(2);
+  expect(statsOf(await t().partnerStats(campaignId), a.id)).toMatchObject({ allocated: 2, held: 0, quota: 2 });
+  await t().expectCountersExact(campaignId);
+});
+
+test('an expired hold taken over by another partner’s claim stops counting for its partner', async () => {
+  const a = await server.createPartner('A');
+  const b = await server.createPartner('B');
+  const campaignId = await server.openCampaignWith(2);
+  await t().setQuota(campaignId, a.id, 2);
+  const holds = [await t().hold(a.apiKey, { campaignId, ttlSeconds: 1 }), await t().hold(a.apiKey, { campaignId, ttlSeconds: 1 })];
+  const expiry = Math.max(...holds.map((h) => Date.parse(h.allocation!.expiresAt)));
+  await sleep(Math.max(0, expiry - Date.now()) + 50);
+  const taken = await t().claimMany(b.apiKey, { campaignId, quantity: 2 });
+  expect(taken.allocations).toHaveLength(2);
+  await t().expectCountersExact(campaignId);
+  expect(await liveOf(server, campaignId, a.id)).toBe(0);
+  // A is under its quota again: the pool is what stops it now, not the quota.
+  expect((await t().claim(a.apiKey, { campaignId })).error?.code).toBe('SOLD_OUT');
+  expect(statsOf(await t().partnerStats(campaignId), a.id)).toEqual({ partner: { id: a.id }, allocated: 0, held: 0, quota: 2 });
+});
+
+test('quota null removes the cap', async () => {
+  const a = await server.createPartner('A');
+  const campaignId = await server.openCampaignWith(10);
+  await t().setQuota(campaignId, a.id, 1);
+  await t().claim(a.apiKey, { campaignId });
+  expect((await t().claim(a.apiKey, { campaignId })).error?.code).toBe('PARTNER_QUOTA_REACHED');
+  const rows = await t().setQuota(campaignId, a.id, null);
+  expect(statsOf(rows, a.id)).toEqual({ partner: { id: a.id }, allocated: 1, held: 0, quota: null });
+  const more = await Promise.all(Array.from({ length: 4 }, () => t().claim(a.apiKey, { campaignId })));
+  expect(more.every((r) => r.allocation)).toBe(true);
+  expect(await liveOf(server, campaignId, a.id)).toBe(5);
+});
+
+test('a quota set after allocations exist counts them: 3 live and a quota of 3 refuse the next claim', async () => {
+  const a = await server.createPartner('A');
+  const campaignId = await server.openCampaignWith(10);
+  await t().claimMany(a.apiKey, { campaignId, quantity: 2 });
+  await t().hold(a.apiKey, { campaignId });
+  const rows = await t().setQuota(campaignId, a.id, 3);
+  expect(statsOf(rows, a.id)).toEqual({ partner: { id: a.id }, allocated: 2, held: 1, quota: 3 });
+  expect((await t().claim(a.apiKey, { campaignId })).error?.code).toBe('PARTNER_QUOTA_REACHED');
+  await t().expectCountersExact(campaignId);
+});
+
+test('a quota lowered below what the partner already has refuses new claims and takes nothing back', async () => {
+  const a = await server.createPartner('A');
+  const campaignId = await server.openCampaignWith(10);
+  await t().setQuota(campaignId, a.id, 5);
+  await t().claimMany(a.apiKey, { campaignId, quantity: 4 });
+  await t().setQuota(campaignId, a.id, 2);
+  expect((await t().claim(a.apiKey, { campaignId })).error?.code).toBe('PARTNER_QUOTA_REACHED');
+  expect(await liveOf(server, campaignId, a.id)).toBe(4);
+  await t().expectCountersExact(campaignId);
+});
+
+test('a quota of 0 refuses every claim of that partner', async () => {
+  const a = await server.createPartner('A');
+  const campaignId = await server.openCampaignWith(10);
+  await t().setQuota(campaignId, a.id, 0);
+  expect((await t().claim(a.apiKey, { campaignId })).error?.code).toBe('PARTNER_QUOTA_REACHED');
+  expect((await t().hold(a.apiKey, { campaignId })).error?.code).toBe('PARTNER_QUOTA_REACHED');
+  expect(statsOf(await t().partnerStats(campaignId), a.id)).toEqual({ partner: { id: a.id }, allocated: 0, held: 0, quota: 0 });
+});
+
+test('a quota caps one partner in one campaign only', async () => {
+  const a = await server.createPartner('A');
+  const capped = await server.openCampaignWith(5);
+  const other = await server.openCampaignWith(5);
+  await t().setQuota(capped, a.id, 1);
+  await t().claim(a.apiKey, { campaignId: capped });
+  expect((await t().claim(a.apiKey, { campaignId: capped })).error?.code).toBe('PARTNER_QUOTA_REACHED');
+  expect((await t().claimMany(a.apiKey, { campaignId: other, quantity: 3 })).allocations).toHaveLength(3);
+});
+
+test('claimTickets of 3 with only 2 left under the quota answers PARTNER_QUOTA_REACHED and allocates nothing', async () => {
+  const a = await server.createPartner('A');
+  const campaignId = await server.openCampaignWith(20);
+  await t().setQuota(campaignId, a.id, 5);
+  await t().claimMany(a.apiKey, { campaignId, quantity: 3 });
+  const r = await t().claimMany(a.apiKey, { campaignId, quantity: 3 });
+  expect(r).toEqual({ allocations: [], error: { code: 'PARTNER_QUOTA_REACHED' } });
+  expect(await liveOf(server, campaignId, a.id)).toBe(3);
+  expect((await t().claimMany(a.apiKey, { campaignId, quantity: 2 })).allocations).toHaveLength(2);
+  await t().expectCountersExact(campaignId);
+});
+
+test('setPartnerQuota called by a partner is FORBIDDEN', async () => {
+  const a = await server.createPartner('A');
+  const campaignId = await server.openCampaignWith(1);
+  const res = await server.gql(a.apiKey, SET_QUOTA, { campaignId, partnerId: a.id, quota: 100 });
+  expect(res.body.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+  expect((await server.sql.query('SELECT count(*)::int AS n FROM partner_quotas WHERE campaign_id = $1', [campaignId])).rows[0].n).toBe(0);
+});
+
+test('setPartnerQuota on an unknown campaign or an unknown partner is NOT_FOUND', async () => {
+  const a = await server.createPartner('A');
+  const campaignId = await server.openCampaignWith(1);
+  const unknown = '00000000-0000-4000-8000-000000000001';
+  for (const variables of [
+    { campaignId: unknown, partnerId: a.id, quota: 1 },
+    { campaignId, partnerId: unknown, quota: 1 },
+    { campaignId: 'garbage', partnerId: a.id, quota: 1 },
+    { campaignId, partnerId: 'garbage', quota: 1 },
+  ]) {
+    const res = await server.gql(ADMIN_KEY, SET_QUOTA, variables);
+    expect({ variables, code: res.body.errors?.[0]?.extensions?.code }).toEqual({ variables, code: 'NOT_FOUND' });
+  }
+});
+
+test('a negative quota is BAD_USER_INPUT and sets nothing', async () => {
+  const a = await server.createPartner('A');
+  const campaignId = await server.openCampaignWith(1);
+  const res = await server.gql(ADMIN_KEY, SET_QUOTA, { campaignId, partnerId: a.id, quota: -1 });
+  expect(res.body.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+  expect((await server.sql.query('SELECT count(*)::int AS n FROM partner_quotas WHERE campaign_id = $1', [campaignId])).rows[0].n).toBe(0);
+});
+
+// Known bug: confirmHold locks the partner's quota row in the gate, then waits for the hold's row;
+// releaseAllocation locks the hold's row, then waits for the quota row in the trigger at the end of
+// its statement. The test makes the interleaving certain: a session of its own holds the quota
+// row until the confirmation queues for it and the release has locked the hold and queued too.
+// PostgreSQL then breaks the cycle by failing one of them ("deadlock detected" → UNAVAILABLE).
+test.failing('a confirmation and a release of the same hold, under a quota, do not deadlock', async () => {
+  const a = await server.createPartner('A');
+  const campaignId = await server.openCampaignWith(5);
+  await t().setQuota(campaignId, a.id, 5);
+  const held = (await t().hold(a.apiKey, { campaignId })).allocation!;
+  const deadlocksBefore = await deadlocks(server);
+  const blocker = await server.sql.connect();
+  let confirmed: Promise<{ body: { data?: any; errors?: { extensions?: Record<string, any> }[] } }>;
+  let released: typeof confirmed;
+  try {
+    await blocker.query('BEGIN');
+    await blocker.query('SELECT 1 FROM partner_quotas WHERE campaign_id = $1 AND partner_id = $2 FOR UPDATE', [campaignId, a.id]);
+    confirmed = server.gql(a.apiKey, 'mutation($id: ID!) { confirmHold(allocationId: $id) { allocation { status } error { code } } }', { id: held.id });
+    await waitingSessions(server, 1);
+    released = server.gql(a.apiKey, RELEASE, { id: held.id });
+    await waitingSessions(server, 2);
+  } finally {
+    await blocker.query('COMMIT').catch(() => undefined);
+    blocker.release();
+  }
+  const answers = await Promise.all([confirmed, released]);
+  expect(answers.flatMap((r) => r.body.errors ?? []).map((e) => e.extensions?.code)).toEqual([]);
+  expect(answers[1].body.data.releaseAllocation.allocation.status).toBe('RELEASED');
+  expect((await deadlocks(server)) - deadlocksBefore).toBe(0);
+  await t().expectCountersExact(campaignId);
+});
+
+// The sweeper is stopped in this second database (its statement replaced by a no-op), so expired
+// holds stay HELD in the table until a claim takes them over: the claim path alone must get the
+// counters, the cap and the locking right.
+describe('without the sweeper', () => {
+  let quiet: TestServer;
+  beforeAll(async () => {
+    quiet = await startTestServer({ database: { poolSize: 20 } });
+    await stopSweeper(quiet);
+  });
+  afterAll(() => quiet.stop());
+
+  // Known bug: partner_quotas.live counts the hold until the sweeper or a takeover ends it, though
+  // the API already reads it as EXPIRED (and partnerStats as not held).
+  test.failing('an expired hold no longer counts against the quota, from the instant it expires', async () => {
+    const q = on(quiet);
+    const a = await quiet.createPartner('A');
+    const campaignId = await quiet.openCampaignWith(10);
+    await q.setQuota(campaignId, a.id, 1);
+    const held = await q.hold(a.apiKey, { campaignId, ttlSeconds: 1 });
+    await sleep(Math.max(0, Date.parse(held.allocation!.expiresAt) - Date.now()) + 200);
+    expect(statsOf(await q.partnerStats(campaignId), a.id)).toMatchObject({ held: 0, quota: 1 });
+    const claimed = await q.claim(a.apiKey, { campaignId });
+    expect(claimed.error).toBeNull();
+  });
+
+  // Known bug: a claim holds its own partner's quota row (the gate's FOR UPDATE) and, taking over
+  // another partner's expired hold, updates that partner's row in the trigger at the end of its
+  // statement: two such claims wait on each other, and PostgreSQL fails one of them. The test makes the interleaving certain — a
+  // session of its own holds both tickets' rows until both claims are past the gate — but plain
+  // load finds it too (45 parallel claimTickets of 2 by three such partners: ~25 answered UNAVAILABLE).
+  test.failing('two partners with quotas taking over each other’s expired holds at once do not deadlock', async () => {
+    const q = on(quiet);
+    const [a, b] = await Promise.all([quiet.createPartner('A'), quiet.createPartner('B')]);
+    const campaignId = await quiet.openCampaignWith(2);
+    await q.setQuota(campaignId, a.id, 10);
+    await q.setQuota(campaignId, b.id, 10);
+    // B's hold is the older one: the first claim (A's) takes it over, the second (B's) takes A's.
+    const heldByB = (await q.hold(b.apiKey, { campaignId, ttlSeconds: 1 })).allocation!;
+    await sleep(20);
+    const heldByA = (await q.hold(a.apiKey, { campaignId, ttlSeconds: 1 })).allocation!;
+    await sleep(Math.max(0, Date.parse(heldByA.expiresAt) - Date.now()) + 100);
+    const deadlocksBefore = await deadlocks(quiet);
+    const blocker = await quiet.sql.connect();
+    const claims: Promise<{ body: { data?: any; errors?: { extensions?: Record<string, any> }[] } }>[] = [];
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query('SELECT 1 FROM tickets WHERE campaign_id = $1 FOR UPDATE', [campaignId]);
+      claims.push(quiet.gql(a.apiKey, CLAIM, { input: { campaignId, holder: 'taker-a' } }));
+      await waitingSessions(quiet, 1);
+      claims.push(quiet.gql(b.apiKey, CLAIM, { input: { campaignId, holder: 'taker-b' } }));
+      await waitingSessions(quiet, 2);
+    } finally {
+      await blocker.query('COMMIT').catch(() => undefined);
+      blocker.release();
+    }
+    const answers = await Promise.all(claims);
+    const outcomes = answers.map((r) => r.body.errors?.[0]?.extensions?.code ?? (r.body.data?.claimTicket.allocation ? 'OK' : r.body.data?.claimTicket.error?.code));
+    expect(outcomes).toEqual(['OK', 'OK']);
+    // Answered OK is not enough: a deadlock victim retried by the server still cost every lock
+    // holder PostgreSQL's deadlock_timeout (1 s) and is exactly what CORRECTNESS.md 5 rules out.
+    expect((await deadlocks(quiet)) - deadlocksBefore).toBe(0);
+    const { rows } = await quiet.sql.query('SELECT id, status::text FROM allocations WHERE id = ANY($1::uuid[]) ORDER BY id', [[heldByA.id, heldByB.id]]);
+    expect(rows.map((r) => r.status)).toEqual(['EXPIRED', 'EXPIRED']);
+    await q.expectCountersExact(campaignId);
+  });
+});
