@@ -4,7 +4,8 @@
 // statement that touches an existing allocation uses. A claim never waits on either.
 //
 // If the campaign is sold out at that moment, the release records when it sold out (soldOutAt)
-// before it ends the sell-out: it is the last moment anyone can still tell.
+// before it ends the sell-out: it is the last moment anyone can still tell. A hold that has expired
+// is over already: it is not released, and is answered as it is (EXPIRED).
 import { Prisma } from '../generated/prisma/client';
 import type { Db } from './client';
 import { ALLOCATION_COLUMNS, toAllocation, type AllocationRow } from './allocationRow';
@@ -18,26 +19,21 @@ export async function releaseAllocation(db: Db, allocationId: string, partnerId:
   const rows = await db.$queryRaw<AllocationRow[]>`
     WITH target AS MATERIALIZED (
       SELECT a.campaign_id FROM allocations a
-       WHERE a.id = ${allocationId}::uuid AND a.status IN ('ACTIVE', 'HELD')
+       WHERE a.id = ${allocationId}::uuid
+         AND (a.status = 'ACTIVE' OR (a.status = 'HELD' AND a.expires_at > clock_timestamp()))
          AND (${partnerId}::uuid IS NULL OR a.partner_id = ${partnerId}::uuid)
     ),
     gate AS MATERIALIZED (
-      SELECT t.campaign_id FROM target t, LATERAL (SELECT pg_advisory_xact_lock_shared(1, hashtext(t.campaign_id::text))) l
-    ),
-    sold_out AS (
-      UPDATE campaigns cp
-         SET sold_out_at = (SELECT max(COALESCE(a.confirmed_at, a.allocated_at)) FROM allocations a
-                             WHERE a.campaign_id = cp.id AND a.status = 'ACTIVE')
-        FROM gate g
-       WHERE cp.id = g.campaign_id AND cp.sold_out_at IS NULL
-         AND NOT EXISTS (SELECT 1 FROM tickets t WHERE t.campaign_id = cp.id AND t.status = 'AVAILABLE')
-         AND NOT EXISTS (SELECT 1 FROM allocations h WHERE h.campaign_id = cp.id AND h.status = 'HELD')
+      SELECT t.campaign_id FROM target t,
+             LATERAL (SELECT pg_advisory_xact_lock_shared(1, hashtext(t.campaign_id::text))) l,
+             LATERAL (SELECT tessera_record_sold_out(t.campaign_id)) s
     ),
     released AS (
       UPDATE allocations a
          SET status = 'RELEASED', released_at = clock_timestamp(), expires_at = NULL
         FROM gate g
-       WHERE a.campaign_id = g.campaign_id AND a.id = ${allocationId}::uuid AND a.status IN ('ACTIVE', 'HELD')
+       WHERE a.campaign_id = g.campaign_id AND a.id = ${allocationId}::uuid
+         AND (a.status = 'ACTIVE' OR (a.status = 'HELD' AND a.expires_at > clock_timestamp()))
       RETURNING a.*
     ),
     returned AS (

@@ -6,7 +6,8 @@ import { lockCampaignGate } from '../db/campaignGate';
 import { closeCampaign } from '../db/closeCampaign';
 import { setPartnerQuota } from '../db/partnerQuota';
 import { findCampaignPage, type CampaignCursor } from '../db/findCampaigns';
-import { generateTickets, loadTickets } from '../db/loadTickets';
+import { generateTickets, loadTickets, recordSoldOut } from '../db/loadTickets';
+import { pgErrorInfo, PG } from '../db/pgErrors';
 import { apiError, ErrorCode, InvalidInput, notFound } from '../errors';
 import type { CampaignModel, CampaignStatus, ConnectionModel, PartnerStatsModel, TimelinePointModel } from '../models';
 import * as validate from '../validation';
@@ -146,7 +147,8 @@ export class CampaignService {
     requireAdmin(ctx.viewer);
     const valid = validate.codes(codes);
     const campaign = await this.requireLoadable(campaignId);
-    const loaded = await loadTickets(this.db.prisma, campaign.id, valid);
+    const prisma = this.db.prisma;
+    const [, loaded] = await prisma.$transaction([recordSoldOut(prisma, campaign.id), loadTickets(prisma, campaign.id, valid)]);
     return { loaded, duplicates: valid.length - loaded, campaign: this.fresh(ctx, campaign) };
   }
 
@@ -156,10 +158,22 @@ export class CampaignService {
     const p = validate.prefix(prefix);
     const campaign = await this.requireLoadable(campaignId);
     const prisma = this.db.prisma;
-    const [, loaded] = await prisma.$transaction([
-      prisma.$executeRaw`SELECT set_config('statement_timeout', ${String(GENERATE_TIMEOUT_MS)}, true)`,
-      generateTickets(prisma, campaign.id, n, p),
-    ]);
+    const run = (skipDuplicates: boolean) =>
+      prisma.$transaction([
+        prisma.$executeRaw`SELECT set_config('statement_timeout', ${String(GENERATE_TIMEOUT_MS)}, true)`,
+        // The sort of a million codes stays in memory.
+        prisma.$executeRaw`SELECT set_config('work_mem', '256MB', true)`,
+        recordSoldOut(prisma, campaign.id),
+        generateTickets(prisma, campaign.id, n, p, { skipDuplicates }),
+      ]);
+    let loaded: number;
+    try {
+      [, , , loaded] = await run(false);
+    } catch (error) {
+      const info = pgErrorInfo(error);
+      if (info.code !== PG.UNIQUE_VIOLATION || info.constraint !== 'tickets_campaign_id_code_key') throw error;
+      [, , , loaded] = await run(true);
+    }
     return { loaded, duplicates: n - loaded, campaign: this.fresh(ctx, campaign) };
   }
 

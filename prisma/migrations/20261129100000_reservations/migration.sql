@@ -20,9 +20,16 @@ CREATE INDEX "allocations_active_timeline_idx" ON "allocations"("campaign_id", (
 -- that ends a sell-out; before that it is computed when read).
 ALTER TABLE "campaigns" ADD COLUMN "sold_out_at" TIMESTAMPTZ(6);
 
--- A partner's cap in one campaign, and its live (HELD or ACTIVE) allocations there. `live` is kept
--- by the trigger below in the same transaction as the allocations it counts (CORRECTNESS.md 10):
--- checking a quota is then one row read, not a count of the partner's allocations.
+-- A partner's cap in one campaign, and its live (HELD or ACTIVE) allocations there, counted, not
+-- recounted (CORRECTNESS.md 10): checking a quota is a few small reads, not a count of the
+-- partner's allocations.
+--
+-- How the count stays exact without deadlocks: an allocation becomes live only in a claim, which
+-- holds the partner's quota row (the gate locks it), so the +1 goes straight into `live`. It stops
+-- being live in statements that hold no quota row — a release, the sweeper — or that hold *another*
+-- partner's (a claim taking over an expired hold): if those updated the row, two claims taking over
+-- each other's partners' holds would wait for each other's rows. So the -1 is an append-only credit
+-- row instead (inserts never wait), which the gate subtracts and the sweeper folds into `live`.
 CREATE TABLE "partner_quotas" (
     "campaign_id" UUID NOT NULL,
     "partner_id" UUID NOT NULL,
@@ -30,16 +37,22 @@ CREATE TABLE "partner_quotas" (
     "live" INTEGER NOT NULL DEFAULT 0,
     "updated_at" TIMESTAMPTZ(6) NOT NULL DEFAULT CURRENT_TIMESTAMP,
     CONSTRAINT "partner_quotas_pkey" PRIMARY KEY ("campaign_id", "partner_id"),
-    CONSTRAINT "partner_quotas_quota_non_negative" CHECK ("quota" >= 0),
-    CONSTRAINT "partner_quotas_live_non_negative" CHECK ("live" >= 0)
+    CONSTRAINT "partner_quotas_quota_non_negative" CHECK ("quota" >= 0)
 );
 ALTER TABLE "partner_quotas" ADD CONSTRAINT "partner_quotas_campaign_id_fkey" FOREIGN KEY ("campaign_id") REFERENCES "campaigns"("id") ON DELETE CASCADE ON UPDATE CASCADE;
 ALTER TABLE "partner_quotas" ADD CONSTRAINT "partner_quotas_partner_id_fkey" FOREIGN KEY ("partner_id") REFERENCES "partners"("id") ON DELETE CASCADE ON UPDATE CASCADE;
 
--- Keeps partner_quotas.live. A trigger rather than code in each statement, so that no path that
--- makes an allocation live or dead (claim, hold, takeover of an expired hold, release, sweeper) can
--- forget it. Costs one primary-key probe of a small table per allocation write; a campaign without
--- quotas has no rows to update.
+CREATE TABLE "partner_quota_credits" (
+    "id" BIGSERIAL NOT NULL,
+    "campaign_id" UUID NOT NULL,
+    "partner_id" UUID NOT NULL,
+    CONSTRAINT "partner_quota_credits_pkey" PRIMARY KEY ("campaign_id", "id")
+);
+CREATE INDEX "partner_quota_credits_campaign_id_partner_id_idx" ON "partner_quota_credits"("campaign_id", "partner_id");
+
+-- Keeps the count. A trigger rather than code in each statement, so that no path that makes an
+-- allocation live or dead (claim, hold, takeover of an expired hold, release, sweeper) can forget
+-- it. A campaign without quotas pays one primary-key probe of a small table per allocation write.
 CREATE FUNCTION "tessera_count_live"() RETURNS trigger
   LANGUAGE plpgsql
 AS $$
@@ -47,9 +60,13 @@ DECLARE
     was_live BOOLEAN := TG_OP = 'UPDATE' AND OLD.status IN ('HELD', 'ACTIVE');
     is_live BOOLEAN := NEW.status IN ('HELD', 'ACTIVE');
 BEGIN
-    IF was_live <> is_live THEN
-        UPDATE partner_quotas SET live = live + CASE WHEN is_live THEN 1 ELSE -1 END
+    IF is_live AND NOT was_live THEN
+        UPDATE partner_quotas SET live = live + 1
          WHERE campaign_id = NEW.campaign_id AND partner_id = NEW.partner_id;
+    ELSIF was_live AND NOT is_live THEN
+        INSERT INTO partner_quota_credits (campaign_id, partner_id)
+        SELECT NEW.campaign_id, NEW.partner_id
+         WHERE EXISTS (SELECT 1 FROM partner_quotas q WHERE q.campaign_id = NEW.campaign_id AND q.partner_id = NEW.partner_id);
     END IF;
     RETURN NULL;
 END
@@ -59,8 +76,12 @@ CREATE TRIGGER "allocations_count_live" AFTER INSERT OR UPDATE OF "status" ON "a
 
 -- The claim gate learns quotas: with a quota row for (campaign, partner), the row is locked (so a
 -- partner's parallel claims in that campaign are counted one after the other, exactly) and
--- live + quantity must stay within the quota. Same locks, same order as before otherwise
--- (see migration 20261129000000_core); the quota row comes last, after the holder lock.
+-- live + quantity must stay within the quota, `live` net of the credits not yet folded in and of
+-- the partner's holds that have expired but were not ended yet. A hold past its expiry counts for
+-- neither the holder limit nor the quota: it is over from that instant.
+-- With quantity 0 (confirmHold: a confirmation makes nothing newly live) only the campaign is
+-- checked — no holder or quota lock, so a confirmation never waits behind the partner's claims.
+-- Same locks, same order as before otherwise (see migration 20261129000000_core).
 DROP FUNCTION "tessera_claim_gate"(UUID, UUID, TEXT, TEXT, INTEGER);
 CREATE FUNCTION "tessera_claim_gate"(
     p_campaign_id UUID,
@@ -98,20 +119,30 @@ BEGIN
         verdict := 'CAMPAIGN_NOT_OPEN'; RETURN NEXT; RETURN;
     END IF;
 
-    IF c.per_holder_limit IS NOT NULL THEN
+    IF p_quantity > 0 AND c.per_holder_limit IS NOT NULL THEN
         PERFORM pg_advisory_xact_lock(3, hashtext(p_campaign_id::text || ':' || p_partner_id::text || ':' || p_holder));
         SELECT count(*) INTO live
           FROM allocations a
          WHERE a.campaign_id = p_campaign_id AND a.partner_id = p_partner_id AND a.holder = p_holder
-           AND a.status IN ('HELD', 'ACTIVE');
+           AND (a.status = 'ACTIVE' OR (a.status = 'HELD' AND a.expires_at > clock_timestamp()));
         IF live + p_quantity > c.per_holder_limit THEN
             verdict := 'HOLDER_LIMIT_REACHED'; RETURN NEXT; RETURN;
         END IF;
     END IF;
 
-    SELECT * INTO q FROM partner_quotas WHERE campaign_id = p_campaign_id AND partner_id = p_partner_id FOR UPDATE;
-    IF FOUND AND q.live + p_quantity > q.quota THEN
-        verdict := 'PARTNER_QUOTA_REACHED'; RETURN NEXT; RETURN;
+    IF p_quantity > 0 THEN
+        SELECT * INTO q FROM partner_quotas WHERE campaign_id = p_campaign_id AND partner_id = p_partner_id FOR UPDATE;
+        IF FOUND THEN
+            live := q.live
+                  - (SELECT count(*) FROM partner_quota_credits k
+                      WHERE k.campaign_id = p_campaign_id AND k.partner_id = p_partner_id)
+                  - (SELECT count(*) FROM allocations a
+                      WHERE a.campaign_id = p_campaign_id AND a.status = 'HELD'
+                        AND a.expires_at <= clock_timestamp() AND a.partner_id = p_partner_id);
+            IF live + p_quantity > q.quota THEN
+                verdict := 'PARTNER_QUOTA_REACHED'; RETURN NEXT; RETURN;
+            END IF;
+        END IF;
     END IF;
 
     verdict := 'OK'; RETURN NEXT;
@@ -155,6 +186,15 @@ BEGIN
         GET DIAGNOSTICS n = ROW_COUNT;
         swept := swept + n;
     END LOOP;
+
+    -- Fold the quota credits into `live`. Deleting before updating, the same order as
+    -- setPartnerQuota: credits, then the quota row.
+    WITH folded AS (
+        DELETE FROM partner_quota_credits RETURNING campaign_id, partner_id
+    )
+    UPDATE partner_quotas q SET live = q.live - f.n
+      FROM (SELECT campaign_id, partner_id, count(*) AS n FROM folded GROUP BY campaign_id, partner_id) f
+     WHERE q.campaign_id = f.campaign_id AND q.partner_id = f.partner_id;
     RETURN swept;
 END
 $$;
