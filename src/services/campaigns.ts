@@ -159,13 +159,16 @@ export class CampaignService {
     const campaign = await this.requireLoadable(campaignId);
     const prisma = this.db.prisma;
     const run = (skipDuplicates: boolean) =>
-      prisma.$transaction([
-        prisma.$executeRaw`SELECT set_config('statement_timeout', ${String(GENERATE_TIMEOUT_MS)}, true)`,
-        // The sort of a million codes stays in memory.
-        prisma.$executeRaw`SELECT set_config('work_mem', '256MB', true)`,
-        recordSoldOut(prisma, campaign.id),
-        generateTickets(prisma, campaign.id, n, p, { skipDuplicates }),
-      ]);
+      prisma.$transaction(
+        [
+          prisma.$executeRaw`SELECT set_config('statement_timeout', ${String(GENERATE_TIMEOUT_MS)}, true)`,
+          // The sort of a million codes stays in memory.
+          prisma.$executeRaw`SELECT set_config('work_mem', '256MB', true)`,
+          recordSoldOut(prisma, campaign.id),
+          generateTickets(prisma, campaign.id, n, p, { skipDuplicates }),
+        ],
+        { timeout: GENERATE_TIMEOUT_MS },
+      );
     let loaded: number;
     try {
       [, , , loaded] = await run(false);

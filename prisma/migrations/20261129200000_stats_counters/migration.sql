@@ -70,22 +70,32 @@ CREATE TRIGGER "tickets_count_deleted" AFTER DELETE ON "tickets"
     REFERENCING OLD TABLE AS deleted
     FOR EACH STATEMENT EXECUTE FUNCTION "tessera_count_deleted"();
 
--- Status changes (claims, holds, confirmations, releases, expiries): per row, and only when the
--- status really changes (the WHEN clause is checked before the function is called).
+-- Status changes (claims, holds, confirmations, releases, expiries): once per statement, from the
+-- transition tables. Not per row: a statement changing many tickets (a sweep, a bulk fill) would
+-- then update the same counter row once per ticket, and each update within one transaction walks
+-- the chain of that row's earlier versions — quadratic. (A column list, UPDATE OF status, cannot be
+-- combined with transition tables; the join below ignores rows whose status did not change.)
 CREATE FUNCTION "tessera_count_status"() RETURNS trigger
   LANGUAGE plpgsql
 AS $$
 BEGIN
-    UPDATE campaign_counters
-       SET allocated = allocated + (NEW.status = 'ALLOCATED')::integer - (OLD.status = 'ALLOCATED')::integer,
-           held = held + (NEW.status = 'HELD')::integer - (OLD.status = 'HELD')::integer
-     WHERE campaign_id = NEW.campaign_id AND slot = pg_backend_pid() % 64;
+    UPDATE campaign_counters c
+       SET allocated = c.allocated + d.allocated,
+           held = c.held + d.held
+      FROM (SELECT n.campaign_id,
+                   sum((n.status = 'ALLOCATED')::integer - (o.status = 'ALLOCATED')::integer) AS allocated,
+                   sum((n.status = 'HELD')::integer - (o.status = 'HELD')::integer) AS held
+              FROM changed_new n JOIN changed_old o ON o.campaign_id = n.campaign_id AND o.id = n.id
+             WHERE n.status IS DISTINCT FROM o.status
+             GROUP BY n.campaign_id) d
+     WHERE c.campaign_id = d.campaign_id AND c.slot = pg_backend_pid() % 64
+       AND (d.allocated <> 0 OR d.held <> 0);
     RETURN NULL;
 END
 $$;
-CREATE TRIGGER "tickets_count_status" AFTER UPDATE OF "status" ON "tickets"
-    FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status)
-    EXECUTE FUNCTION "tessera_count_status"();
+CREATE TRIGGER "tickets_count_status" AFTER UPDATE ON "tickets"
+    REFERENCING OLD TABLE AS changed_old NEW TABLE AS changed_new
+    FOR EACH STATEMENT EXECUTE FUNCTION "tessera_count_status"();
 
 -- Campaigns that exist already: their slots, and their current counts in slot 0.
 INSERT INTO campaign_counters (campaign_id, slot) SELECT c.id, s FROM campaigns c, generate_series(0, 63) s;
