@@ -48,6 +48,7 @@ const EnvSchema = z.object({
   SHUTDOWN_GRACE_MS: intFrom('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
   HOLD_SWEEP_INTERVAL_MS: intFrom('HOLD_SWEEP_INTERVAL_MS', 1000, 0, 3_600_000),
   API_KEY_CACHE_TTL_MS: intFrom('API_KEY_CACHE_TTL_MS', 5000, 0, 3_600_000),
+  CLAIM_BATCH_MAX: intFrom('CLAIM_BATCH_MAX', 32, 1, 1000),
 });
 
 export interface Config {
@@ -74,6 +75,8 @@ export interface Config {
   readonly holdSweepIntervalMs: number;
   /** How long a partner key's record is cached: the bound on a revocation made elsewhere. */
   readonly apiKeyCacheTtlMs: number;
+  /** Most claims one group statement serves; 1 turns group claims off. */
+  readonly claimBatchMax: number;
 }
 
 export class ConfigError extends Error {
@@ -134,5 +137,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     holdSweepIntervalMs: e.HOLD_SWEEP_INTERVAL_MS,
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
+    claimBatchMax: e.CLAIM_BATCH_MAX,
   });
 }

@@ -4,6 +4,7 @@ import type { Database } from './db/client';
 import { createLoaders } from './loaders';
 import type { Metrics } from './metrics';
 import { AllocationService } from './services/allocation';
+import { ClaimBatcher } from './services/claimBatcher';
 import { CampaignService } from './services/campaigns';
 import { PartnerService } from './services/partners';
 import type { RequestContext } from './services/requestContext';
@@ -18,9 +19,22 @@ export interface Context extends RequestContext {
   readonly services: Services;
 }
 
-export function createServices(db: Database, options: { adminApiKey: string; apiKeyCacheTtlMs?: number; metrics?: Metrics }): Services {
+export function createServices(
+  db: Database,
+  options: { adminApiKey: string; apiKeyCacheTtlMs?: number; claimBatchMax?: number; metrics?: Metrics },
+): Services {
+  const maxBatch = options.claimBatchMax ?? 1;
+  const batcher =
+    maxBatch > 1
+      ? new ClaimBatcher(db, {
+          maxBatch,
+          maxWaitMs: db.options.poolTimeoutMs,
+          maxWaiting: db.options.poolMaxWaiting,
+          onBatch: (size) => options.metrics?.batchSize.observe(size),
+        })
+      : undefined;
   return {
-    allocations: new AllocationService(db, options.metrics),
+    allocations: new AllocationService(db, options.metrics, batcher),
     campaigns: new CampaignService(db),
     partners: new PartnerService(db, options.adminApiKey, options.apiKeyCacheTtlMs),
   };

@@ -10,6 +10,8 @@ export interface Metrics {
   readonly claimSeconds: Histogram<'operation' | 'outcome'>;
   /** Expired holds returned to the pool by the sweeper. */
   readonly holdsExpired: Counter;
+  /** Claims per group statement (batches of two or more). */
+  readonly batchSize: Histogram;
   /** GraphQL errors returned to clients, by extensions.code. */
   readonly graphqlErrors: Counter<'code'>;
   /** Requests refused before reaching the database because too many were already waiting. */
@@ -44,6 +46,12 @@ export function createMetrics(pool: Pool): Metrics {
       name: 'tessera_claims_total',
       help: 'Claims by operation and outcome',
       labelNames: ['operation', 'outcome'] as const,
+      registers: [registry],
+    }),
+    batchSize: new Histogram({
+      name: 'tessera_claim_batch_size',
+      help: 'Claims served by one group statement',
+      buckets: [2, 4, 8, 16, 32, 64, 128],
       registers: [registry],
     }),
     holdsExpired: new Counter({ name: 'tessera_holds_expired_total', help: 'Expired holds the sweeper returned to the pool', registers: [registry] }),

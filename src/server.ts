@@ -37,7 +37,8 @@ export interface TesseraServer {
   stop(): Promise<void>;
 }
 
-type ServerConfig = Pick<Config, 'env' | 'adminApiKey' | 'shutdownGraceMs'> & Partial<Pick<Config, 'holdSweepIntervalMs' | 'apiKeyCacheTtlMs'>>;
+type ServerConfig = Pick<Config, 'env' | 'adminApiKey' | 'shutdownGraceMs'> &
+  Partial<Pick<Config, 'holdSweepIntervalMs' | 'apiKeyCacheTtlMs' | 'claimBatchMax'>>;
 
 /** Codes a client may see as they are; anything else is masked. */
 const PUBLIC_CODES = new Set<string>([
@@ -55,7 +56,12 @@ const RETRY_AFTER_SECONDS = 1;
 export async function createServer(options: { config: ServerConfig; db: Database; logger: Logger }): Promise<TesseraServer> {
   const { config, db, logger } = options;
   const metrics = createMetrics(db.pool);
-  const services = createServices(db, { adminApiKey: config.adminApiKey, apiKeyCacheTtlMs: config.apiKeyCacheTtlMs ?? 0, metrics });
+  const services = createServices(db, {
+    adminApiKey: config.adminApiKey,
+    apiKeyCacheTtlMs: config.apiKeyCacheTtlMs ?? 0,
+    claimBatchMax: config.claimBatchMax ?? 1,
+    metrics,
+  });
   let draining = false;
   const app = express();
   const httpServer = http.createServer(app);

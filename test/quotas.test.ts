@@ -402,7 +402,8 @@ test('a confirmation and a release of the same hold, under a quota, do not deadl
 describe('without the sweeper', () => {
   let quiet: TestServer;
   beforeAll(async () => {
-    quiet = await startTestServer({ database: { poolSize: 20 } });
+    // Claims one statement each (no group claims): the test arranges two claims waiting in PostgreSQL at once.
+    quiet = await startTestServer({ database: { poolSize: 20 }, config: { claimBatchMax: 1 } });
     await stopSweeper(quiet);
   });
   afterAll(() => quiet.stop());

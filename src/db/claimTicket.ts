@@ -140,7 +140,7 @@ export function claimSql(p: ClaimTicketParams): Prisma.Sql {
   return Prisma.sql`
     WITH gate AS MATERIALIZED (
       SELECT verdict, prior_campaign_id, prior_allocation_id
-        FROM tessera_claim_gate(${c}, ${p.partnerId}::uuid, ${p.holder}::text, ${p.idempotencyKey}::text, ${n})
+        FROM tessera_claim_gate(${c}, ${p.partnerId}::uuid, ${p.holder}::text, ${p.idempotencyKey}::text, ${n}, ${n})
     ),
     upper AS MATERIALIZED (
       SELECT t.id FROM tickets t

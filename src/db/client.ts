@@ -12,6 +12,7 @@ export type Db = Pick<PrismaClient, '$queryRaw' | '$executeRaw'>;
 
 export interface Database {
   readonly prisma: PrismaClient;
+  readonly options: DatabaseOptions;
   readonly pool: Pool;
   /** Counts statements sent to PostgreSQL (the DataLoader test reads it). */
   readonly statements: { count: number };
@@ -74,6 +75,7 @@ export function createDatabase(options: DatabaseOptions): Database {
   });
   return {
     prisma,
+    options,
     pool,
     statements,
     saturated: () => options.poolMaxWaiting > 0 && pool.waitingCount >= options.poolMaxWaiting,

@@ -14,7 +14,7 @@ export async function confirmHold(
 ): Promise<{ verdict: ClaimVerdict; allocation: AllocationModel | null }> {
   const rows = await db.$queryRaw<(AllocationRow & { verdict: ClaimVerdict })[]>`
     WITH gate AS MATERIALIZED (
-      SELECT verdict FROM tessera_claim_gate(${held.campaignId}::uuid, ${held.partnerId}::uuid, ${held.holder}::text, NULL, 0)
+      SELECT verdict FROM tessera_claim_gate(${held.campaignId}::uuid, ${held.partnerId}::uuid, ${held.holder}::text, NULL, 0, 0)
     ),
     confirmed AS (
       UPDATE allocations a

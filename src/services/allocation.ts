@@ -16,6 +16,7 @@ import type { ClaimErrorCode } from '../generated/graphql';
 import type { Metrics } from '../metrics';
 import type { AllocationModel, ConnectionModel } from '../models';
 import * as validate from '../validation';
+import type { ClaimBatcher } from './claimBatcher';
 import type { RequestContext } from './requestContext';
 
 export interface ClaimInput {
@@ -61,6 +62,8 @@ export class AllocationService {
   constructor(
     private readonly db: Database,
     private readonly metrics?: Metrics,
+    /** Group claims (CLAIM_BATCH_MAX > 1): concurrent claimTicket requests share statements. */
+    private readonly batcher?: ClaimBatcher,
   ) {}
 
   async claim(ctx: RequestContext, input: ClaimInput): Promise<ClaimResult> {
@@ -158,7 +161,36 @@ export class AllocationService {
       r.idempotencyKey === null
         ? null
         : fingerprint(r.operation, { campaignId, holder: r.holder, metadata: r.metadata, quantity: r.quantity, ttlSeconds: r.ttlSeconds });
+    if (r.operation === 'claimTicket' && this.batcher) {
+      const answer = await this.batcher.submit(campaignId, { partnerId, holder: r.holder, metadata: r.metadata, idempotencyKey: r.idempotencyKey, requestHash });
+      switch (answer.kind) {
+        case 'SINGLE':
+          try {
+            return await this.single(ctx, r, campaignId, requestHash);
+          } finally {
+            this.batcher.done(campaignId);
+          }
+        case 'CLAIMED':
+          ctx.loaders.ticket.prime(ticketKey(answer.ticket), answer.ticket);
+          ctx.loaders.allocation.prime(answer.allocation.id, answer.allocation);
+          ctx.loaders.campaign.prime(campaignId, answer.campaign);
+          return { allocations: [answer.allocation], error: null, replayed: false };
+        case 'FINAL':
+          return refusal(answer.verdict);
+        case 'FAILED':
+          throw answer.error;
+        case 'BUSY':
+          throw apiError(ErrorCode.UNAVAILABLE, 'Too many claims are waiting for this campaign; retry shortly.', { retryable: true });
+        default:
+          break; // UNDECIDED or RETRY: the single claim answers it
+      }
+    }
+    return this.single(ctx, r, campaignId, requestHash);
+  }
 
+  /** The single claim statement, asked again while the pool is contended (see the file's head). */
+  private async single(ctx: RequestContext, r: Request, campaignId: string, requestHash: string | null): Promise<Allocated> {
+    const partnerId = ctx.viewer.partnerId;
     let wait = false;
     for (let round = 0; round < 2 * CONTENDED_ROUNDS; ) {
       let outcome: ClaimOutcome;

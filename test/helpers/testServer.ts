@@ -65,13 +65,19 @@ export const TEST_DATABASE_CONFIG: Config['database'] = {
 };
 
 export async function startTestServer(
-  options: { database?: Partial<Config['database']>; logger?: Logger; config?: Partial<Pick<Config, 'apiKeyCacheTtlMs' | 'holdSweepIntervalMs'>> } = {},
+  options: {
+    database?: Partial<Config['database']>;
+    logger?: Logger;
+    config?: Partial<Pick<Config, 'apiKeyCacheTtlMs' | 'holdSweepIntervalMs' | 'claimBatchMax'>>;
+  } = {},
 ): Promise<TestServer> {
   const database = await createTestDatabase();
   const db = createDatabase({ ...TEST_DATABASE_CONFIG, ...options.database, url: database.url });
   const logger = options.logger ?? createLogger({ env: 'test', level: process.env.TEST_LOG_LEVEL });
   const server: TesseraServer = await createServer({
-    config: { env: 'test', adminApiKey: ADMIN_KEY, shutdownGraceMs: 5_000, ...options.config },
+    // Group claims on, as in production, unless TESSERA_TEST_CLAIM_BATCH_MAX says otherwise: every
+    // race test then exercises the group statement (and its fallbacks) as well as the single one.
+    config: { env: 'test', adminApiKey: ADMIN_KEY, shutdownGraceMs: 5_000, claimBatchMax: Number(process.env.TESSERA_TEST_CLAIM_BATCH_MAX ?? 32), ...options.config },
     db,
     logger,
   });

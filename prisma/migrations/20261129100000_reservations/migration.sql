@@ -81,6 +81,9 @@ CREATE TRIGGER "allocations_count_live" AFTER INSERT OR UPDATE OF "status" ON "a
 -- neither the holder limit nor the quota: it is over from that instant.
 -- With quantity 0 (confirmHold: a confirmation makes nothing newly live) only the campaign is
 -- checked — no holder or quota lock, so a confirmation never waits behind the partner's claims.
+-- The holder and the quota get a quantity each: a group claim (db/claimBatch.ts) gives its k-th
+-- request of one holder (of one partner) the quantity k, so that requests of one batch count each
+-- other without having been inserted yet.
 -- Same locks, same order as before otherwise (see migration 20261129000000_core).
 DROP FUNCTION "tessera_claim_gate"(UUID, UUID, TEXT, TEXT, INTEGER);
 CREATE FUNCTION "tessera_claim_gate"(
@@ -88,7 +91,8 @@ CREATE FUNCTION "tessera_claim_gate"(
     p_partner_id UUID,
     p_holder TEXT,
     p_idempotency_key TEXT,
-    p_quantity INTEGER
+    p_quantity INTEGER,
+    p_quota_quantity INTEGER
 ) RETURNS TABLE (verdict TEXT, prior_campaign_id UUID, prior_allocation_id UUID)
   LANGUAGE plpgsql VOLATILE
 AS $$
@@ -130,7 +134,7 @@ BEGIN
         END IF;
     END IF;
 
-    IF p_quantity > 0 THEN
+    IF p_quota_quantity > 0 THEN
         SELECT * INTO q FROM partner_quotas WHERE campaign_id = p_campaign_id AND partner_id = p_partner_id FOR UPDATE;
         IF FOUND THEN
             live := q.live
@@ -139,7 +143,7 @@ BEGIN
                   - (SELECT count(*) FROM allocations a
                       WHERE a.campaign_id = p_campaign_id AND a.status = 'HELD'
                         AND a.expires_at <= clock_timestamp() AND a.partner_id = p_partner_id);
-            IF live + p_quantity > q.quota THEN
+            IF live + p_quota_quantity > q.quota THEN
                 verdict := 'PARTNER_QUOTA_REACHED'; RETURN NEXT; RETURN;
             END IF;
         END IF;

@@ -1,0 +1,81 @@
+// Group claims: concurrent claimTicket requests for one campaign served by shared statements.
+// (Every race test in this suite runs with group claims on; these tests check the batching itself.)
+import { ADMIN_KEY, assertPoolInvariants, CLAIM, startTestServer, type ClaimPayload, type TestServer } from './helpers/testServer';
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await startTestServer({ database: { poolSize: 8 }, config: { claimBatchMax: 32 } });
+});
+afterAll(() => server.stop());
+
+const claim = (key: string, input: Record<string, unknown>) => server.gql<ClaimPayload>(key, CLAIM, { input });
+
+async function batchesServed(): Promise<number> {
+  const text = await (await fetch(server.url.replace('/graphql', '/metrics'))).text();
+  return Number(/tessera_claim_batch_size_count (\d+)/.exec(text)?.[1] ?? 0);
+}
+
+test('a burst of claims is served by group statements, each allocation with its own holder and metadata', async () => {
+  const partner = await server.createPartner();
+  const campaignId = await server.openCampaignWith(300);
+  const before = await batchesServed();
+  const results = await Promise.all(
+    Array.from({ length: 200 }, (_, i) => claim(partner.apiKey, { campaignId, holder: `g-${i}`, metadata: { i }, idempotencyKey: `group-${i}` })),
+  );
+  expect(await batchesServed()).toBeGreaterThan(before);
+  results.forEach((r, i) => {
+    const allocation = r.body.data!.claimTicket.allocation!;
+    expect(allocation).toMatchObject({ holder: `g-${i}`, metadata: { i }, idempotencyKey: `group-${i}` });
+  });
+  const { rows } = await server.sql.query('SELECT holder, metadata, idempotency_key FROM allocations WHERE campaign_id = $1', [campaignId]);
+  expect(rows).toHaveLength(200);
+  for (const row of rows) expect(row.metadata).toEqual({ i: Number(row.holder.slice(2)) });
+  await assertPoolInvariants(server.sql, campaignId);
+});
+
+test('requests with one key in one burst get one allocation, never a second ticket', async () => {
+  const partner = await server.createPartner();
+  const campaignId = await server.openCampaignWith(100);
+  const results = await Promise.all(
+    Array.from({ length: 60 }, (_, i) => claim(partner.apiKey, { campaignId, holder: `k-${i % 3}`, idempotencyKey: `shared-${i % 3}` })),
+  );
+  const byKey = new Map<string, Set<string>>();
+  results.forEach((r, i) => {
+    const key = `shared-${i % 3}`;
+    byKey.set(key, (byKey.get(key) ?? new Set()).add(r.body.data!.claimTicket.allocation!.id));
+  });
+  for (const ids of byKey.values()) expect(ids.size).toBe(1);
+  const { rows } = await server.sql.query('SELECT count(*)::int AS n FROM allocations WHERE campaign_id = $1', [campaignId]);
+  expect(rows[0].n).toBe(3);
+});
+
+test('holder limits and quotas stay exact when a batch holds many requests of one holder and one partner', async () => {
+  const partner = await server.createPartner('Capped');
+  const other = await server.createPartner('Free');
+  const campaignId = await server.openCampaignWith(200, { perHolderLimit: 2 });
+  await server.gql(
+    ADMIN_KEY,
+    'mutation($c: ID!, $p: ID!) { setPartnerQuota(campaignId: $c, partnerId: $p, quota: 7) { campaign { id } } }',
+    { c: campaignId, p: partner.id },
+  );
+  const results = await Promise.all([
+    ...Array.from({ length: 40 }, (_, i) => claim(partner.apiKey, { campaignId, holder: `h-${i % 4}` })),
+    ...Array.from({ length: 40 }, (_, i) => claim(other.apiKey, { campaignId, holder: `h-${i % 4}` })),
+  ]);
+  const capped = results.slice(0, 40).filter((r) => r.body.data!.claimTicket.allocation).length;
+  const free = results.slice(40).filter((r) => r.body.data!.claimTicket.allocation).length;
+  expect(capped).toBe(7); // quota 7 < 4 holders x limit 2
+  expect(free).toBe(8); // 4 holders x limit 2
+  const codes = results.slice(0, 40).map((r) => r.body.data!.claimTicket.error?.code ?? 'OK');
+  expect(codes.filter((c) => c !== 'OK').every((c) => c === 'PARTNER_QUOTA_REACHED' || c === 'HOLDER_LIMIT_REACHED')).toBe(true);
+  await assertPoolInvariants(server.sql, campaignId);
+});
+
+test('a pool smaller than the burst is sold out exactly: every ticket allocated once, the rest SOLD_OUT', async () => {
+  const partner = await server.createPartner();
+  const campaignId = await server.openCampaignWith(37);
+  const results = await Promise.all(Array.from({ length: 150 }, (_, i) => claim(partner.apiKey, { campaignId, holder: `s-${i}` })));
+  expect(results.filter((r) => r.body.data!.claimTicket.allocation)).toHaveLength(37);
+  expect(results.filter((r) => r.body.data!.claimTicket.error?.code === 'SOLD_OUT')).toHaveLength(113);
+  await assertPoolInvariants(server.sql, campaignId);
+});
