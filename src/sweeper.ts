@@ -1,10 +1,11 @@
-// The hold sweeper: every interval, returns expired holds' tickets to the pool (db/expireHolds.ts).
+// The hold sweeper: every interval, returns expired holds' tickets to the pool (db/expireHolds.ts),
+// and folds the stats counters of exited backends (tessera_fold_counters).
 // Not needed for correctness — an expired hold's ticket is claimable, and reads as available, from
 // the instant it expires — but it keeps the table true to the clock, so the claim's fast path (the
 // AVAILABLE index) finds those tickets too. Every instance may run one: SKIP LOCKED keeps them (and
 // claims taking over the same holds) out of each other's way.
 import type { Database } from './db/client';
-import { expireHolds } from './db/expireHolds';
+import { expireHolds, foldCounters } from './db/expireHolds';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 
@@ -22,6 +23,7 @@ export function startHoldSweeper(db: Database, logger: Logger, metrics: Metrics,
         swept = await expireHolds(db.prisma, BATCH);
         if (swept > 0) metrics.holdsExpired.inc(swept);
       } while (swept >= BATCH && Date.now() < until);
+      await foldCounters(db.prisma);
     } catch (err) {
       logger.warn({ error: (err as Error).message }, 'hold sweeper: sweep failed; next interval retries');
     }

@@ -1,18 +1,22 @@
-// The admin reports: the allocation timeline and per-partner figures. Both count ACTIVE allocations
-// (a confirmed hold from the moment it was confirmed), so their sums equal stats.allocated.
+// The admin reports, from the counters the triggers of migration 20261129200000 keep (per partner,
+// per minute): O(partners) and O(minutes) of the campaign, not O(allocations). Both count ACTIVE
+// allocations (a confirmed hold from the moment it was confirmed), so their sums equal
+// stats.allocated; a hold past its expiry is not counted as held (its partner's count is
+// corrected from the index of held allocations, as stats are).
 import type { Db } from './client';
 import type { PartnerStatsModel, TimelinePointModel } from '../models';
 
 export type TimelineUnit = 'minute' | 'hour' | 'day';
 
-/** Allocations per bucket (UTC) and the running total, from the timeline index. */
+/** Allocations per bucket (UTC) and the running total. */
 export async function campaignTimeline(db: Db, campaignId: string, unit: TimelineUnit): Promise<TimelinePointModel[]> {
   const rows = await db.$queryRaw<{ at: Date; allocated: bigint; cumulative: bigint }[]>`
     SELECT b.at, b.allocated, sum(b.allocated) OVER (ORDER BY b.at) AS cumulative
-      FROM (SELECT date_trunc(${unit}::text, COALESCE(a.confirmed_at, a.allocated_at), 'UTC') AS at, count(*) AS allocated
-              FROM allocations a
-             WHERE a.campaign_id = ${campaignId}::uuid AND a.status = 'ACTIVE'
-             GROUP BY 1) b
+      FROM (SELECT date_trunc(${unit}::text, m.minute, 'UTC') AS at, sum(m.active) AS allocated
+              FROM minute_counters m
+             WHERE m.campaign_id = ${campaignId}::uuid
+             GROUP BY 1
+            HAVING sum(m.active) <> 0) b
      ORDER BY b.at`;
   return rows.map((r) => ({ at: r.at, allocated: Number(r.allocated), cumulative: Number(r.cumulative) }));
 }
@@ -20,16 +24,25 @@ export async function campaignTimeline(db: Db, campaignId: string, unit: Timelin
 /** Every partner with live allocations or a quota in the campaign. */
 export async function partnerStats(db: Db, campaignId: string): Promise<PartnerStatsModel[]> {
   const rows = await db.$queryRaw<{ partner_id: string; allocated: bigint; held: bigint; quota: number | null }[]>`
-    SELECT COALESCE(a.partner_id, q.partner_id) AS partner_id,
-           COALESCE(a.allocated, 0) AS allocated, COALESCE(a.held, 0) AS held, q.quota
-      FROM (SELECT partner_id,
-                   count(*) FILTER (WHERE status = 'ACTIVE') AS allocated,
-                   count(*) FILTER (WHERE status = 'HELD' AND expires_at > clock_timestamp()) AS held
-              FROM allocations
-             WHERE campaign_id = ${campaignId}::uuid AND status IN ('ACTIVE', 'HELD')
-             GROUP BY partner_id) a
+    WITH counted AS (
+      SELECT partner_id, sum(active) AS allocated, sum(held) AS held
+        FROM partner_counters WHERE campaign_id = ${campaignId}::uuid
+       GROUP BY partner_id
+    ),
+    lapsed AS (
+      SELECT partner_id, count(*) AS n
+        FROM allocations
+       WHERE campaign_id = ${campaignId}::uuid AND status = 'HELD' AND expires_at <= clock_timestamp()
+       GROUP BY partner_id
+    )
+    SELECT COALESCE(c.partner_id, q.partner_id) AS partner_id,
+           COALESCE(c.allocated, 0) AS allocated,
+           COALESCE(c.held, 0) - COALESCE(l.n, 0) AS held,
+           q.quota
+      FROM counted c
       FULL JOIN (SELECT partner_id, quota FROM partner_quotas WHERE campaign_id = ${campaignId}::uuid) q
-        ON q.partner_id = a.partner_id
+        ON q.partner_id = c.partner_id
+      LEFT JOIN lapsed l ON l.partner_id = COALESCE(c.partner_id, q.partner_id)
      ORDER BY 2 DESC, 1`;
   return rows
     .map((r) => ({ partnerId: r.partner_id, allocated: Number(r.allocated), held: Number(r.held), quota: r.quota }))

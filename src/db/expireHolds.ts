@@ -1,6 +1,11 @@
 // The sweeper's statement: see tessera_expire_holds in migration 20261129100000_reservations.
 import type { Db } from './client';
 
+/** Folds the counter rows of exited backends into slot 0 (see tessera_fold_counters). */
+export async function foldCounters(db: Db): Promise<void> {
+  await db.$executeRaw`SELECT tessera_fold_counters()`;
+}
+
 /** Ends up to `batch` expired holds per campaign; returns how many tickets went back to the pool. */
 export async function expireHolds(db: Db, batch: number): Promise<number> {
   const rows = await db.$queryRaw<{ n: number }[]>`SELECT tessera_expire_holds(${batch}::integer) AS n`;

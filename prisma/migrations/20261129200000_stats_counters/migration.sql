@@ -1,111 +1,156 @@
--- campaign.stats in O(1) of the campaign's size: ticket counts kept as counters, in the same
--- transaction as the ticket changes they count (CORRECTNESS.md 10), spread over 64 slot rows per
--- campaign so that no single row is updated by every claim (PERFORMANCE.md strategy C: one counter
--- row serializes all claims). A backend always writes the slot pg_backend_pid() % 64, so the
--- connections of one pool rarely share a slot. Reading the stats sums 64 rows.
+-- Stats and reports in O(1) of the campaign's size: counts kept as counters, in the same
+-- transactions as the rows they count (CORRECTNESS.md 10), by statement-level triggers reading the
+-- transition tables (once per statement: a group claim of 32, or a sweep of 1,000 holds, updates
+-- each counter once — per-row triggers would update one counter row once per ticket, and each
+-- update of a row within one transaction walks its earlier versions: quadratic).
+--
+-- No counter row is shared by two sessions at once: every backend writes the rows of its own slot,
+-- slot = pg_backend_pid(), created on first use. So claims never wait for each other on a counter
+-- and cannot deadlock on one (PERFORMANCE.md strategy C: one counter row serializes all claims).
+-- Reading sums the slots of a campaign — one row per backend that wrote since the last fold; the
+-- sweeper folds the rows of backends that have exited into slot 0 (tessera_fold_counters).
 
 CREATE TABLE "campaign_counters" (
     "campaign_id" UUID NOT NULL,
-    "slot" SMALLINT NOT NULL,
+    "slot" INTEGER NOT NULL,
     "total" BIGINT NOT NULL DEFAULT 0,
     "allocated" BIGINT NOT NULL DEFAULT 0,
     "held" BIGINT NOT NULL DEFAULT 0,
-    CONSTRAINT "campaign_counters_pkey" PRIMARY KEY ("campaign_id", "slot"),
-    CONSTRAINT "campaign_counters_slot_range" CHECK ("slot" BETWEEN 0 AND 63)
+    CONSTRAINT "campaign_counters_pkey" PRIMARY KEY ("campaign_id", "slot")
 );
-ALTER TABLE "campaign_counters" ADD CONSTRAINT "campaign_counters_campaign_id_fkey" FOREIGN KEY ("campaign_id") REFERENCES "campaigns"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+CREATE TABLE "partner_counters" (
+    "campaign_id" UUID NOT NULL,
+    "partner_id" UUID NOT NULL,
+    "slot" INTEGER NOT NULL,
+    "active" BIGINT NOT NULL DEFAULT 0,
+    "held" BIGINT NOT NULL DEFAULT 0,
+    CONSTRAINT "partner_counters_pkey" PRIMARY KEY ("campaign_id", "partner_id", "slot")
+);
+CREATE TABLE "minute_counters" (
+    "campaign_id" UUID NOT NULL,
+    "minute" TIMESTAMPTZ(6) NOT NULL,
+    "slot" INTEGER NOT NULL,
+    "active" BIGINT NOT NULL DEFAULT 0,
+    CONSTRAINT "minute_counters_pkey" PRIMARY KEY ("campaign_id", "minute", "slot")
+);
 
--- Every campaign gets its 64 slots when it is created, so the ticket triggers only ever UPDATE.
-CREATE FUNCTION "tessera_campaign_slots"() RETURNS trigger
+-- Tickets: how many a campaign has (loads). Ticket statuses follow live allocations one to one
+-- (ALLOCATED = an ACTIVE allocation, HELD = a HELD one), so allocated and held are counted from
+-- the allocations' transitions below — one trigger per statement for every counter a claim moves.
+CREATE FUNCTION "tessera_count_tickets"() RETURNS trigger
   LANGUAGE plpgsql
 AS $$
 BEGIN
-    INSERT INTO campaign_counters (campaign_id, slot) SELECT NEW.id, s FROM generate_series(0, 63) s;
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO campaign_counters AS c (campaign_id, slot, total)
+        SELECT campaign_id, pg_backend_pid(), count(*) FROM rows_in GROUP BY campaign_id
+        ON CONFLICT (campaign_id, slot) DO UPDATE SET total = c.total + EXCLUDED.total;
+    ELSE
+        INSERT INTO campaign_counters AS c (campaign_id, slot, total)
+        SELECT campaign_id, pg_backend_pid(), -count(*) FROM rows_out GROUP BY campaign_id
+        ON CONFLICT (campaign_id, slot) DO UPDATE SET total = c.total + EXCLUDED.total;
+    END IF;
     RETURN NULL;
 END
 $$;
-CREATE TRIGGER "campaigns_counter_slots" AFTER INSERT ON "campaigns"
-    FOR EACH ROW EXECUTE FUNCTION "tessera_campaign_slots"();
-
--- Loading: once per statement (a million-row generateTickets fires it once), from the transition table.
-CREATE FUNCTION "tessera_count_loaded"() RETURNS trigger
-  LANGUAGE plpgsql
-AS $$
-BEGIN
-    UPDATE campaign_counters c
-       SET total = c.total + n.total,
-           allocated = c.allocated + n.allocated,
-           held = c.held + n.held
-      FROM (SELECT campaign_id, count(*) AS total,
-                   count(*) FILTER (WHERE status = 'ALLOCATED') AS allocated,
-                   count(*) FILTER (WHERE status = 'HELD') AS held
-              FROM loaded GROUP BY campaign_id) n
-     WHERE c.campaign_id = n.campaign_id AND c.slot = pg_backend_pid() % 64;
-    RETURN NULL;
-END
-$$;
-CREATE TRIGGER "tickets_count_loaded" AFTER INSERT ON "tickets"
-    REFERENCING NEW TABLE AS loaded
-    FOR EACH STATEMENT EXECUTE FUNCTION "tessera_count_loaded"();
-
--- Tickets are never deleted by Tessera (foreign keys restrict it); if an operator does, the
--- counters follow.
-CREATE FUNCTION "tessera_count_deleted"() RETURNS trigger
-  LANGUAGE plpgsql
-AS $$
-BEGIN
-    UPDATE campaign_counters c
-       SET total = c.total - n.total,
-           allocated = c.allocated - n.allocated,
-           held = c.held - n.held
-      FROM (SELECT campaign_id, count(*) AS total,
-                   count(*) FILTER (WHERE status = 'ALLOCATED') AS allocated,
-                   count(*) FILTER (WHERE status = 'HELD') AS held
-              FROM deleted GROUP BY campaign_id) n
-     WHERE c.campaign_id = n.campaign_id AND c.slot = pg_backend_pid() % 64;
-    RETURN NULL;
-END
-$$;
+CREATE TRIGGER "tickets_count_inserted" AFTER INSERT ON "tickets"
+    REFERENCING NEW TABLE AS rows_in
+    FOR EACH STATEMENT EXECUTE FUNCTION "tessera_count_tickets"();
+-- Tessera never deletes tickets (foreign keys restrict it); if an operator does, the count follows.
 CREATE TRIGGER "tickets_count_deleted" AFTER DELETE ON "tickets"
-    REFERENCING OLD TABLE AS deleted
-    FOR EACH STATEMENT EXECUTE FUNCTION "tessera_count_deleted"();
+    REFERENCING OLD TABLE AS rows_out
+    FOR EACH STATEMENT EXECUTE FUNCTION "tessera_count_tickets"();
 
--- Status changes (claims, holds, confirmations, releases, expiries): once per statement, from the
--- transition tables. Not per row: a statement changing many tickets (a sweep, a bulk fill) would
--- then update the same counter row once per ticket, and each update within one transaction walks
--- the chain of that row's earlier versions — quadratic. (A column list, UPDATE OF status, cannot be
--- combined with transition tables; the join below ignores rows whose status did not change.)
-CREATE FUNCTION "tessera_count_status"() RETURNS trigger
+-- Allocations: per campaign (allocated, held), per partner (active, held) and per minute it became
+-- ACTIVE (active). Every row that enters counts +1 in its buckets, every row that leaves -1 in
+-- the buckets it was in — status changes, confirmations, releases, expiries, even a backdated
+-- allocated_at, all alike.
+CREATE TYPE "tessera_allocation_delta" AS (campaign_id UUID, partner_id UUID, status allocation_status, minute TIMESTAMPTZ, d INTEGER);
+
+CREATE FUNCTION "tessera_apply_allocation_delta"(deltas tessera_allocation_delta[]) RETURNS VOID
   LANGUAGE plpgsql
 AS $$
 BEGIN
-    UPDATE campaign_counters c
-       SET allocated = c.allocated + d.allocated,
-           held = c.held + d.held
-      FROM (SELECT n.campaign_id,
-                   sum((n.status = 'ALLOCATED')::integer - (o.status = 'ALLOCATED')::integer) AS allocated,
-                   sum((n.status = 'HELD')::integer - (o.status = 'HELD')::integer) AS held
-              FROM changed_new n JOIN changed_old o ON o.campaign_id = n.campaign_id AND o.id = n.id
-             WHERE n.status IS DISTINCT FROM o.status
-             GROUP BY n.campaign_id) d
-     WHERE c.campaign_id = d.campaign_id AND c.slot = pg_backend_pid() % 64
-       AND (d.allocated <> 0 OR d.held <> 0);
+    IF deltas IS NULL THEN RETURN; END IF;
+    INSERT INTO campaign_counters AS c (campaign_id, slot, allocated, held)
+    SELECT campaign_id, pg_backend_pid(), COALESCE(sum(d) FILTER (WHERE status = 'ACTIVE'), 0), COALESCE(sum(d) FILTER (WHERE status = 'HELD'), 0)
+      FROM unnest(deltas) GROUP BY campaign_id
+    ON CONFLICT (campaign_id, slot) DO UPDATE SET allocated = c.allocated + EXCLUDED.allocated, held = c.held + EXCLUDED.held;
+
+    INSERT INTO partner_counters AS c (campaign_id, partner_id, slot, active, held)
+    SELECT campaign_id, partner_id, pg_backend_pid(),
+           COALESCE(sum(d) FILTER (WHERE status = 'ACTIVE'), 0), COALESCE(sum(d) FILTER (WHERE status = 'HELD'), 0)
+      FROM unnest(deltas) GROUP BY campaign_id, partner_id
+    ON CONFLICT (campaign_id, partner_id, slot) DO UPDATE SET active = c.active + EXCLUDED.active, held = c.held + EXCLUDED.held;
+
+    INSERT INTO minute_counters AS c (campaign_id, minute, slot, active)
+    SELECT campaign_id, minute, pg_backend_pid(), sum(d)
+      FROM unnest(deltas) WHERE status = 'ACTIVE'
+     GROUP BY campaign_id, minute HAVING sum(d) <> 0
+    ON CONFLICT (campaign_id, minute, slot) DO UPDATE SET active = c.active + EXCLUDED.active;
+END
+$$;
+
+CREATE FUNCTION "tessera_count_allocations"() RETURNS trigger
+  LANGUAGE plpgsql
+AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        PERFORM tessera_apply_allocation_delta(array_agg((campaign_id, partner_id, status,
+                    date_trunc('minute', COALESCE(confirmed_at, allocated_at), 'UTC'), 1)::tessera_allocation_delta))
+           FROM rows_in WHERE status IN ('ACTIVE', 'HELD');
+    ELSE
+        PERFORM tessera_apply_allocation_delta(array_agg(d))
+           FROM (SELECT (campaign_id, partner_id, status, date_trunc('minute', COALESCE(confirmed_at, allocated_at), 'UTC'), 1)::tessera_allocation_delta AS d
+                   FROM rows_in WHERE status IN ('ACTIVE', 'HELD')
+                 UNION ALL
+                 SELECT (campaign_id, partner_id, status, date_trunc('minute', COALESCE(confirmed_at, allocated_at), 'UTC'), -1)::tessera_allocation_delta
+                   FROM rows_out WHERE status IN ('ACTIVE', 'HELD')) x;
+    END IF;
     RETURN NULL;
 END
 $$;
-CREATE TRIGGER "tickets_count_status" AFTER UPDATE ON "tickets"
-    REFERENCING OLD TABLE AS changed_old NEW TABLE AS changed_new
-    FOR EACH STATEMENT EXECUTE FUNCTION "tessera_count_status"();
+CREATE TRIGGER "allocations_count_inserted" AFTER INSERT ON "allocations"
+    REFERENCING NEW TABLE AS rows_in
+    FOR EACH STATEMENT EXECUTE FUNCTION "tessera_count_allocations"();
+CREATE TRIGGER "allocations_count_changed" AFTER UPDATE ON "allocations"
+    REFERENCING OLD TABLE AS rows_out NEW TABLE AS rows_in
+    FOR EACH STATEMENT EXECUTE FUNCTION "tessera_count_allocations"();
 
--- Campaigns that exist already: their slots, and their current counts in slot 0.
-INSERT INTO campaign_counters (campaign_id, slot) SELECT c.id, s FROM campaigns c, generate_series(0, 63) s;
-UPDATE campaign_counters cc
-   SET total = n.total, allocated = n.allocated, held = n.held
-  FROM (SELECT campaign_id, count(*) AS total,
-               count(*) FILTER (WHERE status = 'ALLOCATED') AS allocated,
-               count(*) FILTER (WHERE status = 'HELD') AS held
-          FROM tickets GROUP BY campaign_id) n
- WHERE cc.campaign_id = n.campaign_id AND cc.slot = 0;
+-- Folds the slots of backends that have exited into slot 0, so that a campaign keeps one row per
+-- backend at work. The row of a live backend is never touched; a backend that reuses an exited
+-- one's pid waits, at worst, for this fold to commit before writing its own row.
+CREATE FUNCTION "tessera_fold_counters"() RETURNS VOID
+  LANGUAGE sql VOLATILE
+AS $$
+    WITH gone AS (
+        DELETE FROM campaign_counters c
+         WHERE c.slot <> 0 AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = c.slot)
+        RETURNING c.*
+    )
+    INSERT INTO campaign_counters AS c (campaign_id, slot, total, allocated, held)
+    SELECT campaign_id, 0, sum(total), sum(allocated), sum(held) FROM gone GROUP BY campaign_id
+    ON CONFLICT (campaign_id, slot)
+    DO UPDATE SET total = c.total + EXCLUDED.total, allocated = c.allocated + EXCLUDED.allocated, held = c.held + EXCLUDED.held;
+
+    WITH gone AS (
+        DELETE FROM partner_counters c
+         WHERE c.slot <> 0 AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = c.slot)
+        RETURNING c.*
+    )
+    INSERT INTO partner_counters AS c (campaign_id, partner_id, slot, active, held)
+    SELECT campaign_id, partner_id, 0, sum(active), sum(held) FROM gone GROUP BY campaign_id, partner_id
+    ON CONFLICT (campaign_id, partner_id, slot) DO UPDATE SET active = c.active + EXCLUDED.active, held = c.held + EXCLUDED.held;
+
+    WITH gone AS (
+        DELETE FROM minute_counters c
+         WHERE c.slot <> 0 AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = c.slot)
+        RETURNING c.*
+    )
+    INSERT INTO minute_counters AS c (campaign_id, minute, slot, active)
+    SELECT campaign_id, minute, 0, sum(active) FROM gone GROUP BY campaign_id, minute
+    ON CONFLICT (campaign_id, minute, slot) DO UPDATE SET active = c.active + EXCLUDED.active;
+$$;
 
 -- soldOutAt: when the pool first had nothing available and nothing held. Every statement that can
 -- end a sell-out — a release, loading more tickets — calls this first, in its transaction: if the
@@ -121,3 +166,17 @@ AS $$
      WHERE cp.id = p_campaign_id AND cp.sold_out_at IS NULL
        AND (SELECT sum(total) > 0 AND sum(total) = sum(allocated) FROM campaign_counters WHERE campaign_id = p_campaign_id);
 $$;
+
+-- What exists already, in slot 0.
+INSERT INTO campaign_counters (campaign_id, slot, total, allocated, held)
+SELECT c.id, 0,
+       (SELECT count(*) FROM tickets t WHERE t.campaign_id = c.id),
+       (SELECT count(*) FROM allocations a WHERE a.campaign_id = c.id AND a.status = 'ACTIVE'),
+       (SELECT count(*) FROM allocations a WHERE a.campaign_id = c.id AND a.status = 'HELD')
+  FROM campaigns c;
+INSERT INTO partner_counters (campaign_id, partner_id, slot, active, held)
+SELECT campaign_id, partner_id, 0, count(*) FILTER (WHERE status = 'ACTIVE'), count(*) FILTER (WHERE status = 'HELD')
+  FROM allocations WHERE status IN ('ACTIVE', 'HELD') GROUP BY 1, 2;
+INSERT INTO minute_counters (campaign_id, minute, slot, active)
+SELECT campaign_id, date_trunc('minute', COALESCE(confirmed_at, allocated_at), 'UTC'), 0, count(*)
+  FROM allocations WHERE status = 'ACTIVE' GROUP BY 1, 2;
