@@ -9,7 +9,7 @@ import type { PartnerModel } from './models';
 
 export type Viewer =
   | { readonly kind: 'admin'; readonly partnerId: string }
-  | { readonly kind: 'partner'; readonly partnerId: string; readonly partner: PartnerModel };
+  | { readonly kind: 'partner'; readonly partnerId: string; readonly partner: PartnerModel; readonly rateLimit: number | null };
 
 /** Allocations made with the admin key belong to this partner row (created by the first migration). */
 export const OPERATOR_PARTNER_ID = '00000000-0000-0000-0000-000000000000';
@@ -41,6 +41,7 @@ export const unauthenticated = () =>
 export interface PartnerKeyRecord extends PartnerModel {
   keyHash: string;
   revokedAt: Date | null;
+  rateLimit: number | null;
 }
 
 export interface Authenticator {
@@ -58,8 +59,8 @@ export async function authenticate(header: string | undefined, auth: Authenticat
   const expected = record?.keyHash ?? sha256Hex('no such key'); // same work whether or not the prefix exists
   const matches = timingSafeEqual(Buffer.from(sha256Hex(token), 'hex'), Buffer.from(expected, 'hex'));
   if (!record || !matches || record.revokedAt !== null) throw unauthenticated();
-  const { id, name, createdAt } = record;
-  return { kind: 'partner', partnerId: id, partner: { id, name, createdAt } };
+  const { id, name, createdAt, rateLimit } = record;
+  return { kind: 'partner', partnerId: id, partner: { id, name, createdAt }, rateLimit };
 }
 
 export function requireAdmin(viewer: Viewer): void {

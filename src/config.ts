@@ -49,6 +49,19 @@ const EnvSchema = z.object({
   HOLD_SWEEP_INTERVAL_MS: intFrom('HOLD_SWEEP_INTERVAL_MS', 1000, 0, 3_600_000),
   API_KEY_CACHE_TTL_MS: intFrom('API_KEY_CACHE_TTL_MS', 5000, 0, 3_600_000),
   CLAIM_BATCH_MAX: intFrom('CLAIM_BATCH_MAX', 32, 1, 1000),
+  REDIS_URL: z
+    .string()
+    .optional()
+    .refine((url) => url === undefined || url === '' || /^rediss?:\/\//.test(url), { message: 'REDIS_URL must be a redis:// or rediss:// URL' }),
+  RATE_LIMIT_POINTS_PER_SECOND: intFrom('RATE_LIMIT_POINTS_PER_SECOND', 20_000, 1, 10_000_000),
+  RATE_LIMIT_BURST_POINTS: intFrom('RATE_LIMIT_BURST_POINTS', 100_000, 0, 100_000_000),
+  AUTH_FAILURES_PER_MINUTE: intFrom('AUTH_FAILURES_PER_MINUTE', 60, 1, 1_000_000),
+  GRAPHQL_INTROSPECTION: z.enum(['true', 'false', '']).optional(),
+  GRAPHQL_MAX_DEPTH: intFrom('GRAPHQL_MAX_DEPTH', 10, 1, 100),
+  GRAPHQL_MAX_ALIASES: intFrom('GRAPHQL_MAX_ALIASES', 15, 1, 1000),
+  GRAPHQL_MAX_COST: intFrom('GRAPHQL_MAX_COST', 5000, 1, 1_000_000),
+  GRAPHQL_MAX_TOKENS: intFrom('GRAPHQL_MAX_TOKENS', 30_000, 100, 10_000_000),
+  CORS_ORIGINS: z.string().optional(),
 });
 
 export interface Config {
@@ -77,6 +90,19 @@ export interface Config {
   readonly apiKeyCacheTtlMs: number;
   /** Most claims one group statement serves; 1 turns group claims off. */
   readonly claimBatchMax: number;
+  /** Rate limits and the shared store for them (and, later, live updates). */
+  readonly redisUrl: string | undefined;
+  readonly rateLimit: { readonly pointsPerSecond: number; readonly burstPoints: number; readonly authFailuresPerMinute: number };
+  /** Limits applied to every GraphQL document before it runs (graphql-armor). */
+  readonly graphql: {
+    readonly introspection: boolean;
+    readonly maxDepth: number;
+    readonly maxAliases: number;
+    readonly maxCost: number;
+    readonly maxTokens: number;
+  };
+  /** Browser origins allowed to call the API cross-origin; empty: none. */
+  readonly corsOrigins: readonly string[];
 }
 
 export class ConfigError extends Error {
@@ -138,5 +164,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     holdSweepIntervalMs: e.HOLD_SWEEP_INTERVAL_MS,
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
     claimBatchMax: e.CLAIM_BATCH_MAX,
+    redisUrl: e.REDIS_URL ? e.REDIS_URL : undefined,
+    rateLimit: Object.freeze({
+      pointsPerSecond: e.RATE_LIMIT_POINTS_PER_SECOND,
+      burstPoints: e.RATE_LIMIT_BURST_POINTS,
+      authFailuresPerMinute: e.AUTH_FAILURES_PER_MINUTE,
+    }),
+    graphql: Object.freeze({
+      introspection: e.GRAPHQL_INTROSPECTION ? e.GRAPHQL_INTROSPECTION === 'true' : e.NODE_ENV !== 'production',
+      maxDepth: e.GRAPHQL_MAX_DEPTH,
+      maxAliases: e.GRAPHQL_MAX_ALIASES,
+      maxCost: e.GRAPHQL_MAX_COST,
+      maxTokens: e.GRAPHQL_MAX_TOKENS,
+    }),
+    corsOrigins: Object.freeze((e.CORS_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean)),
   });
 }

@@ -1,4 +1,5 @@
 // Per request: who is calling, the request's loaders, and the services.
+import { AuditService } from './audit';
 import { authenticate } from './auth';
 import type { Database } from './db/client';
 import { createLoaders } from './loaders';
@@ -13,6 +14,7 @@ export interface Services {
   readonly allocations: AllocationService;
   readonly campaigns: CampaignService;
   readonly partners: PartnerService;
+  readonly audit: AuditService;
 }
 
 export interface Context extends RequestContext {
@@ -21,7 +23,7 @@ export interface Context extends RequestContext {
 
 export function createServices(
   db: Database,
-  options: { adminApiKey: string; apiKeyCacheTtlMs?: number; claimBatchMax?: number; metrics?: Metrics },
+  options: { adminApiKey: string; apiKeyCacheTtlMs?: number; claimBatchMax?: number; metrics?: Metrics; onError?: (error: unknown) => void },
 ): Services {
   const maxBatch = options.claimBatchMax ?? 1;
   const batcher =
@@ -36,13 +38,19 @@ export function createServices(
   return {
     allocations: new AllocationService(db, options.metrics, batcher),
     campaigns: new CampaignService(db),
-    partners: new PartnerService(db, options.adminApiKey, options.apiKeyCacheTtlMs),
+    partners: new PartnerService(db, options.adminApiKey, options.apiKeyCacheTtlMs, options.onError),
+    audit: new AuditService(db),
   };
 }
 
 export async function createContext(db: Database, services: Services, authorization: string | undefined): Promise<Context> {
   const viewer = await authenticate(authorization, services.partners);
   const loaders = createLoaders(db, services);
-  if (viewer.kind === 'partner') loaders.partner.prime(viewer.partnerId, viewer.partner);
+  if (viewer.kind === 'partner') {
+    // The caller's own partner (name, id) answers allocation.partner without a query; its other
+    // fields load on demand (resolvers/Partner.ts).
+    loaders.partner.prime(viewer.partnerId, viewer.partner);
+    services.partners.touch(viewer.partnerId);
+  }
   return { viewer, loaders, services };
 }

@@ -22,6 +22,8 @@ export const ErrorCode = {
   CAMPAIGN_CLOSED: 'CAMPAIGN_CLOSED',
   /** The database is busy or unreachable; retry (a claim with its idempotency key). HTTP 503. */
   UNAVAILABLE: 'UNAVAILABLE',
+  /** The API key's rate limit (or the address's failed-authentication limit) is used up. HTTP 429, Retry-After. */
+  RATE_LIMITED: 'RATE_LIMITED',
   INTERNAL_SERVER_ERROR: 'INTERNAL_SERVER_ERROR',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

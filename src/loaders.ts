@@ -15,6 +15,8 @@ export interface Loaders {
   campaign: DataLoader<string, CampaignModel | null>;
   stats: DataLoader<string, CampaignStatsModel>;
   partner: DataLoader<string, PartnerModel | null>;
+  /** Every field of a partner, whatever `partner` was primed with. */
+  partnerDetails: DataLoader<string, PartnerModel | null>;
   /** Keyed by `${campaignId}:${ticketId}`. */
   ticket: DataLoader<string, TicketModel | null>;
   allocation: DataLoader<string, AllocationModel | null>;
@@ -37,6 +39,7 @@ export function createLoaders(db: Database, services: { campaigns: CampaignServi
       return ids.map((id) => stats.get(id) ?? EMPTY_STATS);
     }),
     partner: new DataLoader(async (ids) => byKey(ids, await services.partners.findByIds(ids), (p) => p.id)),
+    partnerDetails: new DataLoader(async (ids) => byKey(ids, await services.partners.findByIds(ids), (p) => p.id)),
     ticket: new DataLoader(async (keys) => {
       const parsed = keys.map((key) => {
         const [campaignId, ticketId] = key.split(':') as [string, string];

@@ -1,6 +1,7 @@
 // `npm start`: read the configuration, start the embedded PostgreSQL when DATABASE_URL is unset,
 // apply pending migrations, then serve. SIGTERM/SIGINT stop it cleanly.
 import 'dotenv/config';
+import Redis from 'ioredis';
 import { Client } from 'pg';
 import { ConfigError, loadConfig, type Config } from './config';
 import { createDatabase } from './db/client';
@@ -24,6 +25,17 @@ async function embeddedDatabaseUrl(config: Config): Promise<{ url: string; embed
   return { url: embedded.urlFor(EMBEDDED_DATABASE), embedded };
 }
 
+/**
+ * Redis for the rate limits shared by every instance. It never holds anything correctness depends
+ * on: when it does not answer, commands fail fast (no offline queue) and each instance counts in its
+ * own memory until it is back.
+ */
+function connectRedis(url: string, logger: ReturnType<typeof createLogger>): Redis {
+  const redis = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000 });
+  redis.on('error', (err) => logger.warn({ error: err.message }, 'redis error'));
+  return redis;
+}
+
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger({ env: config.env, level: process.env.LOG_LEVEL });
@@ -40,7 +52,8 @@ async function main(): Promise<void> {
   // A dropped connection is expected (restarts, terminated backends): one line, not the client object.
   const onDatabaseError = (err: Error & { code?: string }) => logger.warn({ code: err.code, error: err.message }, 'database connection error');
   const db = createDatabase({ ...config.database, url, onError: onDatabaseError });
-  const server = await createServer({ config, db, logger });
+  const redis = config.redisUrl ? connectRedis(config.redisUrl, logger) : undefined;
+  const server = await createServer({ config, db, logger, redis });
   const { port } = await server.listen(config.port, config.host);
   logger.info({ port, ms: Date.now() - started }, 'Tessera is serving POST /graphql');
 
@@ -70,6 +83,7 @@ async function main(): Promise<void> {
       logger.info('HTTP server stopped');
       await db.close();
       logger.info('database pool closed');
+      if (redis) await redis.quit().catch(() => redis.disconnect());
       if (embedded) await embedded.stop();
       logger.info('stopped');
       process.exit(0);

@@ -9,6 +9,19 @@ export interface PartnerModel {
   id: string;
   name: string;
   createdAt: Date;
+  lastUsedAt?: Date | null;
+  revokedAt?: Date | null;
+  rateLimit?: number | null;
+}
+
+export interface AuditEntryModel {
+  id: string;
+  at: Date;
+  actor: string;
+  operation: string;
+  arguments: import('./db/json').JsonValue;
+  outcome: string;
+  requestId: string | null;
 }
 
 export interface CampaignModel {

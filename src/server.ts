@@ -13,7 +13,10 @@ import { unwrapResolverError } from '@apollo/server/errors';
 import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import { expressMiddleware } from '@as-integrations/express5';
+import { ApolloArmor } from '@escape.tech/graphql-armor';
+import cors from 'cors';
 import express from 'express';
+import type Redis from 'ioredis';
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import type { Config } from './config';
 import { createContext, createServices, type Context } from './context';
@@ -24,6 +27,8 @@ import { ErrorCode, InvalidInput } from './errors';
 import { GRAPHIQL_HTML, graphiqlAssets } from './graphiql';
 import type { Logger } from './logger';
 import { createMetrics } from './metrics';
+import { auditPlugin } from './audit';
+import { createRateLimits, operationCost } from './rateLimit';
 import { resolvers } from './resolvers';
 import { startHoldSweeper } from './sweeper';
 
@@ -38,7 +43,13 @@ export interface TesseraServer {
 }
 
 type ServerConfig = Pick<Config, 'env' | 'adminApiKey' | 'shutdownGraceMs'> &
-  Partial<Pick<Config, 'holdSweepIntervalMs' | 'apiKeyCacheTtlMs' | 'claimBatchMax'>>;
+  Partial<Pick<Config, 'holdSweepIntervalMs' | 'apiKeyCacheTtlMs' | 'claimBatchMax' | 'rateLimit' | 'graphql' | 'corsOrigins'>>;
+
+/** What the tests and main.ts leave out takes these values (the documented defaults). */
+const DEFAULT_LIMITS = {
+  rateLimit: { pointsPerSecond: 20_000, burstPoints: 100_000, authFailuresPerMinute: 60 },
+  graphql: { maxDepth: 10, maxAliases: 15, maxCost: 5000, maxTokens: 30_000 },
+};
 
 /** Codes a client may see as they are; anything else is masked. */
 const PUBLIC_CODES = new Set<string>([
@@ -53,7 +64,17 @@ const PUBLIC_CODES = new Set<string>([
 
 const RETRY_AFTER_SECONDS = 1;
 
-export async function createServer(options: { config: ServerConfig; db: Database; logger: Logger }): Promise<TesseraServer> {
+function rateLimited(retryAfterSeconds: number, message: string): GraphQLError {
+  return new GraphQLError(message, {
+    extensions: {
+      code: ErrorCode.RATE_LIMITED,
+      retryAfterSeconds,
+      http: { status: 429, headers: new Map([['retry-after', String(retryAfterSeconds)]]) },
+    },
+  });
+}
+
+export async function createServer(options: { config: ServerConfig; db: Database; logger: Logger; redis?: Redis }): Promise<TesseraServer> {
   const { config, db, logger } = options;
   const metrics = createMetrics(db.pool);
   const services = createServices(db, {
@@ -61,7 +82,22 @@ export async function createServer(options: { config: ServerConfig; db: Database
     apiKeyCacheTtlMs: config.apiKeyCacheTtlMs ?? 0,
     claimBatchMax: config.claimBatchMax ?? 1,
     metrics,
+    onError: (err) => logger.warn({ error: (err as Error).message }, 'background write failed'),
   });
+  const rateLimits = createRateLimits({ ...DEFAULT_LIMITS.rateLimit, ...config.rateLimit, redis: options.redis });
+  const limits = { ...DEFAULT_LIMITS.graphql, ...config.graphql };
+  // Abusive documents are refused before they run (depth, aliases — 200 aliased claims allocate
+  // nothing —, cost, tokens, directives); field suggestions only outside production.
+  const armor = new ApolloArmor({
+    maxDepth: { n: limits.maxDepth, ignoreIntrospection: true },
+    maxAliases: { n: limits.maxAliases },
+    costLimit: { maxCost: limits.maxCost, ignoreIntrospection: true },
+    // Tokens are limited by graphql-js's own parser (parseOptions below): armor's token plugin
+    // re-parses in a plugin hook, where a plain syntax error becomes a 500.
+    maxTokens: { enabled: false },
+    maxDirectives: { n: 50 },
+    blockFieldSuggestion: { enabled: config.env === 'production' },
+  }).protect();
   let draining = false;
   const app = express();
   const httpServer = http.createServer(app);
@@ -138,6 +174,20 @@ export async function createServer(options: { config: ServerConfig; db: Database
     },
   };
 
+  // Rate limits per API key, by what the operation costs (rateLimit.ts); the admin key is not limited.
+  const rateLimiting: ApolloServerPlugin<Context & { requestId: string }> = {
+    async requestDidStart() {
+      return {
+        async didResolveOperation({ contextValue, operation }) {
+          const viewer = contextValue.viewer;
+          if (viewer?.kind !== 'partner' || !operation) return;
+          const verdict = await rateLimits.consume(viewer.partnerId, operationCost(operation), viewer.rateLimit);
+          if (!verdict.allowed) throw rateLimited(verdict.retryAfterSeconds, 'This API key has used its rate limit; retry after the given seconds.');
+        },
+      };
+    },
+  };
+
   const apollo = new ApolloServer<Context & { requestId: string }>({
     typeDefs: readFileSync(SCHEMA_PATH, 'utf8'),
     resolvers: resolvers as never,
@@ -145,11 +195,17 @@ export async function createServer(options: { config: ServerConfig; db: Database
     includeStacktraceInErrorResponses: false,
     // main.ts owns SIGTERM/SIGINT: it stops HTTP first, then the pool, then the embedded database.
     stopOnTerminationSignals: false,
-    introspection: true,
+    introspection: config.graphql?.introspection ?? config.env !== 'production',
+    allowBatchedHttpRequests: false,
+    parseOptions: { maxTokens: limits.maxTokens },
+    validationRules: armor.validationRules,
     plugins: [
       ApolloServerPluginDrainHttpServer({ httpServer, stopGracePeriodMillis: config.shutdownGraceMs }),
       ApolloServerPluginLandingPageDisabled(),
+      ...armor.plugins,
       operations,
+      rateLimiting,
+      auditPlugin(db, logger),
     ],
   });
   await apollo.start();
@@ -196,6 +252,11 @@ export async function createServer(options: { config: ServerConfig; db: Database
       .json({ errors: [{ message: 'Too many requests are waiting for the database; retry shortly.', extensions: { code: ErrorCode.UNAVAILABLE, retryable: true } }] });
   };
 
+  // Cross-origin browsers: only the allow-listed origins (CORS_ORIGINS); none by default. Apollo's
+  // CSRF prevention stays on whatever this allows.
+  const corsOrigins = config.corsOrigins ?? [];
+  app.use('/graphql', cors({ origin: corsOrigins.includes('*') ? true : [...corsOrigins], maxAge: 600 }));
+
   app.use(
     '/graphql',
     shed,
@@ -210,6 +271,11 @@ export async function createServer(options: { config: ServerConfig; db: Database
         } catch (error) {
           if (error instanceof GraphQLError) {
             const code = String(error.extensions.code);
+            // Guessing keys is slow: an address with too many failures gets 429 for a while.
+            if (code === ErrorCode.UNAUTHENTICATED && !(await rateLimits.failedAuthentication(req.ip ?? 'unknown'))) {
+              metrics.graphqlErrors.inc({ code: ErrorCode.RATE_LIMITED });
+              throw rateLimited(60, 'Too many failed authentications from this address; retry later.');
+            }
             metrics.graphqlErrors.inc({ code });
             logger.info({ requestId, status: 401, errors: [code] }, 'graphql');
             throw error;

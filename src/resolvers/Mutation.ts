@@ -17,4 +17,9 @@ export const Mutation: MutationResolvers = {
     campaign: await ctx.services.campaigns.setPartnerQuota(ctx, campaignId, partnerId, quota),
   }),
   updateCampaign: async (_, { id, input }, ctx) => ({ campaign: await ctx.services.campaigns.update(ctx, id, input) }),
+  revokeApiKey: async (_, { partnerId }, ctx) => ({ partner: await ctx.services.partners.revoke(ctx, partnerId) }),
+  rotateApiKey: (_, { partnerId }, ctx) => ctx.services.partners.rotate(ctx, partnerId),
+  setPartnerRateLimit: async (_, { partnerId, pointsPerSecond }, ctx) => ({
+    partner: await ctx.services.partners.setRateLimit(ctx, partnerId, pointsPerSecond),
+  }),
 };

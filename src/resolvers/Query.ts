@@ -4,4 +4,6 @@ export const Query: QueryResolvers = {
   campaign: (_, { id }, ctx) => ctx.services.campaigns.get(ctx, id),
   campaigns: (_, args, ctx) => ctx.services.campaigns.list(ctx, args),
   allocation: (_, { id }, ctx) => ctx.services.allocations.get(ctx, id),
+  partners: (_, args, ctx) => ctx.services.partners.list(ctx, args),
+  auditLog: (_, args, ctx) => ctx.services.audit.list(ctx, args),
 };

@@ -3,6 +3,7 @@ import type { Resolvers } from '../generated/graphql';
 import { Allocation } from './Allocation';
 import { Campaign, CampaignStats, PartnerStats } from './Campaign';
 import { Mutation } from './Mutation';
+import { Partner } from './Partner';
 import { Query } from './Query';
 
 const totalCount = { totalCount: (connection: { totalCount: () => Promise<number> }) => connection.totalCount() };
@@ -16,6 +17,9 @@ export const resolvers: Resolvers = {
   CampaignStats,
   PartnerStats,
   Allocation,
+  Partner,
   AllocationConnection: totalCount,
   CampaignConnection: totalCount,
+  PartnerConnection: totalCount,
+  AuditEntryConnection: totalCount,
 };

@@ -1,6 +1,7 @@
 // A real Tessera server on a real database of its own, for one test file: HTTP on a random port,
 // a pg pool for assertions made directly in SQL, and small helpers for the common set-up steps.
 import { randomBytes } from 'node:crypto';
+import type Redis from 'ioredis';
 import { Pool } from 'pg';
 import type { Config } from '../../src/config';
 import { createDatabase, type Database } from '../../src/db/client';
@@ -68,10 +69,13 @@ export async function startTestServer(
   options: {
     database?: Partial<Config['database']>;
     logger?: Logger;
-    config?: Partial<Pick<Config, 'apiKeyCacheTtlMs' | 'holdSweepIntervalMs' | 'claimBatchMax'>>;
+    config?: Partial<Pick<Config, 'env' | 'apiKeyCacheTtlMs' | 'holdSweepIntervalMs' | 'claimBatchMax' | 'rateLimit' | 'graphql' | 'corsOrigins'>>;
+    redis?: Redis;
+    /** Use this database instead of a fresh one (several servers on one database). */
+    databaseUrl?: string;
   } = {},
 ): Promise<TestServer> {
-  const database = await createTestDatabase();
+  const database = options.databaseUrl ? { url: options.databaseUrl, drop: async () => undefined } : await createTestDatabase();
   const db = createDatabase({ ...TEST_DATABASE_CONFIG, ...options.database, url: database.url });
   const logger = options.logger ?? createLogger({ env: 'test', level: process.env.TEST_LOG_LEVEL });
   const server: TesseraServer = await createServer({
@@ -80,6 +84,7 @@ export async function startTestServer(
     config: { env: 'test', adminApiKey: ADMIN_KEY, shutdownGraceMs: 5_000, claimBatchMax: Number(process.env.TESSERA_TEST_CLAIM_BATCH_MAX ?? 32), ...options.config },
     db,
     logger,
+    redis: options.redis,
   });
   const { port } = await server.listen(0, '127.0.0.1');
   const url = `http://127.0.0.1:${port}/graphql`;

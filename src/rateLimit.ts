@@ -1,0 +1,83 @@
+// Rate limits per API key (rate-limiter-flexible): a sustained rate in points per second, plus a
+// burst allowance — BurstyRateLimiter spends from a second, slower bucket (burstPoints per 10 s)
+// once the per-second one is empty, which behaves like a token bucket with room for bursts.
+// Operations cost points by what they do (operationCost). In memory by default; with REDIS_URL
+// every instance counts in Redis, so several instances enforce one limit — and if Redis stops
+// answering, each instance falls back to counting in its own memory (insuranceLimiter) rather than
+// refusing or waving everything through.
+//
+// Failed authentications are limited per client address too (a key cannot be guessed at speed).
+import type { OperationDefinitionNode } from 'graphql';
+import type Redis from 'ioredis';
+import { BurstyRateLimiter, RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+
+/** Points per root field of an operation; anything not listed costs 1. */
+export const OPERATION_COSTS: Readonly<Record<string, number>> = {
+  claimTicket: 5,
+  holdTicket: 5,
+  claimTickets: 5,
+  confirmHold: 3,
+  releaseAllocation: 3,
+};
+
+/** What an operation costs: the sum over its root fields (so 10 aliased claims cost 10 claims). */
+export function operationCost(operation: OperationDefinitionNode): number {
+  let cost = 0;
+  for (const selection of operation.selectionSet.selections) {
+    cost += selection.kind === 'Field' ? (OPERATION_COSTS[selection.name.value] ?? 1) : 1;
+  }
+  return Math.max(cost, 1);
+}
+
+export interface RateLimits {
+  /** Spends `cost` points of the key's budget; answers how long to wait when there are not enough. */
+  consume(partnerId: string, cost: number, pointsPerSecond: number | null): Promise<{ allowed: true } | { allowed: false; retryAfterSeconds: number }>;
+  /** Counts a failed authentication from `address`; false when the address has had too many. */
+  failedAuthentication(address: string): Promise<boolean>;
+}
+
+export function createRateLimits(options: {
+  pointsPerSecond: number;
+  burstPoints: number;
+  authFailuresPerMinute: number;
+  redis?: Redis;
+}): RateLimits {
+  const make = (keyPrefix: string, points: number, duration: number): RateLimiterAbstract => {
+    const memory = new RateLimiterMemory({ keyPrefix, points, duration });
+    if (!options.redis) return memory;
+    return new RateLimiterRedis({ storeClient: options.redis, keyPrefix: `tessera:${keyPrefix}`, points, duration, insuranceLimiter: memory });
+  };
+  const byRate = new Map<number, RateLimiterAbstract | BurstyRateLimiter>();
+  const limiterFor = (rate: number) => {
+    let limiter = byRate.get(rate);
+    if (!limiter) {
+      const base = make(`rate:${rate}`, rate, 1);
+      limiter = options.burstPoints > 0 ? new BurstyRateLimiter(base, make(`burst:${rate}`, options.burstPoints, 10)) : base;
+      byRate.set(rate, limiter);
+    }
+    return limiter;
+  };
+  const authFailures = make('auth-failures', options.authFailuresPerMinute, 60);
+
+  return {
+    async consume(partnerId, cost, pointsPerSecond) {
+      const rate = pointsPerSecond ?? options.pointsPerSecond;
+      try {
+        await limiterFor(rate).consume(partnerId, cost);
+        return { allowed: true };
+      } catch (error) {
+        if (!(error instanceof RateLimiterRes)) throw error;
+        return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(error.msBeforeNext / 1000)) };
+      }
+    },
+    async failedAuthentication(address) {
+      try {
+        await authFailures.consume(address, 1);
+        return true;
+      } catch (error) {
+        if (!(error instanceof RateLimiterRes)) throw error;
+        return false;
+      }
+    },
+  };
+}
