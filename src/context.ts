@@ -3,6 +3,7 @@ import { AuditService } from './audit';
 import { authenticate } from './auth';
 import type { Database } from './db/client';
 import { createLoaders } from './loaders';
+import type { LiveUpdates } from './live';
 import type { Metrics } from './metrics';
 import { AllocationService } from './services/allocation';
 import { ClaimBatcher } from './services/claimBatcher';
@@ -19,11 +20,20 @@ export interface Services {
 
 export interface Context extends RequestContext {
   readonly services: Services;
+  readonly db: Database;
+  readonly live: LiveUpdates;
 }
 
 export function createServices(
   db: Database,
-  options: { adminApiKey: string; apiKeyCacheTtlMs?: number; claimBatchMax?: number; metrics?: Metrics; onError?: (error: unknown) => void },
+  options: {
+    adminApiKey: string;
+    apiKeyCacheTtlMs?: number;
+    claimBatchMax?: number;
+    metrics?: Metrics;
+    live?: LiveUpdates;
+    onError?: (error: unknown) => void;
+  },
 ): Services {
   const maxBatch = options.claimBatchMax ?? 1;
   const batcher =
@@ -36,14 +46,14 @@ export function createServices(
         })
       : undefined;
   return {
-    allocations: new AllocationService(db, options.metrics, batcher),
-    campaigns: new CampaignService(db),
+    allocations: new AllocationService(db, options.metrics, batcher, options.live),
+    campaigns: new CampaignService(db, options.live),
     partners: new PartnerService(db, options.adminApiKey, options.apiKeyCacheTtlMs, options.onError),
     audit: new AuditService(db),
   };
 }
 
-export async function createContext(db: Database, services: Services, authorization: string | undefined): Promise<Context> {
+export async function createContext(db: Database, services: Services, live: LiveUpdates, authorization: string | undefined): Promise<Context> {
   const viewer = await authenticate(authorization, services.partners);
   const loaders = createLoaders(db, services);
   if (viewer.kind === 'partner') {
@@ -52,5 +62,5 @@ export async function createContext(db: Database, services: Services, authorizat
     loaders.partner.prime(viewer.partnerId, viewer.partner);
     services.partners.touch(viewer.partnerId);
   }
-  return { viewer, loaders, services };
+  return { viewer, loaders, services, db, live };
 }

@@ -27,7 +27,11 @@ import { ErrorCode, InvalidInput } from './errors';
 import { GRAPHIQL_HTML, graphiqlAssets } from './graphiql';
 import type { Logger } from './logger';
 import { createMetrics } from './metrics';
+import { makeExecutableSchema } from '@graphql-tools/schema';
+import { useServer } from 'graphql-ws/use/ws';
+import { WebSocketServer } from 'ws';
 import { auditPlugin } from './audit';
+import { createLiveUpdates } from './live';
 import { createRateLimits, operationCost } from './rateLimit';
 import { resolvers } from './resolvers';
 import { startHoldSweeper } from './sweeper';
@@ -77,7 +81,9 @@ function rateLimited(retryAfterSeconds: number, message: string): GraphQLError {
 export async function createServer(options: { config: ServerConfig; db: Database; logger: Logger; redis?: Redis }): Promise<TesseraServer> {
   const { config, db, logger } = options;
   const metrics = createMetrics(db.pool);
+  const live = createLiveUpdates({ redis: options.redis, logger });
   const services = createServices(db, {
+    live,
     adminApiKey: config.adminApiKey,
     apiKeyCacheTtlMs: config.apiKeyCacheTtlMs ?? 0,
     claimBatchMax: config.claimBatchMax ?? 1,
@@ -188,9 +194,30 @@ export async function createServer(options: { config: ServerConfig; db: Database
     },
   };
 
+  // One executable schema for HTTP (Apollo) and WebSocket subscriptions (graphql-ws) on /graphql.
+  const schema = makeExecutableSchema({ typeDefs: readFileSync(SCHEMA_PATH, 'utf8'), resolvers: resolvers as never });
+  const wsServer = new WebSocketServer({ server: httpServer, path: '/graphql' });
+  const subscriptions = useServer<Record<string, unknown>, { context?: Context }>(
+    {
+      schema,
+      // The key comes in the connection's payload, as a browser cannot set headers on a WebSocket.
+      onConnect: async (ctx) => {
+        const params = ctx.connectionParams ?? {};
+        const header = typeof params.Authorization === 'string' ? params.Authorization : typeof params.authorization === 'string' ? params.authorization : undefined;
+        try {
+          ctx.extra.context = await createContext(db, services, live, header);
+          return true;
+        } catch {
+          return false; // closes with 4403 Forbidden
+        }
+      },
+      context: (ctx) => ({ ...ctx.extra.context!, requestId: randomUUID() }),
+    },
+    wsServer,
+  );
+
   const apollo = new ApolloServer<Context & { requestId: string }>({
-    typeDefs: readFileSync(SCHEMA_PATH, 'utf8'),
-    resolvers: resolvers as never,
+    schema,
     formatError,
     includeStacktraceInErrorResponses: false,
     // main.ts owns SIGTERM/SIGINT: it stops HTTP first, then the pool, then the embedded database.
@@ -201,6 +228,7 @@ export async function createServer(options: { config: ServerConfig; db: Database
     validationRules: armor.validationRules,
     plugins: [
       ApolloServerPluginDrainHttpServer({ httpServer, stopGracePeriodMillis: config.shutdownGraceMs }),
+      { serverWillStart: async () => ({ drainServer: async () => subscriptions.dispose() }) },
       ApolloServerPluginLandingPageDisabled(),
       ...armor.plugins,
       operations,
@@ -267,7 +295,7 @@ export async function createServer(options: { config: ServerConfig; db: Database
         const requestId = header && /^[\w.:-]{1,100}$/.test(header) ? header : randomUUID();
         res.setHeader('x-request-id', requestId);
         try {
-          return { ...(await createContext(db, services, req.get('authorization'))), requestId };
+          return { ...(await createContext(db, services, live, req.get('authorization'))), requestId };
         } catch (error) {
           if (error instanceof GraphQLError) {
             const code = String(error.extensions.code);
@@ -325,6 +353,7 @@ export async function createServer(options: { config: ServerConfig; db: Database
       draining = true;
       await apollo.stop();
       await sweeper.stop();
+      await live.close();
     },
   };
 }

@@ -31,6 +31,11 @@ test('every enum value and field of the contract that schema.graphql declares is
   }
 });
 
-test('the contract operation files present are listed', () => {
-  expect(readdirSync(opsDir)).toContain('core.graphql');
+test.each(['reservations.graphql', 'live.graphql'])('every operation in the contract ops/%s validates against schema.graphql', (file) => {
+  const document = parse(readFileSync(path.join(opsDir, file), 'utf8'));
+  expect(validate(schema, document).map((e) => e.message)).toEqual([]);
+});
+
+test('every contract operation file is checked', () => {
+  expect(readdirSync(opsDir).sort()).toEqual(['core.graphql', 'live.graphql', 'reservations.graphql']);
 });

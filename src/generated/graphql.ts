@@ -473,6 +473,25 @@ export type QueryPartnersArgs = {
   first?: InputMaybe<Scalars['Int']['input']>;
 };
 
+/**
+ * Over graphql-ws on /graphql (the same path as queries), with the API key in the connection's
+ * payload: { "Authorization": "Bearer <key>" }.
+ */
+export type Subscription = {
+  __typename?: 'Subscription';
+  /** Admin. The campaign's stats now, then on every change — at most a few times a second. */
+  campaignStats: CampaignStats;
+};
+
+
+/**
+ * Over graphql-ws on /graphql (the same path as queries), with the API key in the connection's
+ * payload: { "Authorization": "Bearer <key>" }.
+ */
+export type SubscriptionCampaignStatsArgs = {
+  id: Scalars['ID']['input'];
+};
+
 export type Ticket = {
   __typename?: 'Ticket';
   code: Scalars['String']['output'];
@@ -618,6 +637,7 @@ export type ResolversTypes = {
   PartnerStats: ResolverTypeWrapper<PartnerStatsModel>;
   Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
   String: ResolverTypeWrapper<Scalars['String']['output']>;
+  Subscription: ResolverTypeWrapper<Record<PropertyKey, never>>;
   Ticket: ResolverTypeWrapper<TicketModel>;
   TicketStatus: TicketStatus;
   TimeBucket: TimeBucket;
@@ -663,6 +683,7 @@ export type ResolversParentTypes = {
   PartnerStats: PartnerStatsModel;
   Query: Record<PropertyKey, never>;
   String: Scalars['String']['output'];
+  Subscription: Record<PropertyKey, never>;
   Ticket: TicketModel;
   TimelinePoint: TimelinePointModel;
   UpdateCampaignInput: UpdateCampaignInput;
@@ -850,6 +871,10 @@ export type QueryResolvers<ContextType = Context, ParentType extends ResolversPa
   partners?: Resolver<ResolversTypes['PartnerConnection'], ParentType, ContextType, Partial<QueryPartnersArgs>>;
 };
 
+export type SubscriptionResolvers<ContextType = Context, ParentType extends ResolversParentTypes['Subscription'] = ResolversParentTypes['Subscription']> = {
+  campaignStats?: SubscriptionResolver<ResolversTypes['CampaignStats'], "campaignStats", ParentType, ContextType, RequireFields<SubscriptionCampaignStatsArgs, 'id'>>;
+};
+
 export type TicketResolvers<ContextType = Context, ParentType extends ResolversParentTypes['Ticket'] = ResolversParentTypes['Ticket']> = {
   code?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
@@ -889,6 +914,7 @@ export type Resolvers<ContextType = Context> = {
   PartnerPayload?: PartnerPayloadResolvers<ContextType>;
   PartnerStats?: PartnerStatsResolvers<ContextType>;
   Query?: QueryResolvers<ContextType>;
+  Subscription?: SubscriptionResolvers<ContextType>;
   Ticket?: TicketResolvers<ContextType>;
   TimelinePoint?: TimelinePointResolvers<ContextType>;
 };

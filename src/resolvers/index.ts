@@ -5,6 +5,7 @@ import { Campaign, CampaignStats, PartnerStats } from './Campaign';
 import { Mutation } from './Mutation';
 import { Partner } from './Partner';
 import { Query } from './Query';
+import { Subscription } from './Subscription';
 
 const totalCount = { totalCount: (connection: { totalCount: () => Promise<number> }) => connection.totalCount() };
 
@@ -13,6 +14,7 @@ export const resolvers: Resolvers = {
   JSON: JSONResolver,
   Query,
   Mutation,
+  Subscription,
   Campaign,
   CampaignStats,
   PartnerStats,

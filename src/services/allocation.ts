@@ -13,6 +13,7 @@ import { isConnectionLost, isTransientDbError, pgErrorInfo, PG } from '../db/pgE
 import { releaseAllocation } from '../db/releaseAllocation';
 import { apiError, claimError, ErrorCode, InvalidInput, type ClaimError } from '../errors';
 import type { ClaimErrorCode } from '../generated/graphql';
+import type { LiveUpdates } from '../live';
 import type { Metrics } from '../metrics';
 import type { AllocationModel, ConnectionModel } from '../models';
 import * as validate from '../validation';
@@ -64,6 +65,8 @@ export class AllocationService {
     private readonly metrics?: Metrics,
     /** Group claims (CLAIM_BATCH_MAX > 1): concurrent claimTicket requests share statements. */
     private readonly batcher?: ClaimBatcher,
+    /** Tells campaignStats subscribers that a campaign's figures moved. */
+    private readonly live?: LiveUpdates,
   ) {}
 
   async claim(ctx: RequestContext, input: ClaimInput): Promise<ClaimResult> {
@@ -134,6 +137,7 @@ export class AllocationService {
         try {
           const result = await this.allocateOnce(ctx, request);
           outcome = result.error ? result.error.code : result.replayed ? 'REPLAYED' : 'ALLOCATED';
+          if (outcome === 'ALLOCATED') this.live?.changed(result.allocations[0]!.campaignId);
           return result;
         } catch (error) {
           // A deadlock victim was rolled back, certainly: always safe to ask again. A lost
@@ -279,6 +283,7 @@ export class AllocationService {
     if (!existing) return refusedOne('ALLOCATION_NOT_FOUND');
     const { verdict, allocation } = await confirmHold(this.db.prisma, existing);
     if (allocation) {
+      this.live?.changed(allocation.campaignId);
       ctx.loaders.allocation.clear(allocation.id).prime(allocation.id, allocation);
       ctx.loaders.ticket.clear(ticketKey({ campaignId: allocation.campaignId, id: allocation.ticketId }));
       return { allocation, error: null };
@@ -300,6 +305,7 @@ export class AllocationService {
     const ownerFilter = ctx.viewer.kind === 'admin' ? null : ctx.viewer.partnerId;
     const released = await releaseAllocation(this.db.prisma, allocationId, ownerFilter);
     if (released) {
+      this.live?.changed(released.campaignId);
       ctx.loaders.ticket.clear(ticketKey({ campaignId: released.campaignId, id: released.ticketId }));
       ctx.loaders.allocation.clear(released.id).prime(released.id, released);
       ctx.loaders.stats.clear(released.campaignId);

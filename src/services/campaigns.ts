@@ -1,6 +1,7 @@
 // Campaigns: the operator's side — create, load, open, close — and the reads both sides share.
 import { requireAdmin } from '../auth';
 import type { Database } from '../db/client';
+import type { LiveUpdates } from '../live';
 import { campaignTimeline, type TimelineUnit } from '../db/campaignReports';
 import { lockCampaignGate } from '../db/campaignGate';
 import { closeCampaign } from '../db/closeCampaign';
@@ -9,7 +10,8 @@ import { findCampaignPage, type CampaignCursor } from '../db/findCampaigns';
 import { generateTickets, loadTickets, recordSoldOut } from '../db/loadTickets';
 import { pgErrorInfo, PG } from '../db/pgErrors';
 import { apiError, ErrorCode, InvalidInput, notFound } from '../errors';
-import type { CampaignModel, CampaignStatus, ConnectionModel, PartnerStatsModel, TimelinePointModel } from '../models';
+import type { CampaignModel, CampaignStatsModel, CampaignStatus, ConnectionModel, PartnerStatsModel, TimelinePointModel } from '../models';
+import { campaignStatsStream } from './liveStats';
 import * as validate from '../validation';
 import type { RequestContext } from './requestContext';
 
@@ -47,7 +49,11 @@ const CAMPAIGN_FIELDS = {
 const GENERATE_TIMEOUT_MS = 10 * 60_000;
 
 export class CampaignService {
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    /** Tells campaignStats subscribers that a campaign's figures moved. */
+    private readonly live?: LiveUpdates,
+  ) {}
 
   async create(ctx: RequestContext, input: CreateCampaignInput): Promise<CampaignModel> {
     requireAdmin(ctx.viewer);
@@ -131,6 +137,13 @@ export class CampaignService {
     await setPartnerQuota(this.db.prisma, campaign.id, partnerId.toLowerCase(), cap);
     ctx.loaders.partnerStats.clear(campaign.id);
     return this.fresh(ctx, campaign);
+  }
+
+  /** campaignStats subscription: admin only; NOT_FOUND for an unknown campaign. */
+  async watchStats(ctx: RequestContext & { db: Database; live: LiveUpdates }, id: string): Promise<AsyncGenerator<CampaignStatsModel>> {
+    requireAdmin(ctx.viewer);
+    const campaign = await this.require(id);
+    return campaignStatsStream(ctx.db, ctx.live, campaign.id);
   }
 
   async timeline(ctx: RequestContext, campaignId: string, bucket: 'MINUTE' | 'HOUR' | 'DAY'): Promise<TimelinePointModel[]> {
@@ -225,6 +238,7 @@ export class CampaignService {
 
   /** The request's loaders must not answer later fields with a state this mutation changed. */
   private fresh(ctx: RequestContext, campaign: CampaignModel): CampaignModel {
+    this.live?.changed(campaign.id);
     ctx.loaders.campaign.clear(campaign.id).prime(campaign.id, campaign);
     ctx.loaders.stats.clear(campaign.id);
     return campaign;

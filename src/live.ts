@@ -1,0 +1,64 @@
+// Live updates for the campaignStats subscription. Whatever changes a campaign's figures — claims,
+// holds, releases, loads, status changes — calls changed(campaignId); subscribers of that campaign
+// on this instance are woken. With REDIS_URL the signal also goes through Redis pub/sub, so that
+// subscribers on every instance hear about claims any instance served. Signals carry no data (the
+// subscription re-reads the stats), so a lost or duplicated signal costs at most a late or an
+// extra read — and every subscription also re-reads on its own every few seconds (which covers
+// expiries by the sweeper and instances without Redis).
+import { EventEmitter } from 'node:events';
+import type Redis from 'ioredis';
+import type { Logger } from './logger';
+
+const CHANNEL = 'tessera:campaign-changed';
+/** Per campaign, at most one published signal per this many ms (claims can arrive by thousands a second). */
+const PUBLISH_EVERY_MS = 100;
+
+export interface LiveUpdates {
+  changed(campaignId: string): void;
+  /** Calls `listener` when the campaign may have changed; returns the unsubscribe function. */
+  watch(campaignId: string, listener: () => void): () => void;
+  close(): Promise<void>;
+}
+
+export function createLiveUpdates(options: { redis?: Redis; logger: Logger }): LiveUpdates {
+  const local = new EventEmitter();
+  local.setMaxListeners(0);
+  const pending = new Map<string, NodeJS.Timeout>();
+  let subscriber: Redis | undefined;
+
+  if (options.redis) {
+    // A subscribing connection cannot send other commands: a dedicated duplicate of the client.
+    subscriber = options.redis.duplicate({ enableOfflineQueue: true });
+    subscriber.on('error', (err) => options.logger.warn({ error: err.message }, 'redis subscriber error'));
+    subscriber.on('message', (_channel: string, campaignId: string) => local.emit(campaignId));
+    subscriber.subscribe(CHANNEL).catch((err: Error) => options.logger.warn({ error: err.message }, 'redis subscribe failed'));
+  }
+
+  const publish = (campaignId: string) => {
+    pending.delete(campaignId);
+    if (options.redis) {
+      options.redis.publish(CHANNEL, campaignId).catch(() => local.emit(campaignId));
+    } else {
+      local.emit(campaignId);
+    }
+  };
+
+  return {
+    changed(campaignId) {
+      if (pending.has(campaignId)) return;
+      // Leading edge now, trailing edge after the interval: a burst of claims costs two signals.
+      if (options.redis) options.redis.publish(CHANNEL, campaignId).catch(() => local.emit(campaignId));
+      else local.emit(campaignId);
+      pending.set(campaignId, setTimeout(() => publish(campaignId), PUBLISH_EVERY_MS).unref());
+    },
+    watch(campaignId, listener) {
+      local.on(campaignId, listener);
+      return () => local.off(campaignId, listener);
+    },
+    async close() {
+      for (const timer of pending.values()) clearTimeout(timer);
+      pending.clear();
+      if (subscriber) await subscriber.quit().catch(() => subscriber?.disconnect());
+    },
+  };
+}

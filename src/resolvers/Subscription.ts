@@ -1,0 +1,9 @@
+import type { SubscriptionResolvers } from '../generated/graphql';
+import type { CampaignStatsModel } from '../models';
+
+export const Subscription: SubscriptionResolvers = {
+  campaignStats: {
+    subscribe: (_, { id }, ctx) => ctx.services.campaigns.watchStats(ctx, id),
+    resolve: (stats: CampaignStatsModel) => stats,
+  },
+};
