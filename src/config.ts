@@ -59,7 +59,7 @@ const EnvSchema = z.object({
   GRAPHQL_INTROSPECTION: z.enum(['true', 'false', '']).optional(),
   GRAPHQL_MAX_DEPTH: intFrom('GRAPHQL_MAX_DEPTH', 10, 1, 100),
   GRAPHQL_MAX_ALIASES: intFrom('GRAPHQL_MAX_ALIASES', 15, 1, 1000),
-  GRAPHQL_MAX_COST: intFrom('GRAPHQL_MAX_COST', 5000, 1, 1_000_000),
+  GRAPHQL_MAX_COST: intFrom('GRAPHQL_MAX_COST', 20_000, 1, 10_000_000),
   GRAPHQL_MAX_TOKENS: intFrom('GRAPHQL_MAX_TOKENS', 30_000, 100, 10_000_000),
   CORS_ORIGINS: z.string().optional(),
 });

@@ -37,6 +37,7 @@ import { resolvers } from './resolvers';
 import { startHoldSweeper } from './sweeper';
 
 export const SCHEMA_PATH = path.resolve(__dirname, '../schema.graphql');
+const CONSOLE_DIST = path.resolve(__dirname, '../console/dist');
 
 export interface TesseraServer {
   readonly app: express.Express;
@@ -52,7 +53,7 @@ type ServerConfig = Pick<Config, 'env' | 'adminApiKey' | 'shutdownGraceMs'> &
 /** What the tests and main.ts leave out takes these values (the documented defaults). */
 const DEFAULT_LIMITS = {
   rateLimit: { pointsPerSecond: 20_000, burstPoints: 100_000, authFailuresPerMinute: 60 },
-  graphql: { maxDepth: 10, maxAliases: 15, maxCost: 5000, maxTokens: 30_000 },
+  graphql: { maxDepth: 10, maxAliases: 15, maxCost: 20_000, maxTokens: 30_000 },
 };
 
 /** Codes a client may see as they are; anything else is masked. */
@@ -264,6 +265,10 @@ export async function createServer(options: { config: ServerConfig; db: Database
   });
 
   app.use('/graphiql', graphiqlAssets());
+  // The operators' console: a static bundle built from npm packages by `npm install`
+  // (scripts/build-console.js); it talks to /graphql like any client.
+  app.use('/console', express.static(CONSOLE_DIST, { index: 'index.html', maxAge: '1m' }));
+  app.get('/console', (_req, res) => res.status(503).type('text').send('The console is not built: run npm run build:console.'));
   app.get('/graphql', (req, res, next) => {
     if (req.accepts(['application/json', 'text/html']) === 'text/html') res.type('html').send(GRAPHIQL_HTML);
     else next();

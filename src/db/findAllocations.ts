@@ -28,20 +28,29 @@ export interface AllocationPageQuery {
   campaignId: string;
   /** Only this partner's allocations; null for all (admin). */
   partnerId: string | null;
-  /** Sequence after which the page starts (exclusive); 0 for the first page. */
-  afterSequence: number;
+  /** Sequence after which the page starts (exclusive); null for the first page. */
+  afterSequence: number | null;
   limit: number;
+  newestFirst: boolean;
 }
 
 /** Up to `limit + 1` allocations, so the caller can tell whether there is a next page. */
 export async function findAllocationPage(db: Db, q: AllocationPageQuery): Promise<AllocationModel[]> {
-  const rows = await db.$queryRaw<AllocationRow[]>`
-    SELECT ${Prisma.raw(ALLOCATION_COLUMNS)} FROM allocations
-     WHERE campaign_id = ${q.campaignId}::uuid
-       AND (${q.partnerId}::uuid IS NULL OR partner_id = ${q.partnerId}::uuid)
-       AND sequence > ${q.afterSequence}::bigint
-     ORDER BY sequence
-     LIMIT ${q.limit + 1}::integer`;
+  const rows = q.newestFirst
+    ? await db.$queryRaw<AllocationRow[]>`
+        SELECT ${Prisma.raw(ALLOCATION_COLUMNS)} FROM allocations
+         WHERE campaign_id = ${q.campaignId}::uuid
+           AND (${q.partnerId}::uuid IS NULL OR partner_id = ${q.partnerId}::uuid)
+           AND (${q.afterSequence}::bigint IS NULL OR sequence < ${q.afterSequence}::bigint)
+         ORDER BY sequence DESC
+         LIMIT ${q.limit + 1}::integer`
+    : await db.$queryRaw<AllocationRow[]>`
+        SELECT ${Prisma.raw(ALLOCATION_COLUMNS)} FROM allocations
+         WHERE campaign_id = ${q.campaignId}::uuid
+           AND (${q.partnerId}::uuid IS NULL OR partner_id = ${q.partnerId}::uuid)
+           AND sequence > COALESCE(${q.afterSequence}::bigint, 0)
+         ORDER BY sequence
+         LIMIT ${q.limit + 1}::integer`;
   return rows.map(toAllocation);
 }
 

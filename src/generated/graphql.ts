@@ -52,6 +52,10 @@ export type AllocationEdge = {
   node: Allocation;
 };
 
+export type AllocationOrder =
+  | 'NEWEST_FIRST'
+  | 'OLDEST_FIRST';
+
 export type AllocationStatus =
   | 'ACTIVE'
   | 'EXPIRED'
@@ -89,7 +93,7 @@ export type AuditEntryEdge = {
 
 export type Campaign = {
   __typename?: 'Campaign';
-  /** In allocation order (sequence). A partner sees only its own allocations. */
+  /** In allocation order (sequence), oldest first unless asked otherwise. A partner sees only its own allocations. */
   allocations: AllocationConnection;
   closesAt?: Maybe<Scalars['DateTime']['output']>;
   createdAt: Scalars['DateTime']['output'];
@@ -110,6 +114,7 @@ export type Campaign = {
 export type CampaignAllocationsArgs = {
   after?: InputMaybe<Scalars['String']['input']>;
   first?: InputMaybe<Scalars['Int']['input']>;
+  order?: InputMaybe<AllocationOrder>;
 };
 
 
@@ -601,6 +606,7 @@ export type ResolversTypes = {
   Allocation: ResolverTypeWrapper<AllocationModel>;
   AllocationConnection: ResolverTypeWrapper<ConnectionModel<AllocationModel>>;
   AllocationEdge: ResolverTypeWrapper<Omit<AllocationEdge, 'node'> & { node: ResolversTypes['Allocation'] }>;
+  AllocationOrder: AllocationOrder;
   AllocationStatus: AllocationStatus;
   AuditEntry: ResolverTypeWrapper<AuditEntryModel>;
   AuditEntryConnection: ResolverTypeWrapper<ConnectionModel<AuditEntryModel>>;
@@ -737,7 +743,7 @@ export type AuditEntryEdgeResolvers<ContextType = Context, ParentType extends Re
 };
 
 export type CampaignResolvers<ContextType = Context, ParentType extends ResolversParentTypes['Campaign'] = ResolversParentTypes['Campaign']> = {
-  allocations?: Resolver<ResolversTypes['AllocationConnection'], ParentType, ContextType, Partial<CampaignAllocationsArgs>>;
+  allocations?: Resolver<ResolversTypes['AllocationConnection'], ParentType, ContextType, RequireFields<CampaignAllocationsArgs, 'order'>>;
   closesAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
   createdAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;

@@ -337,12 +337,13 @@ export class AllocationService {
   async listForCampaign(
     ctx: RequestContext,
     campaignId: string,
-    args: { first?: number | null; after?: string | null },
+    args: { first?: number | null; after?: string | null; order?: 'OLDEST_FIRST' | 'NEWEST_FIRST' | null },
   ): Promise<ConnectionModel<AllocationModel>> {
     const limit = validate.pageSize(args.first);
-    const afterSequence = args.after ? decodeSequenceCursor(args.after) : 0;
+    const afterSequence = args.after ? decodeSequenceCursor(args.after) : null;
     const partnerId = ctx.viewer.kind === 'admin' ? null : ctx.viewer.partnerId;
-    const rows = await findAllocationPage(this.db.prisma, { campaignId, partnerId, afterSequence, limit });
+    const newestFirst = args.order === 'NEWEST_FIRST';
+    const rows = await findAllocationPage(this.db.prisma, { campaignId, partnerId, afterSequence, limit, newestFirst });
     const page = rows.slice(0, limit);
     page.forEach((allocation) => ctx.loaders.allocation.prime(allocation.id, allocation));
     const edges = page.map((node) => ({ node, cursor: encodeSequenceCursor(node.sequence) }));

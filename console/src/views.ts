@@ -1,0 +1,392 @@
+// The console's screens, plain DOM: campaigns with a fill bar, a campaign's live page, forms.
+import uPlot from 'uplot';
+import { ApiError, gql, session, signOut, subscription } from './api';
+
+export interface Stats {
+  total: number;
+  allocated: number;
+  held: number;
+  available: number;
+  fillRate: number;
+  soldOutAt: string | null;
+}
+
+type Child = Node | string | null | undefined | false;
+
+/** h('div.class', { attrs }, ...children) */
+export function h(tag: string, attrs: Record<string, string | ((e: Event) => void) | boolean> = {}, ...children: Child[]): HTMLElement {
+  const [name, ...classes] = tag.split('.');
+  const el = document.createElement(name!);
+  if (classes.length) el.className = classes.join(' ');
+  for (const [k, v] of Object.entries(attrs)) {
+    if (typeof v === 'function') el.addEventListener(k.replace(/^on/, ''), v);
+    else if (typeof v === 'boolean') {
+      if (v) el.setAttribute(k, '');
+    } else el.setAttribute(k, v);
+  }
+  for (const c of children) if (c !== null && c !== undefined && c !== false) el.append(c);
+  return el;
+}
+
+const fmt = (n: number) => n.toLocaleString('en-US');
+const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+
+export function fillBar(stats: Stats): HTMLElement {
+  const total = Math.max(stats.total, 1);
+  return h(
+    'div.fill',
+    { 'data-testid': 'fill-bar', 'data-allocated': String(stats.allocated), 'data-total': String(stats.total), title: `${fmt(stats.allocated)} allocated, ${fmt(stats.held)} held of ${fmt(stats.total)}` },
+    h('div.fill-allocated', { style: `width:${(stats.allocated / total) * 100}%` }),
+    h('div.fill-held', { style: `width:${(stats.held / total) * 100}%` }),
+  );
+}
+
+let teardown: (() => void) | null = null;
+
+function screen(...children: Child[]): void {
+  teardown?.();
+  teardown = null;
+  const root = document.getElementById('app')!;
+  root.replaceChildren(
+    h(
+      'header',
+      {},
+      h('a.brand', { href: '#/campaigns' }, 'Tessera'),
+      h('nav', {}, h('a', { href: '#/campaigns' }, 'Campaigns'), h('a', { href: '#/new' }, 'New campaign'), h('a', { href: '/graphql' }, 'GraphiQL')),
+      h('button.link', { onclick: () => (signOut(), (location.hash = '#/'), render()), 'data-testid': 'sign-out' }, 'Sign out'),
+    ),
+    h('main', {}, ...children),
+  );
+}
+
+function problem(error: unknown): HTMLElement {
+  const message = error instanceof ApiError ? `${error.code}: ${error.message}` : String(error);
+  return h('p.error', { role: 'alert' }, message);
+}
+
+export function signIn(): void {
+  const root = document.getElementById('app')!;
+  const input = h('input', { type: 'password', placeholder: 'Admin API key', autocomplete: 'off', 'data-testid': 'key' }) as HTMLInputElement;
+  const status = h('p');
+  const form = h(
+    'form.signin',
+    {
+      onsubmit: async (e: Event) => {
+        e.preventDefault();
+        session.key = input.value.trim();
+        try {
+          await gql('{ auditLog(first: 1) { totalCount } }');
+          location.hash = '#/campaigns';
+          render();
+        } catch (error) {
+          session.key = null;
+          status.replaceWith(problem(error));
+        }
+      },
+    },
+    h('h1', {}, 'Tessera console'),
+    h('p', {}, 'Paste the admin API key. It is kept for this tab only.'),
+    input,
+    h('button', { type: 'submit', 'data-testid': 'sign-in' }, 'Sign in'),
+    status,
+  );
+  root.replaceChildren(form);
+  input.focus();
+}
+
+interface CampaignRow {
+  id: string;
+  name: string;
+  status: string;
+  stats: Stats;
+}
+
+export async function campaigns(): Promise<void> {
+  const table = h('tbody');
+  screen(h('h1', {}, 'Campaigns'), h('table.campaigns', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'Status'), h('th', {}, 'Fill'), h('th', {}, 'Allocated'), h('th', {}, 'Total'))), table));
+  const refresh = async () => {
+    try {
+      const data = await gql<{ campaigns: { edges: { node: CampaignRow }[] } }>(
+        '{ campaigns(first: 100) { edges { node { id name status stats { total allocated held available fillRate soldOutAt } } } } }',
+      );
+      table.replaceChildren(
+        ...data.campaigns.edges.map(({ node }) =>
+          h(
+            'tr',
+            { 'data-testid': `campaign-${node.id}` },
+            h('td', {}, h('a', { href: `#/campaigns/${node.id}` }, node.name)),
+            h('td', {}, h(`span.status.${node.status.toLowerCase()}`, {}, node.status)),
+            h('td', {}, fillBar(node.stats)),
+            h('td', {}, `${fmt(node.stats.allocated)} (${pct(node.stats.fillRate)})`),
+            h('td', {}, fmt(node.stats.total)),
+          ),
+        ),
+      );
+    } catch (error) {
+      table.replaceChildren(h('tr', {}, h('td', { colspan: '5' }, problem(error))));
+    }
+  };
+  await refresh();
+  const timer = setInterval(refresh, 2000);
+  teardown = () => clearInterval(timer);
+}
+
+export function newCampaign(): void {
+  const name = h('input', { name: 'name', required: true, maxlength: '200', 'data-testid': 'campaign-name' }) as HTMLInputElement;
+  const limit = h('input', { name: 'limit', type: 'number', min: '1', placeholder: 'unlimited' }) as HTMLInputElement;
+  const opensAt = h('input', { name: 'opensAt', type: 'datetime-local' }) as HTMLInputElement;
+  const closesAt = h('input', { name: 'closesAt', type: 'datetime-local' }) as HTMLInputElement;
+  const status = h('p');
+  screen(
+    h('h1', {}, 'New campaign'),
+    h(
+      'form.stack',
+      {
+        onsubmit: async (e: Event) => {
+          e.preventDefault();
+          try {
+            const input: Record<string, unknown> = { name: name.value };
+            if (limit.value) input.perHolderLimit = Number(limit.value);
+            if (opensAt.value) input.opensAt = new Date(opensAt.value).toISOString();
+            if (closesAt.value) input.closesAt = new Date(closesAt.value).toISOString();
+            const data = await gql<{ createCampaign: { campaign: { id: string } } }>(
+              'mutation($input: CreateCampaignInput!) { createCampaign(input: $input) { campaign { id } } }',
+              { input },
+            );
+            location.hash = `#/campaigns/${data.createCampaign.campaign.id}`;
+          } catch (error) {
+            status.replaceChildren(problem(error));
+          }
+        },
+      },
+      h('label', {}, 'Name', name),
+      h('label', {}, 'Per-holder limit', limit),
+      h('label', {}, 'Opens at', opensAt),
+      h('label', {}, 'Closes at', closesAt),
+      h('button', { type: 'submit', 'data-testid': 'create-campaign' }, 'Create'),
+      status,
+    ),
+  );
+}
+
+interface LatestAllocation {
+  sequence: number;
+  holder: string;
+  status: string;
+  ticket: { code: string };
+  partner: { name: string };
+}
+
+interface CampaignDetail {
+  id: string;
+  name: string;
+  status: string;
+  opensAt: string | null;
+  closesAt: string | null;
+  perHolderLimit: number | null;
+}
+
+const DETAIL = `query($id: ID!) {
+  campaign(id: $id) {
+    id name status opensAt closesAt perHolderLimit
+    timeline(bucket: MINUTE) { at allocated cumulative }
+    partnerStats { partner { name } allocated held quota }
+    allocations(first: 15, order: NEWEST_FIRST) { edges { node { sequence holder status ticket { code } partner { name } } } }
+  }
+}`;
+
+export async function campaign(id: string): Promise<void> {
+  const figures = h('dl.figures', { 'data-testid': 'figures' });
+  const bar = h('div', { 'data-testid': 'live-bar' });
+  const chart = h('div.chart', { 'data-testid': 'timeline' });
+  const partners = h('tbody');
+  const latest = h('tbody', { 'data-testid': 'latest' });
+  const actions = h('div.actions');
+  const title = h('h1', {}, '…');
+  const meta = h('p.meta');
+  const loader = loadTicketsForm(id);
+  screen(
+    title,
+    meta,
+    actions,
+    h('section', {}, h('h2', {}, 'Live'), bar, figures),
+    h('section', {}, h('h2', {}, 'Allocations per minute'), chart),
+    h('section.columns', {},
+      h('div', {}, h('h2', {}, 'Partners'), h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Partner'), h('th', {}, 'Allocated'), h('th', {}, 'Held'), h('th', {}, 'Quota'))), partners)),
+      h('div', {}, h('h2', {}, 'Latest allocations'), h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, '#'), h('th', {}, 'Code'), h('th', {}, 'Holder'), h('th', {}, 'Partner'), h('th', {}, 'Status'))), latest)),
+    ),
+    h('section', {}, h('h2', {}, 'Load tickets'), loader),
+  );
+
+  let plot: uPlot | null = null;
+  const showDetail = async () => {
+    const data = await gql<{ campaign: (CampaignDetail & { timeline: { at: string; allocated: number; cumulative: number }[]; partnerStats: { partner: { name: string }; allocated: number; held: number; quota: number | null }[]; allocations: { edges: { node: LatestAllocation }[] } }) | null }>(DETAIL, { id });
+    const c = data.campaign;
+    if (!c) {
+      title.textContent = 'No such campaign';
+      return;
+    }
+    title.textContent = c.name;
+    meta.replaceChildren(
+      h(`span.status.${c.status.toLowerCase()}`, { 'data-testid': 'status' }, c.status),
+      ` window ${c.opensAt ? new Date(c.opensAt).toLocaleString() : 'now'} – ${c.closesAt ? new Date(c.closesAt).toLocaleString() : 'open-ended'}`,
+      ` · per-holder limit ${c.perHolderLimit ?? 'none'}`,
+    );
+    actions.replaceChildren(
+      c.status === 'DRAFT' ? h('button', { 'data-testid': 'open', onclick: () => transition('openCampaign', 'Open this campaign for claims?') }, 'Open') : '',
+      c.status !== 'CLOSED' ? h('button.danger', { 'data-testid': 'close', onclick: () => transition('closeCampaign', 'Close this campaign? No claim will be served after this.') }, 'Close') : '',
+    );
+    partners.replaceChildren(
+      ...c.partnerStats.map((p) => h('tr', {}, h('td', {}, p.partner.name), h('td', {}, fmt(p.allocated)), h('td', {}, fmt(p.held)), h('td', {}, p.quota === null ? '—' : fmt(p.quota)))),
+    );
+    latest.replaceChildren(
+      ...c.allocations.edges.map(({ node }) =>
+        h('tr', {}, h('td', {}, String(node.sequence)), h('td.code', {}, node.ticket.code), h('td', {}, node.holder), h('td', {}, node.partner.name), h('td', {}, node.status)),
+      ),
+    );
+    // x: minutes before now (the last 10 at least), so a sale of a few minutes is not drawn on an
+    // axis of years; labels give the clock time.
+    const now = Math.floor(Date.now() / 60_000);
+    const minutes = c.timeline.map((p) => Math.floor(Date.parse(p.at) / 60_000) - now);
+    const series: uPlot.AlignedData = [minutes, c.timeline.map((p) => p.allocated), c.timeline.map((p) => p.cumulative)];
+    const clock = (offset: number) => new Date((now + offset) * 60_000).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+    if (!plot) {
+      plot = new uPlot(
+        {
+          width: Math.min(900, chart.clientWidth || 900),
+          height: 220,
+          series: [
+            { value: (_u, v) => (v === null ? '--' : clock(v)) },
+            { label: 'per minute', stroke: '#2563eb', fill: 'rgba(37,99,235,0.35)', paths: uPlot.paths.bars!({ size: [0.6, 40] }) },
+            { label: 'total', stroke: '#16a34a', width: 2, scale: 'total', points: { show: true } },
+          ],
+          axes: [{ values: (_u, ticks) => ticks.map(clock) }, {}, { scale: 'total', side: 1 }],
+          scales: {
+            x: { time: false, range: (_u, min) => [Math.min(Number.isFinite(min) ? min : 0, -10) - 0.5, 0.5] },
+            y: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.1] },
+            total: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.1] },
+          },
+        },
+        series,
+        chart,
+      );
+    } else plot.setData(series);
+  };
+
+  const transition = async (mutation: 'openCampaign' | 'closeCampaign', question: string) => {
+    if (!confirm(question)) return;
+    try {
+      await gql(`mutation($id: ID!) { ${mutation}(id: $id) { campaign { id status } } }`, { id });
+      await showDetail();
+    } catch (error) {
+      actions.append(problem(error));
+    }
+  };
+
+  try {
+    await showDetail();
+  } catch (error) {
+    title.replaceWith(problem(error));
+    return;
+  }
+  let detailTimer: ReturnType<typeof setTimeout> | null = null;
+  const unsubscribe = subscription().subscribe<{ campaignStats: Stats }>(
+    { query: 'subscription($id: ID!) { campaignStats(id: $id) { total allocated held available fillRate soldOutAt } }', variables: { id } },
+    {
+      next: ({ data }) => {
+        if (!data) return;
+        const s = data.campaignStats;
+        bar.replaceChildren(fillBar(s));
+        figures.replaceChildren(
+          ...(
+            [
+              ['Total', fmt(s.total)],
+              ['Allocated', fmt(s.allocated)],
+              ['Held', fmt(s.held)],
+              ['Available', fmt(s.available)],
+              ['Fill', pct(s.fillRate)],
+              ['Sold out', s.soldOutAt ? new Date(s.soldOutAt).toLocaleTimeString() : '—'],
+            ] as const
+          ).flatMap(([k, v]) => [h('dt', {}, k), h('dd', { 'data-testid': `figure-${k.toLowerCase().replace(' ', '-')}` }, v)]),
+        );
+        // The rest of the page follows, at most once a second.
+        detailTimer ??= setTimeout(() => {
+          detailTimer = null;
+          void showDetail().catch(() => undefined);
+        }, 1000);
+      },
+      error: (error) => figures.replaceChildren(problem(error)),
+      complete: () => undefined,
+    },
+  );
+  teardown = () => {
+    unsubscribe();
+    if (detailTimer) clearTimeout(detailTimer);
+  };
+}
+
+/** Codes from a pasted list or a CSV file (first column; a header row without digits is skipped). */
+export function parseCodes(text: string): string[] {
+  const codes: string[] = [];
+  for (const line of text.split(/\r?\n/)) {
+    const first = line.split(',')[0]!.trim().replace(/^"(.*)"$/, '$1');
+    if (first) codes.push(first);
+  }
+  if (codes.length > 0 && /^(code|codes|ticket|tickets)$/i.test(codes[0]!)) codes.shift();
+  return codes;
+}
+
+function loadTicketsForm(campaignId: string): HTMLElement {
+  const text = h('textarea', { rows: '6', placeholder: 'One code per line', 'data-testid': 'codes' }) as HTMLTextAreaElement;
+  const file = h('input', { type: 'file', accept: '.csv,.txt,text/csv,text/plain', 'data-testid': 'codes-file' }) as HTMLInputElement;
+  const progress = h('progress', { max: '1', value: '0', 'data-testid': 'load-progress' }) as HTMLProgressElement;
+  const status = h('p', { 'data-testid': 'load-status' });
+  return h(
+    'form.stack',
+    {
+      onsubmit: async (e: Event) => {
+        e.preventDefault();
+        const source = file.files?.[0] ? await file.files[0].text() : text.value;
+        const codes = parseCodes(source);
+        if (codes.length === 0) {
+          status.textContent = 'No codes to load.';
+          return;
+        }
+        const BATCH = 10_000;
+        let loaded = 0;
+        let duplicates = 0;
+        progress.max = codes.length;
+        try {
+          for (let i = 0; i < codes.length; i += BATCH) {
+            const data = await gql<{ loadTickets: { loaded: number; duplicates: number } }>(
+              'mutation($id: ID!, $codes: [String!]!) { loadTickets(campaignId: $id, codes: $codes) { loaded duplicates } }',
+              { id: campaignId, codes: codes.slice(i, i + BATCH) },
+            );
+            loaded += data.loadTickets.loaded;
+            duplicates += data.loadTickets.duplicates;
+            progress.value = Math.min(codes.length, i + BATCH);
+            status.textContent = `${fmt(loaded)} loaded, ${fmt(duplicates)} duplicates skipped (${fmt(Math.min(codes.length, i + BATCH))} of ${fmt(codes.length)})`;
+          }
+          text.value = '';
+          file.value = '';
+        } catch (error) {
+          status.replaceChildren(problem(error));
+        }
+      },
+    },
+    text,
+    h('label', {}, 'or a CSV file ', file),
+    h('button', { type: 'submit', 'data-testid': 'load' }, 'Load'),
+    progress,
+    status,
+  );
+}
+
+export function render(): void {
+  if (!session.key) return signIn();
+  const route = location.hash.replace(/^#/, '') || '/campaigns';
+  const match = /^\/campaigns\/([0-9a-f-]{36})$/.exec(route);
+  if (match) void campaign(match[1]!);
+  else if (route === '/new') newCampaign();
+  else void campaigns();
+}
