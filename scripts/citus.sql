@@ -1,0 +1,31 @@
+-- Tessera on Citus: run once on the coordinator of a Citus cluster, after `npm run migrate`
+-- (the migrations create plain PostgreSQL tables; this distributes them).
+--
+-- Campaign-scoped tables are distributed by campaign_id and colocated with tickets, so every
+-- claim-path statement (which names exactly one campaign) runs on one shard as a router query.
+-- Campaigns and partners are small and read on every claim: reference tables (a copy per node).
+--
+-- Verified here (test/citus.test.ts, on plain PostgreSQL): the catalog of a migrated database
+-- obeys Citus's rules for these calls — every primary and unique key of a distributed table
+-- includes campaign_id; every foreign key between distributed tables includes it on both sides;
+-- no reference table points at a distributed one — and this script runs against stand-in
+-- functions that enforce those rules. NOT verified (Citus cannot be installed on these machines):
+-- a real create_distributed_table run, and the statement-level counter triggers with transition
+-- tables on allocations and tickets (tessera_count_*), which Citus propagates to shards only with
+-- citus.enable_unsafe_triggers; see docs/SCALING.md.
+
+BEGIN;
+
+SELECT create_reference_table('partners');
+SELECT create_reference_table('campaigns');
+SELECT create_reference_table('audit_log');
+
+SELECT create_distributed_table('tickets', 'campaign_id');
+SELECT create_distributed_table('allocations', 'campaign_id', colocate_with => 'tickets');
+SELECT create_distributed_table('partner_quotas', 'campaign_id', colocate_with => 'tickets');
+SELECT create_distributed_table('partner_quota_credits', 'campaign_id', colocate_with => 'tickets');
+SELECT create_distributed_table('campaign_counters', 'campaign_id', colocate_with => 'tickets');
+SELECT create_distributed_table('partner_counters', 'campaign_id', colocate_with => 'tickets');
+SELECT create_distributed_table('minute_counters', 'campaign_id', colocate_with => 'tickets');
+
+COMMIT;
