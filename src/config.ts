@@ -45,6 +45,7 @@ const EnvSchema = z.object({
   DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: intFrom('DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS', 10_000, 1, 3_600_000),
   EMBEDDED_PG_DIR: z.string().default('.tessera/pgdata'),
   EMBEDDED_PG_PORT: intFrom('EMBEDDED_PG_PORT', 54329, 1, 65535),
+  WEB_CONCURRENCY: intFrom('WEB_CONCURRENCY', 1, 1, 64),
   SHUTDOWN_GRACE_MS: intFrom('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
   HOLD_SWEEP_INTERVAL_MS: intFrom('HOLD_SWEEP_INTERVAL_MS', 1000, 0, 3_600_000),
   API_KEY_CACHE_TTL_MS: intFrom('API_KEY_CACHE_TTL_MS', 5000, 0, 3_600_000),
@@ -84,6 +85,8 @@ export interface Config {
   };
   readonly embedded: { readonly dir: string; readonly port: number };
   readonly shutdownGraceMs: number;
+  /** Worker processes `npm start` runs (node:cluster, sharing the port); 1 serves in the process itself. */
+  readonly webConcurrency: number;
   /** How often expired holds are returned to the pool; 0 turns the sweeper off. */
   readonly holdSweepIntervalMs: number;
   /** How long a partner key's record is cached: the bound on a revocation made elsewhere. */
@@ -161,6 +164,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }),
     embedded: Object.freeze({ dir: embeddedDir, port: e.EMBEDDED_PG_PORT }),
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    webConcurrency: e.WEB_CONCURRENCY,
     holdSweepIntervalMs: e.HOLD_SWEEP_INTERVAL_MS,
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
     claimBatchMax: e.CLAIM_BATCH_MAX,

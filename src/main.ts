@@ -1,6 +1,7 @@
 // `npm start`: read the configuration, start the embedded PostgreSQL when DATABASE_URL is unset,
 // apply pending migrations, then serve. SIGTERM/SIGINT stop it cleanly.
 import 'dotenv/config';
+import cluster from 'node:cluster';
 import Redis from 'ioredis';
 import { Client } from 'pg';
 import { ConfigError, loadConfig, type Config } from './config';
@@ -36,18 +37,73 @@ function connectRedis(url: string, logger: ReturnType<typeof createLogger>): Red
   return redis;
 }
 
+/**
+ * WEB_CONCURRENCY > 1: this process only prepares the database (embedded PostgreSQL, migrations) and
+ * keeps that many workers serving on the shared port, each a whole Tessera with its own pool. A
+ * worker that dies is replaced; SIGTERM/SIGINT stop every worker gracefully, then the database.
+ */
+async function runPrimary(config: Config, logger: ReturnType<typeof createLogger>, url: string, embedded?: EmbeddedDatabase): Promise<void> {
+  let stopping = false;
+  const env = { DATABASE_URL: url, ADMIN_API_KEY: config.adminApiKey, TESSERA_CLUSTER_WORKER: '1' };
+  const fork = () => cluster.fork(env);
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) {
+      if (Object.keys(cluster.workers ?? {}).length === 0) void stopped();
+      return;
+    }
+    logger.warn({ pid: worker.process.pid, code, signal }, 'worker died; starting another');
+    fork();
+  });
+  cluster.once('listening', (_worker, address) => printReady(config, address.port));
+  for (let i = 0; i < config.webConcurrency; i += 1) fork();
+  logger.info({ workers: config.webConcurrency }, 'cluster started');
+  const stopped = async () => {
+    if (embedded) await embedded.stop();
+    logger.info('stopped');
+    process.exit(0);
+  };
+  const shutdown = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down the workers');
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
+    setTimeout(() => process.exit(1), config.shutdownGraceMs + 10_000).unref();
+  };
+  process.on('SIGTERM', shutdown);
+  process.on('SIGINT', shutdown);
+}
+
+/** The operator's banner (the admin key, when generated, is printed here once, never logged). */
+function printReady(config: Config, port: number): void {
+  const base = `http://localhost:${port}`;
+  if (config.adminApiKeyGenerated) {
+    process.stdout.write(
+      `\n  Tessera is ready.\n  GraphiQL:      ${base}/graphql#admin-key=${encodeURIComponent(config.adminApiKey)}\n` +
+        `  Admin API key: ${config.adminApiKey}  (generated; kept in ${config.embedded.dir}/../admin-api-key; set ADMIN_API_KEY to choose one)\n\n`,
+    );
+  } else {
+    process.stdout.write(`\n  Tessera is ready. GraphiQL: ${base}/graphql (header Authorization: Bearer <ADMIN_API_KEY>)\n\n`);
+  }
+}
+
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger({ env: config.env, level: process.env.LOG_LEVEL });
   const started = Date.now();
+  const isWorker = cluster.isWorker;
   let embedded: EmbeddedDatabase | undefined;
   let url = config.databaseUrl;
   if (!url) {
     ({ url, embedded } = await embeddedDatabaseUrl(config));
     logger.info({ dir: config.embedded.dir, port: config.embedded.port }, 'embedded PostgreSQL started (DATABASE_URL is unset)');
   }
+  // Under the migration lock: instances starting together apply them once, and none serves first.
   const applied = await migrate(url);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+  if (config.webConcurrency > 1 && cluster.isPrimary) {
+    await runPrimary(config, logger, url, embedded);
+    return;
+  }
 
   // A dropped connection is expected (restarts, terminated backends): one line, not the client object.
   const onDatabaseError = (err: Error & { code?: string }) => logger.warn({ code: err.code, error: err.message }, 'database connection error');
@@ -57,16 +113,7 @@ async function main(): Promise<void> {
   const { port } = await server.listen(config.port, config.host);
   logger.info({ port, ms: Date.now() - started }, 'Tessera is serving POST /graphql');
 
-  const base = `http://localhost:${port}`;
-  if (config.adminApiKeyGenerated) {
-    // Printed once for the operator; never written to the structured log.
-    process.stdout.write(
-      `\n  Tessera is ready.\n  GraphiQL:      ${base}/graphql#admin-key=${encodeURIComponent(config.adminApiKey)}\n` +
-        `  Admin API key: ${config.adminApiKey}  (generated; kept in ${config.embedded.dir}/../admin-api-key; set ADMIN_API_KEY to choose one)\n\n`,
-    );
-  } else {
-    process.stdout.write(`\n  Tessera is ready. GraphiQL: ${base}/graphql (header Authorization: Bearer <ADMIN_API_KEY>)\n\n`);
-  }
+  if (!isWorker) printReady(config, port);
 
   let stopping = false;
   const shutdown = async (signal: NodeJS.Signals) => {

@@ -10,6 +10,7 @@ test('defaults: port 4000, embedded database, pool of 10 with a bounded acquire 
   const config = loadConfig({ EMBEDDED_PG_DIR: scratch(), ADMIN_API_KEY: 'a-long-enough-admin-key' });
   expect(config).toMatchObject({ port: 4000, databaseUrl: undefined, env: 'development', adminApiKeyGenerated: false });
   expect(config.database.poolSize).toBe(10);
+  expect(config.webConcurrency).toBe(1);
   expect(config.database.poolTimeoutMs).toBeGreaterThan(0);
   expect(Object.isFrozen(config)).toBe(true);
 });
@@ -42,4 +43,11 @@ test.each([
 ])('%s=%s is refused with a message naming it', (name, value, message) => {
   expect(() => loadConfig({ EMBEDDED_PG_DIR: scratch(), [name]: value })).toThrow(ConfigError);
   expect(() => loadConfig({ EMBEDDED_PG_DIR: scratch(), [name]: value })).toThrow(message);
+});
+
+test('WEB_CONCURRENCY is a whole number of workers from 1 to 64', () => {
+  const base = { EMBEDDED_PG_DIR: scratch(), ADMIN_API_KEY: 'a-long-enough-admin-key' };
+  expect(loadConfig({ ...base, WEB_CONCURRENCY: '2' }).webConcurrency).toBe(2);
+  expect(() => loadConfig({ ...base, WEB_CONCURRENCY: '0' })).toThrow(/WEB_CONCURRENCY/);
+  expect(() => loadConfig({ ...base, WEB_CONCURRENCY: 'two' })).toThrow(/WEB_CONCURRENCY/);
 });
