@@ -46,9 +46,18 @@ async function runPrimary(config: Config, logger: ReturnType<typeof createLogger
   let stopping = false;
   const env = { DATABASE_URL: url, ADMIN_API_KEY: config.adminApiKey, TESSERA_CLUSTER_WORKER: '1' };
   const fork = () => cluster.fork(env);
+  const served = new Set<number>();
+  cluster.on('listening', (worker) => served.add(worker.id));
   cluster.on('exit', (worker, code, signal) => {
     if (stopping) {
       if (Object.keys(cluster.workers ?? {}).length === 0) void stopped();
+      return;
+    }
+    if (!served.has(worker.id)) {
+      // It never served (bad port, unreachable database): replacing it would only spin.
+      logger.error({ pid: worker.process.pid, code, signal }, 'a worker failed to start; stopping');
+      process.exitCode = 1;
+      shutdown('SIGTERM');
       return;
     }
     logger.warn({ pid: worker.process.pid, code, signal }, 'worker died; starting another');
@@ -60,15 +69,16 @@ async function runPrimary(config: Config, logger: ReturnType<typeof createLogger
   const stopped = async () => {
     if (embedded) await embedded.stop();
     logger.info('stopped');
-    process.exit(0);
+    process.exit(process.exitCode ?? 0);
   };
-  const shutdown = (signal: NodeJS.Signals) => {
+  function shutdown(signal: NodeJS.Signals): void {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down the workers');
     for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
+    if (Object.keys(cluster.workers ?? {}).length === 0) void stopped();
     setTimeout(() => process.exit(1), config.shutdownGraceMs + 10_000).unref();
-  };
+  }
   process.on('SIGTERM', shutdown);
   process.on('SIGINT', shutdown);
 }
