@@ -1,7 +1,7 @@
 // SIGTERM: the real `npm start` process stops accepting, lets the claim in flight finish, closes
 // its pool and exits 0.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { withClient } from './helpers/env';
@@ -90,6 +90,79 @@ test('without DATABASE_URL the server starts its embedded PostgreSQL, and SIGTER
     rmSync(parent, { recursive: true, force: true });
   }
 }, 60_000);
+
+test('WEB_CONCURRENCY=2: two workers serve one port, a SIGKILLed worker is replaced, SIGTERM stops the cluster', async () => {
+  const database = await createTestDatabase();
+  const { child, port, exited } = await startProcess(database.url, { WEB_CONCURRENCY: '2' });
+  const post = (key: string, query: string, variables?: unknown) =>
+    // A connection handed to the worker as it is killed may never be answered: a client's timeout.
+    fetch(`http://127.0.0.1:${port}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ query, variables }),
+      signal: AbortSignal.timeout(10_000),
+    }).then(
+      async (res) => (await res.json()) as any,
+    );
+  const workers = () => childrenOf(child.pid!);
+  try {
+    await until(() => workers().length === 2);
+    const partner = (await post(ADMIN_KEY, 'mutation { createPartner(input: { name: "P" }) { apiKey } }')).data.createPartner;
+    const campaignId = (await post(ADMIN_KEY, 'mutation { createCampaign(input: { name: "C" }) { campaign { id } } }')).data.createCampaign.campaign.id;
+    await post(ADMIN_KEY, `mutation { generateTickets(campaignId: "${campaignId}", count: 20) { loaded } }`);
+    await post(ADMIN_KEY, `mutation { openCampaign(id: "${campaignId}") { campaign { id } } }`);
+    const claim = (holder: string) => post(partner.apiKey, CLAIM, { input: { campaignId, holder } });
+
+    const [victim] = workers();
+    const storm = Array.from({ length: 15 }, (_, i) => claim(`a-${i}`));
+    process.kill(victim!, 'SIGKILL');
+    const settled = await Promise.allSettled(storm);
+    const acknowledged = settled.flatMap((r) => (r.status === 'fulfilled' && r.value.data?.claimTicket.allocation ? [r.value.data.claimTicket.allocation.id] : []));
+    await until(() => workers().length === 2 && !workers().includes(victim!));
+    const after = await Promise.all(Array.from({ length: 15 }, (_, i) => claim(`b-${i}`)));
+    expect(after.some((r) => r.data?.claimTicket.allocation)).toBe(true);
+
+    await withClient(database.url, async (c) => {
+      const { rows } = await c.query(
+        `SELECT count(*)::int AS live, count(DISTINCT ticket_id)::int AS tickets,
+                (SELECT count(*)::int FROM tickets WHERE campaign_id = $1 AND status = 'ALLOCATED') AS allocated
+           FROM allocations WHERE campaign_id = $1 AND status = 'ACTIVE'`,
+        [campaignId],
+      );
+      expect(rows[0].live).toBe(rows[0].tickets);
+      expect(rows[0].live).toBe(rows[0].allocated);
+      expect(rows[0].live).toBeLessThanOrEqual(20);
+      const found = await c.query('SELECT count(*)::int AS n FROM allocations WHERE id = ANY($1::uuid[])', [acknowledged]);
+      expect(found.rows[0].n).toBe(acknowledged.length);
+    });
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  } finally {
+    child.kill('SIGKILL');
+    await database.drop();
+  }
+}, 60_000);
+
+/** Process ids whose parent is `pid` (from /proc, so no procps needed). */
+function childrenOf(pid: number): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((entry) => {
+      try {
+        // /proc/N/stat: "N (comm) state ppid ..."; comm may contain spaces, so split after the last ')'.
+        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+        return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1] === String(pid);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+async function until(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 100 && !condition(); i += 1) await new Promise((resolve) => setTimeout(resolve, 100));
+  expect(condition()).toBe(true);
+}
 
 function accepts(port: number): Promise<boolean> {
   return new Promise((resolve) => {
