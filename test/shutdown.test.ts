@@ -1,7 +1,7 @@
 // SIGTERM: the real `npm start` process stops accepting, lets the claim in flight finish, closes
 // its pool and exits 0.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { withClient } from './helpers/env';
@@ -73,6 +73,8 @@ test('SIGTERM lets an in-flight claim finish, refuses new connections, and exits
 
 test('without DATABASE_URL the server starts its embedded PostgreSQL, and SIGTERM stops both', async () => {
   // Under the project folder: PostgreSQL runs as its own OS user and must be able to reach it.
+  // (.tessera exists only once an embedded PostgreSQL has run here: not on a fresh checkout.)
+  mkdirSync(path.join(ROOT, '.tessera'), { recursive: true });
   const parent = mkdtempSync(path.join(ROOT, '.tessera', 'shutdown-'));
   chmodSync(parent, 0o755); // mkdtemp makes it 0700: PostgreSQL's own OS user could not enter it
   const dir = path.join(parent, 'pgdata');
