@@ -77,7 +77,9 @@ async function main(): Promise<void> {
   await sql.connect();
   const version = (await sql.query('SHOW server_version')).rows[0].server_version as string;
 
-  const server = new Server(await freePort(), { DATABASE_URL: dbUrl.toString() });
+  // One process, whatever the default; rate limits far above what the bench sends (still counted).
+  const serverEnv = { DATABASE_URL: dbUrl.toString(), RATE_LIMIT_POINTS_PER_SECOND: '10000000' };
+  const server = new Server(await freePort(), { ...serverEnv, WEB_CONCURRENCY: '1' });
   await server.start();
   console.log(`bench on PostgreSQL ${version} (${embedded ? 'embedded' : 'DATABASE_URL'}), ${os.cpus().length} cores, Node ${process.version}\n`);
   const failures: string[] = [];
@@ -129,6 +131,42 @@ async function main(): Promise<void> {
       );
       const problem = checkClaims(r, stored, c);
       if (problem) failures.push(`claims at ${c} connections: ${problem}`);
+    }
+
+    // One process or a cluster of workers (WEB_CONCURRENCY) beside PostgreSQL on this machine:
+    // alternating runs, so that drift in the machine's speed falls on both alike.
+    const workers = Math.max(2, os.availableParallelism());
+    const clustered = new Server(await freePort(), { ...serverEnv, WEB_CONCURRENCY: String(workers) });
+    await clustered.start();
+    await new Promise((resolve) => setTimeout(resolve, 2000)); // every worker listening, not just the first
+    try {
+      const byWorkers = new Map<number, LoadResult[]>([
+        [1, []],
+        [workers, []],
+      ]);
+      for (let round = 0; round < 2; round += 1) {
+        for (const [n, target] of [[1, server], [workers, clustered]] as const) {
+          const before = await countAllocations(sql, pool);
+          const r = await httpLoad({ url: target.url, key: partnerKey, body: CLAIM(pool), connections: 64, seconds: SECONDS, okPattern: '"allocation":{"id"' });
+          const problem = checkClaims(r, (await countAllocations(sql, pool)) - before, 64);
+          if (problem) failures.push(`claims with ${n} workers: ${problem}`);
+          byWorkers.get(n)!.push(r);
+        }
+      }
+      const mean = (runs: LoadResult[]) => ({
+        rps: runs.reduce((a, r) => a + r.requestsPerSecond, 0) / runs.length,
+        p50: runs.reduce((a, r) => a + r.p50, 0) / runs.length,
+        p99: runs.reduce((a, r) => a + r.p99, 0) / runs.length,
+      });
+      const one = mean(byWorkers.get(1)!);
+      const many = mean(byWorkers.get(workers)!);
+      record('claimTicket, 64 connections, WEB_CONCURRENCY=1 (mean of 2 runs)', `${fmt(one.rps)}/s  p50 ${ms(one.p50)}  p99 ${ms(one.p99)}`);
+      record(`claimTicket, 64 connections, WEB_CONCURRENCY=${workers} (mean of 2 runs)`, `${fmt(many.rps)}/s  p50 ${ms(many.p50)}  p99 ${ms(many.p99)}`);
+      record(`WEB_CONCURRENCY=${workers} ÷ WEB_CONCURRENCY=1, claims/s`, ratio(many.rps, one.rps));
+      const clusterCeiling = await httpLoad({ url: clustered.url, key: partnerKey, body: TYPENAME, connections: 64, seconds: SECONDS });
+      record(`ceiling: { __typename }, 64 connections, WEB_CONCURRENCY=${workers}`, `${fmt(clusterCeiling.requestsPerSecond)}/s  p50 ${ms(clusterCeiling.p50)}  p99 ${ms(clusterCeiling.p99)}`);
+    } finally {
+      await clustered.stop();
     }
 
     // Flat claim cost as the pool fills (the big campaign, filled in bulk between runs: the dead

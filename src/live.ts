@@ -1,10 +1,12 @@
 // Live updates for the campaignStats subscription. Whatever changes a campaign's figures — claims,
 // holds, releases, loads, status changes — calls changed(campaignId); subscribers of that campaign
 // on this instance are woken. With REDIS_URL the signal also goes through Redis pub/sub, so that
-// subscribers on every instance hear about claims any instance served. Signals carry no data (the
+// subscribers on every instance hear about claims any instance served; without it, the workers of
+// one `WEB_CONCURRENCY` cluster pass signals to each other through the primary. Signals carry no data (the
 // subscription re-reads the stats), so a lost or duplicated signal costs at most a late or an
 // extra read — and every subscription also re-reads on its own every few seconds (which covers
 // expiries by the sweeper and instances without Redis).
+import cluster from 'node:cluster';
 import { EventEmitter } from 'node:events';
 import type Redis from 'ioredis';
 import type { Logger } from './logger';
@@ -20,7 +22,28 @@ export interface LiveUpdates {
   close(): Promise<void>;
 }
 
-export function createLiveUpdates(options: { redis?: Redis; logger: Logger }): LiveUpdates {
+interface ClusterSignal {
+  channel: typeof CHANNEL;
+  campaignId: string;
+}
+const isClusterSignal = (message: unknown): message is ClusterSignal =>
+  typeof message === 'object' && message !== null && (message as ClusterSignal).channel === CHANNEL && typeof (message as ClusterSignal).campaignId === 'string';
+
+/** In the primary of a cluster without Redis: passes each worker's signals on to the other workers. */
+export function relayLiveUpdatesBetweenWorkers(): void {
+  cluster.on('message', (from, message: unknown) => {
+    if (!isClusterSignal(message)) return;
+    for (const worker of Object.values(cluster.workers ?? {})) {
+      if (worker && worker !== from && worker.isConnected()) worker.send(message);
+    }
+  });
+}
+
+/**
+ * `redis`: signals go through Redis pub/sub (every instance). Else `throughPrimary` (a cluster
+ * worker): through the primary's relay to the other workers. Else in this process only.
+ */
+export function createLiveUpdates(options: { redis?: Redis; throughPrimary?: boolean; logger: Logger }): LiveUpdates {
   const local = new EventEmitter();
   local.setMaxListeners(0);
   const pending = new Map<string, NodeJS.Timeout>();
@@ -34,21 +57,29 @@ export function createLiveUpdates(options: { redis?: Redis; logger: Logger }): L
     subscriber.subscribe(CHANNEL).catch((err: Error) => options.logger.warn({ error: err.message }, 'redis subscribe failed'));
   }
 
-  const publish = (campaignId: string) => {
-    pending.delete(campaignId);
+  const onPrimaryMessage = (message: unknown) => {
+    if (isClusterSignal(message)) local.emit(message.campaignId);
+  };
+  if (!options.redis && options.throughPrimary) process.on('message', onPrimaryMessage);
+
+  const signal = (campaignId: string) => {
     if (options.redis) {
       options.redis.publish(CHANNEL, campaignId).catch(() => local.emit(campaignId));
-    } else {
-      local.emit(campaignId);
+      return;
     }
+    local.emit(campaignId);
+    if (options.throughPrimary && process.connected) process.send?.({ channel: CHANNEL, campaignId } satisfies ClusterSignal);
+  };
+  const publish = (campaignId: string) => {
+    pending.delete(campaignId);
+    signal(campaignId);
   };
 
   return {
     changed(campaignId) {
       if (pending.has(campaignId)) return;
       // Leading edge now, trailing edge after the interval: a burst of claims costs two signals.
-      if (options.redis) options.redis.publish(CHANNEL, campaignId).catch(() => local.emit(campaignId));
-      else local.emit(campaignId);
+      signal(campaignId);
       pending.set(campaignId, setTimeout(() => publish(campaignId), PUBLISH_EVERY_MS).unref());
     },
     watch(campaignId, listener) {
@@ -58,6 +89,7 @@ export function createLiveUpdates(options: { redis?: Redis; logger: Logger }): L
     async close() {
       for (const timer of pending.values()) clearTimeout(timer);
       pending.clear();
+      process.off('message', onPrimaryMessage);
       if (subscriber) await subscriber.quit().catch(() => subscriber?.disconnect());
     },
   };

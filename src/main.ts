@@ -4,10 +4,12 @@ import 'dotenv/config';
 import cluster from 'node:cluster';
 import Redis from 'ioredis';
 import { Client } from 'pg';
+import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
 import { ConfigError, loadConfig, type Config } from './config';
 import { createDatabase } from './db/client';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded';
 import { migrate } from './db/migrate';
+import { relayLiveUpdatesBetweenWorkers } from './live';
 import { createLogger } from './logger';
 import { createServer } from './server';
 
@@ -41,9 +43,15 @@ function connectRedis(url: string, logger: ReturnType<typeof createLogger>): Red
  * WEB_CONCURRENCY > 1: this process only prepares the database (embedded PostgreSQL, migrations) and
  * keeps that many workers serving on the shared port, each a whole Tessera with its own pool. A
  * worker that dies is replaced; SIGTERM/SIGINT stop every worker gracefully, then the database.
+ * Without Redis, the primary also keeps the rate-limit buckets and relays live signals, so the
+ * cluster behaves as one instance; with REDIS_URL, Redis does both for every instance.
  */
 async function runPrimary(config: Config, logger: ReturnType<typeof createLogger>, url: string, embedded?: EmbeddedDatabase): Promise<void> {
   let stopping = false;
+  if (!config.redisUrl) {
+    new RateLimiterClusterMaster(); // answers the workers' RateLimiterCluster (a singleton, kept by the library)
+    relayLiveUpdatesBetweenWorkers();
+  }
   const env = { DATABASE_URL: url, ADMIN_API_KEY: config.adminApiKey, TESSERA_CLUSTER_WORKER: '1' };
   const fork = () => cluster.fork(env);
   const served = new Set<number>();
@@ -119,7 +127,7 @@ async function main(): Promise<void> {
   const onDatabaseError = (err: Error & { code?: string }) => logger.warn({ code: err.code, error: err.message }, 'database connection error');
   const db = createDatabase({ ...config.database, url, onError: onDatabaseError });
   const redis = config.redisUrl ? connectRedis(config.redisUrl, logger) : undefined;
-  const server = await createServer({ config, db, logger, redis });
+  const server = await createServer({ config, db, logger, redis, clusterWorker: isWorker });
   const { port } = await server.listen(config.port, config.host);
   logger.info({ port, ms: Date.now() - started }, 'Tessera is serving POST /graphql');
 

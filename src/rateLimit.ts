@@ -4,12 +4,14 @@
 // Operations cost points by what they do (operationCost). In memory by default; with REDIS_URL
 // every instance counts in Redis, so several instances enforce one limit — and if Redis stops
 // answering, each instance falls back to counting in its own memory (insuranceLimiter) rather than
-// refusing or waving everything through.
+// refusing or waving everything through. The workers of one WEB_CONCURRENCY cluster without Redis
+// share their buckets through the primary process (RateLimiterCluster), so a cluster enforces one
+// limit, not one per worker.
 //
 // Failed authentications are limited per client address too (a key cannot be guessed at speed).
 import type { OperationDefinitionNode } from 'graphql';
 import type Redis from 'ioredis';
-import { BurstyRateLimiter, RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { BurstyRateLimiter, RateLimiterCluster, RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 
 /** Points per root field of an operation; anything not listed costs 1. */
 export const OPERATION_COSTS: Readonly<Record<string, number>> = {
@@ -41,8 +43,11 @@ export function createRateLimits(options: {
   burstPoints: number;
   authFailuresPerMinute: number;
   redis?: Redis;
+  /** A cluster worker without Redis: the buckets live in the primary (RateLimiterClusterMaster). */
+  throughPrimary?: boolean;
 }): RateLimits {
   const make = (keyPrefix: string, points: number, duration: number): RateLimiterAbstract => {
+    if (!options.redis && options.throughPrimary) return new RateLimiterCluster({ keyPrefix, points, duration, timeoutMs: 2000 });
     const memory = new RateLimiterMemory({ keyPrefix, points, duration });
     if (!options.redis) return memory;
     return new RateLimiterRedis({ storeClient: options.redis, keyPrefix: `tessera:${keyPrefix}`, points, duration, insuranceLimiter: memory });

@@ -79,10 +79,17 @@ function rateLimited(retryAfterSeconds: number, message: string): GraphQLError {
   });
 }
 
-export async function createServer(options: { config: ServerConfig; db: Database; logger: Logger; redis?: Redis }): Promise<TesseraServer> {
+export async function createServer(options: {
+  config: ServerConfig;
+  db: Database;
+  logger: Logger;
+  redis?: Redis;
+  /** A worker of a WEB_CONCURRENCY cluster: without Redis, rate limits and live signals go through the primary. */
+  clusterWorker?: boolean;
+}): Promise<TesseraServer> {
   const { config, db, logger } = options;
   const metrics = createMetrics(db.pool);
-  const live = createLiveUpdates({ redis: options.redis, logger });
+  const live = createLiveUpdates({ redis: options.redis, throughPrimary: options.clusterWorker, logger });
   const services = createServices(db, {
     live,
     adminApiKey: config.adminApiKey,
@@ -91,7 +98,7 @@ export async function createServer(options: { config: ServerConfig; db: Database
     metrics,
     onError: (err) => logger.warn({ error: (err as Error).message }, 'background write failed'),
   });
-  const rateLimits = createRateLimits({ ...DEFAULT_LIMITS.rateLimit, ...config.rateLimit, redis: options.redis });
+  const rateLimits = createRateLimits({ ...DEFAULT_LIMITS.rateLimit, ...config.rateLimit, redis: options.redis, throughPrimary: options.clusterWorker });
   const limits = { ...DEFAULT_LIMITS.graphql, ...config.graphql };
   // Abusive documents are refused before they run (depth, aliases — 200 aliased claims allocate
   // nothing —, cost, tokens, directives); field suggestions only outside production.

@@ -1,36 +1,10 @@
 // SIGTERM: the real `npm start` process stops accepting, lets the claim in flight finish, closes
 // its pool and exits 0.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { withClient } from './helpers/env';
+import { accepts, ROOT, startProcess } from './helpers/process';
 import { ADMIN_KEY, CLAIM, createTestDatabase } from './helpers/testServer';
-
-const ROOT = path.resolve(__dirname, '..');
-
-function startProcess(databaseUrl: string | null, extraEnv: Record<string, string> = {}): Promise<{ child: ChildProcess; port: number; exited: Promise<number | null> }> {
-  const env: NodeJS.ProcessEnv = { ...process.env, ADMIN_API_KEY: ADMIN_KEY, PORT: '0', NODE_ENV: 'development', LOG_LEVEL: 'info', ...extraEnv };
-  if (databaseUrl) env.DATABASE_URL = databaseUrl;
-  else delete env.DATABASE_URL;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: ROOT,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return new Promise((resolve, reject) => {
-    let output = '';
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /"port":(\d+),"ms"/.exec(output);
-      if (match) resolve({ child, port: Number(match[1]), exited });
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.on('exit', (code) => reject(new Error(`server exited with ${code} before it was ready:\n${output}`)));
-  });
-}
 
 test('SIGTERM lets an in-flight claim finish, refuses new connections, and exits 0', async () => {
   const database = await createTestDatabase();
@@ -164,15 +138,4 @@ function childrenOf(pid: number): number[] {
 async function until(condition: () => boolean): Promise<void> {
   for (let i = 0; i < 100 && !condition(); i += 1) await new Promise((resolve) => setTimeout(resolve, 100));
   expect(condition()).toBe(true);
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 }

@@ -33,7 +33,8 @@ export interface TestServer {
   stop(): Promise<void>;
 }
 
-export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+/** A database of its own for one test: a clone of the migrated template, or empty (`migrated: false`). */
+export async function createTestDatabase(options: { migrated?: boolean } = {}): Promise<{ url: string; drop(): Promise<void> }> {
   const serverUrl = process.env[SERVER_ENV];
   const template = process.env[TEMPLATE_ENV];
   const run = process.env[RUN_ENV];
@@ -42,7 +43,7 @@ export async function createTestDatabase(): Promise<{ url: string; drop(): Promi
   const admin = databaseUrl(serverUrl, 'postgres');
   for (let attempt = 1; ; attempt += 1) {
     try {
-      await withClient(admin, (c) => c.query(`CREATE DATABASE "${name}" TEMPLATE "${template}"`));
+      await withClient(admin, (c) => c.query(`CREATE DATABASE "${name}" TEMPLATE "${options.migrated === false ? 'template0' : template}"`));
       break;
     } catch (error) {
       // Two workers cloning the template at the same instant: "source database is being accessed".

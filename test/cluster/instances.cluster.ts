@@ -1,0 +1,341 @@
+// `npm run test:cluster`: three Tessera instances — separate processes, as three machines would run
+// them — started at the same moment on one fresh database, and every request sent round-robin
+// across them. Each race below is one the core tests run against one instance; here the racers sit
+// in different processes with different pools, so nothing can lean on one process's memory. Every
+// verdict is read from the database itself.
+import { readMigrations } from '../../src/db/migrate';
+import { withClient } from '../helpers/env';
+import { accepts, freePort, startProcess, type TesseraProcess } from '../helpers/process';
+import { ADMIN_KEY, assertPoolInvariants, CLAIM, createTestDatabase, type ClaimPayload } from '../helpers/testServer';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { createClient } from 'graphql-ws';
+import { Pool } from 'pg';
+import WebSocket from 'ws';
+
+const INSTANCES = 3;
+const LIVE = readFileSync(path.resolve(__dirname, '../../../shared/contract/ops/live.graphql'), 'utf8');
+/** The advisory lock src/db/migrate.ts takes (Prisma's own key). */
+const MIGRATE_LOCK_KEY = 72707369;
+
+let database: { url: string; drop(): Promise<void> };
+let sql: Pool;
+let ports: number[];
+const instances: TesseraProcess[] = [];
+const startInstance = (port: number) => startProcess(database.url, { PORT: String(port), NODE_ENV: 'production', WEB_CONCURRENCY: '1' });
+
+interface Answer {
+  status: number;
+  body: { data?: any; errors?: { message: string; extensions?: { code?: string } }[] };
+}
+let next = 0;
+/** One GraphQL request to the next instance in turn. Rejects on a connection error or timeout. */
+async function post(key: string, query: string, variables?: Record<string, unknown>): Promise<Answer> {
+  const port = ports[next++ % ports.length]!;
+  const res = await fetch(`http://127.0.0.1:${port}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    body: JSON.stringify({ query, variables }),
+    // A connection that reaches an instance as it is killed may never be answered.
+    signal: AbortSignal.timeout(15_000),
+  });
+  return { status: res.status, body: (await res.json()) as Answer['body'] };
+}
+async function must(key: string, query: string, variables?: Record<string, unknown>): Promise<any> {
+  const { body } = await post(key, query, variables);
+  if (body.errors?.length || !body.data) throw new Error(`GraphQL failed: ${JSON.stringify(body)}`);
+  return body.data;
+}
+const createPartner = async (name: string): Promise<string> =>
+  (await must(ADMIN_KEY, 'mutation($name: String!) { createPartner(input: { name: $name }) { apiKey } }', { name })).createPartner.apiKey;
+async function openCampaign(tickets: number, input: Record<string, unknown> = {}): Promise<string> {
+  const id = (await must(ADMIN_KEY, 'mutation($input: CreateCampaignInput!) { createCampaign(input: $input) { campaign { id } } }', { input: { name: 'C', ...input } }))
+    .createCampaign.campaign.id as string;
+  await must(ADMIN_KEY, 'mutation($id: ID!, $n: Int!) { generateTickets(campaignId: $id, count: $n) { loaded } }', { id, n: tickets });
+  await must(ADMIN_KEY, 'mutation($id: ID!) { openCampaign(id: $id) { campaign { id } } }', { id });
+  return id;
+}
+const claim = (key: string, input: Record<string, unknown>) => post(key, CLAIM, { input }).then((r) => r.body.data as ClaimPayload | undefined);
+const allocations = async (campaignId: string) =>
+  (await sql.query(`SELECT count(*)::int AS n FROM allocations WHERE campaign_id = $1 AND status = 'ACTIVE'`, [campaignId])).rows[0].n as number;
+
+beforeAll(async () => {
+  database = await createTestDatabase({ migrated: false });
+  sql = new Pool({ connectionString: database.url, max: 4 });
+  sql.on('error', () => undefined);
+  ports = await Promise.all(Array.from({ length: INSTANCES }, () => freePort()));
+}, 30_000);
+
+afterAll(async () => {
+  for (const instance of instances) instance.child.kill('SIGKILL');
+  await Promise.all(instances.map((instance) => instance.exited));
+  await sql.end();
+  await database.drop();
+});
+
+test('three instances started at once on a fresh database apply the migrations exactly once, and none serves before', async () => {
+  const expected = readMigrations().map((m) => m.name);
+  await withClient(database.url, async (blocker) => {
+    // Hold the migration lock, as an instance in the middle of migrating would.
+    await blocker.query('SELECT pg_advisory_lock($1)', [MIGRATE_LOCK_KEY]);
+    const starting = ports.map((port) => startInstance(port));
+    starting.forEach((p) => p.catch(() => undefined)); // judged below
+    await new Promise((resolve) => setTimeout(resolve, 4_000));
+    for (const port of ports) expect(await accepts(port)).toBe(false);
+    const applied = await blocker.query(`SELECT count(*)::int AS n FROM pg_tables WHERE tablename = '_prisma_migrations'`);
+    expect(applied.rows[0].n).toBe(0); // nobody went round the lock
+    await blocker.query('SELECT pg_advisory_unlock($1)', [MIGRATE_LOCK_KEY]);
+    instances.push(...(await Promise.all(starting)));
+  });
+  for (const port of ports) expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
+
+  const { rows } = await sql.query('SELECT migration_name, finished_at IS NOT NULL AS finished FROM _prisma_migrations ORDER BY migration_name');
+  expect(rows.map((r) => r.migration_name)).toEqual(expected);
+  expect(rows.every((r) => r.finished)).toBe(true);
+  // Exactly one instance applied them; the other two found nothing pending.
+  const appliers = instances.filter((i) => i.output().includes('"msg":"migrations applied"'));
+  expect(appliers).toHaveLength(1);
+}, 90_000);
+
+test('claim race: 180 claims round-robin over three instances for 60 tickets give exactly 60', async () => {
+  const keys = await Promise.all([createPartner('P1'), createPartner('P2'), createPartner('P3')]);
+  const campaignId = await openCampaign(60);
+  const answers = await Promise.all(Array.from({ length: 180 }, (_, i) => claim(keys[i % 3]!, { campaignId, holder: `h${i}` })));
+  const granted = answers.filter((a) => a?.claimTicket.allocation);
+  expect(granted).toHaveLength(60);
+  expect(answers.filter((a) => a?.claimTicket.error?.code === 'SOLD_OUT')).toHaveLength(120);
+  expect(new Set(granted.map((a) => a!.claimTicket.allocation!.ticket.id)).size).toBe(60);
+  const stats = await assertPoolInvariants(sql, campaignId);
+  expect(stats).toMatchObject({ total: 60, allocated: 60, available: 0 });
+}, 60_000);
+
+test('idempotent race: one key sent 30 times through three instances at once gives one allocation', async () => {
+  const key = await createPartner('Idem');
+  const campaignId = await openCampaign(30);
+  const input = { campaignId, holder: 'same', idempotencyKey: 'one-key', metadata: { order: 7 } };
+  const answers = await Promise.all(Array.from({ length: 30 }, () => claim(key, input)));
+  const ids = new Set(answers.map((a) => a?.claimTicket.allocation?.id));
+  expect(ids.size).toBe(1);
+  expect([...ids][0]).toBeTruthy();
+  expect(await allocations(campaignId)).toBe(1);
+  // The same key with a different request is refused on any instance, and allocates nothing.
+  const reused = await Promise.all(Array.from({ length: 3 }, () => claim(key, { ...input, holder: 'other' })));
+  for (const r of reused) expect(r?.claimTicket.error?.code).toBe('IDEMPOTENCY_KEY_REUSED');
+  expect(await allocations(campaignId)).toBe(1);
+  await assertPoolInvariants(sql, campaignId);
+}, 60_000);
+
+test('holder-limit race: a limit of 2 holds against 30 simultaneous claims by one holder across instances', async () => {
+  const key = await createPartner('Holder');
+  const campaignId = await openCampaign(50, { perHolderLimit: 2 });
+  const answers = await Promise.all(Array.from({ length: 30 }, () => claim(key, { campaignId, holder: 'greedy' })));
+  expect(answers.filter((a) => a?.claimTicket.allocation)).toHaveLength(2);
+  expect(answers.filter((a) => a?.claimTicket.error?.code === 'HOLDER_LIMIT_REACHED')).toHaveLength(28);
+  expect(await allocations(campaignId)).toBe(2);
+  await assertPoolInvariants(sql, campaignId);
+}, 60_000);
+
+test('quota and group races across instances: a quota of 5 gives 5; 20 claimTickets of 3 on 30 tickets give 10 whole groups', async () => {
+  const quotaKey = await createPartner('Quota');
+  const quotaCampaign = await openCampaign(100);
+  const partnerId = (await sql.query(`SELECT id FROM partners WHERE name = 'Quota'`)).rows[0].id as string;
+  await must(ADMIN_KEY, 'mutation($c: ID!, $p: ID!) { setPartnerQuota(campaignId: $c, partnerId: $p, quota: 5) { campaign { id } } }', { c: quotaCampaign, p: partnerId });
+  const quota = await Promise.all(Array.from({ length: 30 }, (_, i) => claim(quotaKey, { campaignId: quotaCampaign, holder: `q${i}` })));
+  expect(quota.filter((a) => a?.claimTicket.allocation)).toHaveLength(5);
+  expect(quota.filter((a) => a?.claimTicket.error?.code === 'PARTNER_QUOTA_REACHED')).toHaveLength(25);
+  await assertPoolInvariants(sql, quotaCampaign);
+
+  const groupKey = await createPartner('Group');
+  const groupCampaign = await openCampaign(30);
+  const groups = await Promise.all(
+    Array.from({ length: 20 }, (_, i) =>
+      post(groupKey, 'mutation($input: ClaimTicketsInput!) { claimTickets(input: $input) { allocations { id } error { code } } }', {
+        input: { campaignId: groupCampaign, holder: `g${i}`, quantity: 3 },
+      }),
+    ),
+  );
+  const whole = groups.filter((g) => g.body.data?.claimTickets.allocations?.length === 3);
+  expect(whole).toHaveLength(10);
+  expect(groups.filter((g) => g.body.data?.claimTickets.error?.code === 'INSUFFICIENT_TICKETS')).toHaveLength(10);
+  expect(await allocations(groupCampaign)).toBe(30);
+  await assertPoolInvariants(sql, groupCampaign);
+}, 60_000);
+
+test('close race: once closeCampaign has returned on one instance, no claim commits on any', async () => {
+  const keys = await Promise.all([createPartner('C1'), createPartner('C2'), createPartner('C3')]);
+  const campaignId = await openCampaign(5000);
+  let closeReturned = false;
+  const afterClose: string[] = [];
+  const storm = Array.from({ length: 600 }, (_, i) =>
+    claim(keys[i % 3]!, { campaignId, holder: `h${i}` }).then((a) => {
+      if (closeReturned) afterClose.push(a?.claimTicket.error?.code ?? 'ALLOCATED');
+      return a;
+    }),
+  );
+  await new Promise((resolve) => setTimeout(resolve, 150));
+  const closed = await must(ADMIN_KEY, 'mutation($id: ID!) { closeCampaign(id: $id) { campaign { status stats { allocated } } } }', { id: campaignId });
+  const atClose = await allocations(campaignId);
+  closeReturned = true;
+  expect(closed.closeCampaign.campaign.status).toBe('CLOSED');
+  const answers = await Promise.all(storm);
+  expect(await allocations(campaignId)).toBe(atClose);
+  expect(closed.closeCampaign.campaign.stats.allocated).toBe(atClose);
+  expect(afterClose.filter((code) => code === 'CAMPAIGN_NOT_OPEN').length).toBeGreaterThan(0);
+  const granted = answers.filter((a) => a?.claimTicket.allocation).length;
+  expect(granted).toBe(atClose);
+  expect(granted + answers.filter((a) => a?.claimTicket.error?.code === 'CAMPAIGN_NOT_OPEN').length).toBe(600);
+  await assertPoolInvariants(sql, campaignId);
+}, 60_000);
+
+test('SIGKILL of one instance mid-storm, restart, retries by key: every key one ticket, nothing lost or doubled', async () => {
+  const keys = await Promise.all([createPartner('K1'), createPartner('K2'), createPartner('K3')]);
+  const campaignId = await openCampaign(400);
+  type Outcome = { kind: 'ok'; ticket: string } | { kind: 'refused'; code: string } | { kind: 'unknown' };
+  const attempt = async (i: number): Promise<Outcome> => {
+    try {
+      const a = await claim(keys[i % 3]!, { campaignId, holder: `h${i}`, idempotencyKey: `k${i}` });
+      if (a?.claimTicket.allocation) return { kind: 'ok', ticket: a.claimTicket.allocation.ticket.id };
+      if (a?.claimTicket.error) return { kind: 'refused', code: a.claimTicket.error.code };
+      return { kind: 'unknown' }; // 5xx, or a GraphQL error such as UNAVAILABLE
+    } catch {
+      return { kind: 'unknown' }; // connection refused or reset, timeout
+    }
+  };
+  const CLAIMS = 600;
+  const victim = 1;
+  const storm = Array.from({ length: CLAIMS }, (_, i) => attempt(i));
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  instances[victim]!.child.kill('SIGKILL');
+  await instances[victim]!.exited;
+  const first = await Promise.all(storm);
+  const unknown = first.flatMap((o, i) => (o.kind === 'unknown' ? [i] : []));
+  const ok = first.filter((o) => o.kind === 'ok').length;
+  expect(unknown.length).toBeGreaterThan(0); // the kill landed in the middle of the storm
+
+  // Before any retry: every acknowledged claim is stored; stored ≤ acknowledged + unknown.
+  const stored = await allocations(campaignId);
+  expect(stored).toBeGreaterThanOrEqual(ok);
+  expect(stored).toBeLessThanOrEqual(ok + unknown.length);
+  const acknowledged = first.flatMap((o) => (o.kind === 'ok' ? [o.ticket] : []));
+  const found = await sql.query(`SELECT count(*)::int AS n FROM allocations WHERE campaign_id = $1 AND status = 'ACTIVE' AND ticket_id = ANY($2::bigint[])`, [
+    campaignId,
+    acknowledged,
+  ]);
+  expect(found.rows[0].n).toBe(acknowledged.length);
+
+  instances[victim] = await startInstance(ports[victim]!);
+  // Retry every unknown by its key, round-robin over all three again, until each is answered.
+  const final = [...first];
+  let pending = unknown;
+  for (let round = 0; pending.length > 0 && round < 10; round += 1) {
+    const retried = await Promise.all(pending.map((i) => attempt(i)));
+    retried.forEach((o, j) => (final[pending[j]!] = o));
+    pending = pending.filter((_, j) => retried[j]!.kind === 'unknown');
+  }
+  expect(pending).toEqual([]);
+  // Replaying an acknowledged key gives the same ticket, whichever instance answers.
+  const replays = await Promise.all(first.slice(0, 30).map((o, i) => (o.kind === 'ok' ? attempt(i).then((r) => [o, r] as const) : null)));
+  for (const pair of replays) if (pair) expect(pair[1]).toEqual(pair[0]);
+
+  const granted = final.filter((o) => o.kind === 'ok');
+  expect(granted).toHaveLength(400);
+  expect(final.filter((o) => o.kind === 'refused' && o.code === 'SOLD_OUT')).toHaveLength(CLAIMS - 400);
+  expect(new Set(granted.map((o) => (o as { ticket: string }).ticket)).size).toBe(400);
+  // Every stored allocation belongs to a key that was answered with that very ticket.
+  const { rows } = await sql.query(`SELECT idempotency_key, ticket_id FROM allocations WHERE campaign_id = $1 AND status = 'ACTIVE'`, [campaignId]);
+  expect(rows).toHaveLength(400);
+  for (const row of rows) {
+    const outcome = final[Number(String(row.idempotency_key).slice(1))]!;
+    expect(outcome).toEqual({ kind: 'ok', ticket: row.ticket_id });
+  }
+  await assertPoolInvariants(sql, campaignId);
+}, 120_000);
+
+test('a key revoked through one instance is refused by all three within API_KEY_CACHE_TTL_MS (5 s)', async () => {
+  const key = await createPartner('Revoked');
+  const partnerId = (await sql.query(`SELECT id FROM partners WHERE name = 'Revoked'`)).rows[0].id as string;
+  const typename = (port: number) =>
+    fetch(`http://127.0.0.1:${port}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: '{"query":"{ __typename }"}',
+    }).then((r) => r.status);
+  for (const port of ports) expect(await typename(port)).toBe(200); // every instance has it cached now
+  const revokedAt = Date.now();
+  await must(ADMIN_KEY, 'mutation($id: ID!) { revokeApiKey(partnerId: $id) { partner { id } } }', { id: partnerId });
+  const refusedAfter: number[] = [];
+  for (const port of ports) {
+    while ((await typename(port)) !== 401 && Date.now() - revokedAt < 10_000) await new Promise((resolve) => setTimeout(resolve, 100));
+    refusedAfter.push(Date.now() - revokedAt);
+  }
+  for (const ms of refusedAfter) expect(ms).toBeLessThan(5_000 + 1_000);
+}, 30_000);
+
+test('one WEB_CONCURRENCY=2 instance without Redis: one rate limit across its workers, live updates from either worker', async () => {
+  const key = await createPartner('Limited');
+  const claimers = await Promise.all(Array.from({ length: 6 }, (_, i) => createPartner(`Live${i}`)));
+  const campaignId = await openCampaign(10);
+  const port = await freePort();
+  const instance = await startProcess(database.url, {
+    PORT: String(port),
+    NODE_ENV: 'production',
+    WEB_CONCURRENCY: '2',
+    RATE_LIMIT_POINTS_PER_SECOND: '5',
+    RATE_LIMIT_BURST_POINTS: '0',
+  });
+  instances.push(instance);
+  try {
+    await new Promise((resolve) => setTimeout(resolve, 2_000)); // the second worker too
+    // A new connection per request: the primary hands connections to its workers in turn.
+    const once = (apiKey: string, body: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = http.request(
+          { host: '127.0.0.1', port, path: '/graphql', method: 'POST', agent: false, headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` } },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode!));
+          },
+        );
+        req.on('error', reject);
+        req.end(body);
+      });
+
+    // Live: the subscription sits on one worker; claims arrive on both (one new connection each). Each
+    // one shows within a second — well inside the 2 s re-read, so the signal crossed between workers.
+    const client = createClient({ url: `ws://127.0.0.1:${port}/graphql`, webSocketImpl: WebSocket, connectionParams: { Authorization: `Bearer ${ADMIN_KEY}` }, retryAttempts: 0 });
+    let allocated = -1;
+    const stop = client.subscribe<{ campaignStats: { allocated: number } }>(
+      { query: LIVE, variables: { id: campaignId } },
+      { next: (v) => (allocated = v.data?.campaignStats.allocated ?? allocated), error: () => undefined, complete: () => undefined },
+    );
+    try {
+      await until(() => allocated === 0, 5_000);
+      for (const [i, claimer] of claimers.entries()) {
+        const sent = Date.now();
+        expect(await once(claimer, JSON.stringify({ query: CLAIM, variables: { input: { campaignId, holder: `live${i}` } } }))).toBe(200);
+        await until(() => allocated === i + 1, 5_000);
+        expect(Date.now() - sent).toBeLessThan(1_000);
+      }
+    } finally {
+      stop();
+      await client.dispose();
+    }
+
+    const statuses = await Promise.all(Array.from({ length: 20 }, () => once(key, '{"query":"{ __typename }"}')));
+    // Five points a second for the key, whichever worker answers: not five per worker.
+    expect(statuses.filter((s) => s === 200)).toHaveLength(5);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(15);
+  } finally {
+    instance.child.kill('SIGTERM');
+    await instance.exited;
+  }
+}, 60_000);
+
+async function until(predicate: () => boolean, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
