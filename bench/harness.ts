@@ -82,9 +82,14 @@ export interface LoadResult {
   ok: number;
 }
 
-/** HTTP load with autocannon: `connections` clients for `seconds`, the same body each time. */
-export function httpLoad(o: { url: string; key: string; body: string; connections: number; seconds: number; okPattern?: string }): Promise<LoadResult> {
+/**
+ * HTTP load with autocannon: `connections` clients for `seconds`, the same body each time — or, with
+ * `bodies`, the next of them in turn for every request.
+ */
+export function httpLoad(o: { url: string; key: string; body: string; bodies?: string[]; connections: number; seconds: number; okPattern?: string }): Promise<LoadResult> {
   let ok = 0;
+  let sent = 0;
+  const bodies = o.bodies;
   return new Promise((resolve, reject) => {
     autocannon(
       {
@@ -96,6 +101,7 @@ export function httpLoad(o: { url: string; key: string; body: string; connection
             method: 'POST',
             headers: { 'content-type': 'application/json', authorization: `Bearer ${o.key}` },
             body: o.body,
+            ...(bodies ? { setupRequest: (req: autocannon.Request) => ({ ...req, body: bodies[sent++ % bodies.length]! }) } : {}),
             onResponse: (status: number, body: string) => {
               if (status === 200 && o.okPattern && body.includes(o.okPattern)) ok += 1;
             },

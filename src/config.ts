@@ -5,6 +5,14 @@ import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 
+/**
+ * Workers `npm start` runs when WEB_CONCURRENCY is unset. Chosen by `npm run bench`, which measures
+ * one process against a cluster of one worker per core beside PostgreSQL on the same machine: on the
+ * 2-core machines here one process serves more claims (docs/BENCHMARKS.md, docs/SCALING.md) — the
+ * cores are already busy with PostgreSQL, and one process's group claims stay larger.
+ */
+export const DEFAULT_WEB_CONCURRENCY = 1;
+
 const intFrom = (name: string, fallback: number, min: number, max: number) =>
   z
     .string()
@@ -45,7 +53,7 @@ const EnvSchema = z.object({
   DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: intFrom('DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS', 10_000, 1, 3_600_000),
   EMBEDDED_PG_DIR: z.string().default('.tessera/pgdata'),
   EMBEDDED_PG_PORT: intFrom('EMBEDDED_PG_PORT', 54329, 1, 65535),
-  WEB_CONCURRENCY: intFrom('WEB_CONCURRENCY', 1, 1, 64),
+  WEB_CONCURRENCY: intFrom('WEB_CONCURRENCY', DEFAULT_WEB_CONCURRENCY, 1, 64),
   SHUTDOWN_GRACE_MS: intFrom('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
   HOLD_SWEEP_INTERVAL_MS: intFrom('HOLD_SWEEP_INTERVAL_MS', 1000, 0, 3_600_000),
   API_KEY_CACHE_TTL_MS: intFrom('API_KEY_CACHE_TTL_MS', 5000, 0, 3_600_000),
