@@ -19,6 +19,7 @@ import { Prisma } from '../generated/prisma/client';
 import type { Db } from './client';
 import type { JsonValue } from './json';
 import { ALLOCATION_COLUMNS, toAllocation, type AllocationRow } from './allocationRow';
+import { pickTickets, takeTickets } from './pickTickets';
 import type { ClaimVerdict } from './claimTicket';
 import type { AllocationModel, CampaignModel, CampaignStatus, TicketModel } from '../models';
 
@@ -71,42 +72,8 @@ export function claimBatch(db: Db, campaignId: string, requests: BatchRequest[],
       SELECT g.*, row_number() OVER (ORDER BY g.ord) AS slot FROM gates g WHERE g.verdict = 'OK'
     ),
     wanted AS MATERIALIZED (SELECT count(*)::integer AS n FROM passed),
-    upper AS MATERIALIZED (
-      SELECT t.id FROM tickets t
-       WHERE t.campaign_id = ${c} AND t.status = 'AVAILABLE' AND t.pick_order >= ${start}::integer
-       ORDER BY t.pick_order LIMIT (SELECT n FROM wanted)
-       FOR UPDATE SKIP LOCKED
-    ),
-    lower AS MATERIALIZED (
-      SELECT t.id FROM tickets t
-       WHERE t.campaign_id = ${c} AND t.status = 'AVAILABLE' AND t.pick_order < ${start}::integer
-       ORDER BY t.pick_order LIMIT (SELECT n FROM wanted) - (SELECT count(*) FROM upper)
-       FOR UPDATE SKIP LOCKED
-    ),
-    expired AS MATERIALIZED (
-      SELECT a.campaign_id, a.id, a.ticket_id FROM allocations a
-       WHERE a.campaign_id = ${c} AND a.status = 'HELD' AND a.expires_at <= clock_timestamp()
-       ORDER BY a.expires_at, a.id LIMIT (SELECT n FROM wanted) - (SELECT count(*) FROM upper) - (SELECT count(*) FROM lower)
-       FOR UPDATE SKIP LOCKED
-    ),
-    chosen AS MATERIALIZED (
-      SELECT id, row_number() OVER () AS slot
-        FROM (SELECT id FROM upper UNION ALL SELECT id FROM lower UNION ALL SELECT ticket_id FROM expired) x
-    ),
-    lapsed AS (
-      UPDATE allocations a SET status = 'EXPIRED'
-       WHERE a.campaign_id = ${c} AND a.id = ANY(ARRAY(SELECT id FROM expired)) AND a.status = 'HELD'
-      RETURNING a.id
-    ),
-    taken AS (
-      UPDATE tickets t
-         SET status = 'ALLOCATED'
-       WHERE (SELECT count(*) FROM lapsed) = (SELECT count(*) FROM expired)
-         AND t.campaign_id = ${c} AND t.id = ANY(ARRAY(SELECT id FROM chosen))
-         AND t.status = CASE WHEN t.id = ANY(ARRAY(SELECT ticket_id FROM expired))
-                             THEN 'HELD'::ticket_status ELSE 'AVAILABLE'::ticket_status END
-      RETURNING t.campaign_id, t.id, t.code
-    ),
+    ${pickTickets({ campaign: c, start, count: Prisma.sql`(SELECT n FROM wanted)`, lock: 'FOR UPDATE SKIP LOCKED', when: Prisma.sql`true` })},
+    ${takeTickets({ campaign: c, when: Prisma.sql`true`, status: 'ALLOCATED' })},
     allocated AS (
       INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, metadata, idempotency_key,
                                request_hash, status, sequence, allocated_at)

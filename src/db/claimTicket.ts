@@ -35,6 +35,7 @@ import { Prisma } from '../generated/prisma/client';
 import type { Db } from './client';
 import type { JsonValue } from './json';
 import { ALLOCATION_COLUMNS, toAllocation, type AllocationRow } from './allocationRow';
+import { pickTickets, takeTickets } from './pickTickets';
 import type { AllocationModel, CampaignModel, CampaignStatus, TicketModel } from '../models';
 
 export type ClaimVerdict =
@@ -130,9 +131,7 @@ export function readClaim(rows: ClaimedRow[], campaignId: string): ClaimOutcome 
 
 /** The SQL text and parameters (exported for test/plan.test.ts, which EXPLAINs it). */
 export function claimSql(p: ClaimTicketParams): Prisma.Sql {
-  const lock = Prisma.raw(p.wait ? 'FOR UPDATE' : 'FOR UPDATE SKIP LOCKED');
   const metadata = p.metadata === null ? null : JSON.stringify(p.metadata);
-  const ticketStatus = Prisma.raw(p.kind === 'hold' ? `'HELD'` : `'ALLOCATED'`);
   const allocationStatus = Prisma.raw(p.kind === 'hold' ? `'HELD'` : `'ACTIVE'`);
   const expiresAt = p.kind === 'hold' ? Prisma.sql`clock_timestamp() + make_interval(secs => ${p.ttlSeconds}::integer)` : Prisma.sql`NULL`;
   const c = Prisma.sql`${p.campaignId}::uuid`;
@@ -142,51 +141,9 @@ export function claimSql(p: ClaimTicketParams): Prisma.Sql {
       SELECT verdict, prior_campaign_id, prior_allocation_id
         FROM tessera_claim_gate(${c}, ${p.partnerId}::uuid, ${p.holder}::text, ${p.idempotencyKey}::text, ${n}, ${n})
     ),
-    upper AS MATERIALIZED (
-      SELECT t.id FROM tickets t
-       WHERE t.campaign_id = ${c} AND t.status = 'AVAILABLE' AND t.pick_order >= ${p.start}::integer
-         AND (SELECT verdict FROM gate) = 'OK'
-       ORDER BY t.pick_order LIMIT ${n}
-       ${lock}
-    ),
-    lower AS MATERIALIZED (
-      SELECT t.id FROM tickets t
-       WHERE t.campaign_id = ${c} AND t.status = 'AVAILABLE' AND t.pick_order < ${p.start}::integer
-         AND (SELECT verdict FROM gate) = 'OK'
-       ORDER BY t.pick_order LIMIT ${n} - (SELECT count(*) FROM upper)
-       ${lock}
-    ),
-    expired AS MATERIALIZED (
-      SELECT a.campaign_id, a.id, a.ticket_id FROM allocations a
-       WHERE a.campaign_id = ${c} AND a.status = 'HELD' AND a.expires_at <= clock_timestamp()
-         AND (SELECT verdict FROM gate) = 'OK'
-       ORDER BY a.expires_at, a.id LIMIT ${n} - (SELECT count(*) FROM upper) - (SELECT count(*) FROM lower)
-       FOR UPDATE SKIP LOCKED
-    ),
-    chosen AS MATERIALIZED (
-      SELECT id FROM upper UNION ALL SELECT id FROM lower UNION ALL SELECT ticket_id FROM expired
-    ),
+    ${pickTickets({ campaign: c, start: p.start, count: n, lock: p.wait ? 'FOR UPDATE' : 'FOR UPDATE SKIP LOCKED', when: Prisma.sql`(SELECT verdict FROM gate) = 'OK'` })},
     complete AS MATERIALIZED (SELECT count(*) = ${n} AS ok FROM chosen),
-    -- Taking over an expired hold ends it first: the unique index of live allocations per ticket
-    -- must see the old one gone before the new one is inserted (the sub-select in taken's WHERE
-    -- runs this to completion before taken starts). Rows are found by primary key (= ANY(ARRAY…)),
-    -- never by a join the planner could turn into a scan of the campaign.
-    lapsed AS (
-      UPDATE allocations a SET status = 'EXPIRED'
-       WHERE (SELECT ok FROM complete)
-         AND a.campaign_id = ${c} AND a.id = ANY(ARRAY(SELECT id FROM expired)) AND a.status = 'HELD'
-      RETURNING a.id
-    ),
-    taken AS (
-      UPDATE tickets t
-         SET status = ${ticketStatus}
-       WHERE (SELECT ok FROM complete)
-         AND (SELECT count(*) FROM lapsed) = (SELECT count(*) FROM expired)
-         AND t.campaign_id = ${c} AND t.id = ANY(ARRAY(SELECT id FROM chosen))
-         AND t.status = CASE WHEN t.id = ANY(ARRAY(SELECT ticket_id FROM expired))
-                             THEN 'HELD'::ticket_status ELSE 'AVAILABLE'::ticket_status END
-      RETURNING t.campaign_id, t.id, t.code
-    ),
+    ${takeTickets({ campaign: c, when: Prisma.sql`(SELECT ok FROM complete)`, status: p.kind === 'hold' ? 'HELD' : 'ALLOCATED' })},
     allocated AS (
       INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, metadata, idempotency_key,
                                request_hash, status, sequence, allocated_at, expires_at, request_index)

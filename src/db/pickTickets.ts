@@ -1,0 +1,87 @@
+// The pick and the take: the part of the claim statement that the single claim (claimTicket.ts) and
+// the group claim (claimBatch.ts) share, kept here once. Both statements are
+//
+//   WITH <gate> , ${pickTickets(…)} [, <all-or-nothing check>] , ${takeTickets(…)} , <allocations> …
+//
+// pickTickets: CTEs `upper`, `lower`, `expired` and `chosen` — up to `count` AVAILABLE tickets from
+// the random start `start` (wrapping round below it), then, only for what is still missing, holds
+// that have expired; every row FOR UPDATE SKIP LOCKED (or FOR UPDATE in the single claim's second
+// look). `chosen` numbers the tickets picked (slot) so a group claim can pair them with requests.
+// Why a random start and why only the partial index can serve it: claimTicket.ts.
+//
+// takeTickets: CTEs `lapsed` and `taken` — an expired hold being taken over is ended first (the
+// unique index of live allocations per ticket must see it gone before the new allocation is
+// inserted: the sub-select in taken's WHERE runs lapsed to completion first), then the chosen
+// tickets are marked, each re-checked in the UPDATE (AVAILABLE, or HELD for a taken-over hold:
+// under READ COMMITTED an UPDATE that waited re-checks only its own WHERE). Rows are found by
+// primary key (= ANY(ARRAY…)), never by a join the planner could turn into a scan of the campaign.
+import { Prisma } from '../generated/prisma/client';
+
+export function pickTickets(o: {
+  /** `${campaignId}::uuid` */
+  campaign: Prisma.Sql;
+  /** The random pick_order to start from. */
+  start: number;
+  /** How many tickets to pick (an SQL expression). */
+  count: Prisma.Sql;
+  /** FOR UPDATE SKIP LOCKED, or FOR UPDATE for a claim that waits for tickets in flight. */
+  lock: 'FOR UPDATE SKIP LOCKED' | 'FOR UPDATE';
+  /** Nothing is locked unless this holds (the gate's verdict). */
+  when: Prisma.Sql;
+}): Prisma.Sql {
+  const { campaign: c, count: n, when } = o;
+  const lock = Prisma.raw(o.lock);
+  return Prisma.sql`
+    upper AS MATERIALIZED (
+      SELECT t.id FROM tickets t
+       WHERE t.campaign_id = ${c} AND t.status = 'AVAILABLE' AND t.pick_order >= ${o.start}::integer
+         AND ${when}
+       ORDER BY t.pick_order LIMIT ${n}
+       ${lock}
+    ),
+    lower AS MATERIALIZED (
+      SELECT t.id FROM tickets t
+       WHERE t.campaign_id = ${c} AND t.status = 'AVAILABLE' AND t.pick_order < ${o.start}::integer
+         AND ${when}
+       ORDER BY t.pick_order LIMIT ${n} - (SELECT count(*) FROM upper)
+       ${lock}
+    ),
+    expired AS MATERIALIZED (
+      SELECT a.campaign_id, a.id, a.ticket_id FROM allocations a
+       WHERE a.campaign_id = ${c} AND a.status = 'HELD' AND a.expires_at <= clock_timestamp()
+         AND ${when}
+       ORDER BY a.expires_at, a.id LIMIT ${n} - (SELECT count(*) FROM upper) - (SELECT count(*) FROM lower)
+       FOR UPDATE SKIP LOCKED
+    ),
+    chosen AS MATERIALIZED (
+      SELECT id, row_number() OVER () AS slot
+        FROM (SELECT id FROM upper UNION ALL SELECT id FROM lower UNION ALL SELECT ticket_id FROM expired) x
+    )`;
+}
+
+export function takeTickets(o: {
+  campaign: Prisma.Sql;
+  /** Nothing is written unless this holds (the single claim's all-or-nothing check). */
+  when: Prisma.Sql;
+  /** The tickets' new status: ALLOCATED for a claim, HELD for a hold. */
+  status: 'ALLOCATED' | 'HELD';
+}): Prisma.Sql {
+  const { campaign: c, when } = o;
+  return Prisma.sql`
+    lapsed AS (
+      UPDATE allocations a SET status = 'EXPIRED'
+       WHERE ${when}
+         AND a.campaign_id = ${c} AND a.id = ANY(ARRAY(SELECT id FROM expired)) AND a.status = 'HELD'
+      RETURNING a.id
+    ),
+    taken AS (
+      UPDATE tickets t
+         SET status = ${Prisma.raw(`'${o.status}'`)}
+       WHERE ${when}
+         AND (SELECT count(*) FROM lapsed) = (SELECT count(*) FROM expired)
+         AND t.campaign_id = ${c} AND t.id = ANY(ARRAY(SELECT id FROM chosen))
+         AND t.status = CASE WHEN t.id = ANY(ARRAY(SELECT ticket_id FROM expired))
+                             THEN 'HELD'::ticket_status ELSE 'AVAILABLE'::ticket_status END
+      RETURNING t.campaign_id, t.id, t.code
+    )`;
+}
