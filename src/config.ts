@@ -1,7 +1,7 @@
 // Configuration: read from process.env once, validated, frozen. Every message names the variable
 // and what is allowed, so a bad deployment fails at start-up instead of at the first claim.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 
@@ -132,8 +132,19 @@ function generatedAdminKey(stateDir: string): string {
   }
   const key = `tsa_${randomBytes(24).toString('base64url')}`;
   mkdirSync(stateDir, { recursive: true });
-  writeFileSync(file, `${key}\n`, { mode: 0o600 });
-  return key;
+  // Written whole under another name, then linked into place — link() fails if the file exists: of
+  // several processes starting together, one key wins and every process reads that one.
+  const draft = `${file}.${process.pid}`;
+  writeFileSync(draft, `${key}\n`, { mode: 0o600 });
+  try {
+    linkSync(draft, file);
+    return key;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    return readFileSync(file, 'utf8').trim();
+  } finally {
+    unlinkSync(draft);
+  }
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {

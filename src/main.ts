@@ -20,8 +20,21 @@ async function embeddedDatabaseUrl(config: Config): Promise<{ url: string; embed
   const admin = new Client({ connectionString: embedded.url });
   await admin.connect();
   try {
-    const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [EMBEDDED_DATABASE]);
-    if (!rowCount) await admin.query(`CREATE DATABASE "${EMBEDDED_DATABASE}"`);
+    // Processes started together may both find it missing: the loser's CREATE fails (42P04, 23505
+    // on pg_database's unique name, or 55006 while the winner copies template1) and finds it there
+    // on the next look.
+    for (let attempt = 1; ; attempt += 1) {
+      const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [EMBEDDED_DATABASE]);
+      if (rowCount) break;
+      try {
+        await admin.query(`CREATE DATABASE "${EMBEDDED_DATABASE}"`);
+        break;
+      } catch (error) {
+        const code = (error as { code?: string }).code;
+        if (!['42P04', '23505', '55006'].includes(code ?? '') || attempt >= 50) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
   } finally {
     await admin.end();
   }
@@ -75,7 +88,7 @@ async function runPrimary(config: Config, logger: ReturnType<typeof createLogger
   for (let i = 0; i < config.webConcurrency; i += 1) fork();
   logger.info({ workers: config.webConcurrency }, 'cluster started');
   const stopped = async () => {
-    if (embedded) await embedded.stop();
+    if (embedded) await releaseEmbedded(embedded, logger);
     logger.info('stopped');
     process.exit(process.exitCode ?? 0);
   };
@@ -89,6 +102,12 @@ async function runPrimary(config: Config, logger: ReturnType<typeof createLogger
   }
   process.on('SIGTERM', shutdown);
   process.on('SIGINT', shutdown);
+}
+
+/** Stops the embedded PostgreSQL unless other Tessera processes started in this folder still use it. */
+async function releaseEmbedded(embedded: EmbeddedDatabase, logger: ReturnType<typeof createLogger>): Promise<void> {
+  if (await embedded.release()) logger.info('embedded PostgreSQL stopped');
+  else logger.info('embedded PostgreSQL left running: other processes are connected to it');
 }
 
 /** The operator's banner (the admin key, when generated, is printed here once, never logged). */
@@ -113,7 +132,10 @@ async function main(): Promise<void> {
   let url = config.databaseUrl;
   if (!url) {
     ({ url, embedded } = await embeddedDatabaseUrl(config));
-    logger.info({ dir: config.embedded.dir, port: config.embedded.port }, 'embedded PostgreSQL started (DATABASE_URL is unset)');
+    logger.info(
+      { dir: config.embedded.dir, port: config.embedded.port },
+      embedded.owned ? 'embedded PostgreSQL started (DATABASE_URL is unset)' : 'joined the embedded PostgreSQL another Tessera process started here',
+    );
   }
   // Under the migration lock: instances starting together apply them once, and none serves first.
   const applied = await migrate(url);
@@ -149,7 +171,7 @@ async function main(): Promise<void> {
       await db.close();
       logger.info('database pool closed');
       if (redis) await redis.quit().catch(() => redis.disconnect());
-      if (embedded) await embedded.stop();
+      if (embedded) await releaseEmbedded(embedded, logger);
       logger.info('stopped');
       process.exit(0);
     } catch (err) {

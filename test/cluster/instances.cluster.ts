@@ -5,9 +5,9 @@
 // verdict is read from the database itself.
 import { readMigrations } from '../../src/db/migrate';
 import { withClient } from '../helpers/env';
-import { accepts, freePort, startProcess, type TesseraProcess } from '../helpers/process';
+import { accepts, freePort, ROOT, startProcess, type TesseraProcess } from '../helpers/process';
 import { ADMIN_KEY, assertPoolInvariants, CLAIM, createTestDatabase, type ClaimPayload } from '../helpers/testServer';
-import { readFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { createClient } from 'graphql-ws';
@@ -165,26 +165,39 @@ test('quota and group races across instances: a quota of 5 gives 5; 20 claimTick
 test('close race: once closeCampaign has returned on one instance, no claim commits on any', async () => {
   const keys = await Promise.all([createPartner('C1'), createPartner('C2'), createPartner('C3')]);
   const campaignId = await openCampaign(5000);
-  let closeReturned = false;
-  const afterClose: string[] = [];
-  const storm = Array.from({ length: 600 }, (_, i) =>
-    claim(keys[i % 3]!, { campaignId, holder: `h${i}` }).then((a) => {
-      if (closeReturned) afterClose.push(a?.claimTicket.error?.code ?? 'ALLOCATED');
-      return a;
-    }),
-  );
-  await new Promise((resolve) => setTimeout(resolve, 150));
+  let closeReturnedAt = Infinity;
+  const granted: string[] = [];
+  const sentAfterClose: string[] = [];
+  // 30 clients claiming one after another, round-robin over the instances, until a claim sent after
+  // close returned is refused.
+  const client = async (k: number) => {
+    for (let i = 0; ; i += 1) {
+      const sentAt = Date.now();
+      const answer = (await claim(keys[k % 3]!, { campaignId, holder: `c${k}-${i}` }))?.claimTicket;
+      if (answer?.allocation) granted.push(answer.allocation.id);
+      if (sentAt > closeReturnedAt) sentAfterClose.push(answer?.error?.code ?? 'ALLOCATED');
+      if (answer?.error?.code === 'CAMPAIGN_NOT_OPEN') {
+        if (sentAt > closeReturnedAt) return; // refused before close's answer reached us: once more after it
+        continue;
+      }
+      if (!answer?.allocation) throw new Error(`unexpected answer ${JSON.stringify(answer)}`);
+    }
+  };
+  const clients = Array.from({ length: 30 }, (_, k) => client(k));
+  await new Promise((resolve) => setTimeout(resolve, 300));
   const closed = await must(ADMIN_KEY, 'mutation($id: ID!) { closeCampaign(id: $id) { campaign { status stats { allocated } } } }', { id: campaignId });
+  closeReturnedAt = Date.now();
   const atClose = await allocations(campaignId);
-  closeReturned = true;
   expect(closed.closeCampaign.campaign.status).toBe('CLOSED');
-  const answers = await Promise.all(storm);
+  await Promise.all(clients);
+  // Nothing committed after close returned, whichever instance the claim reached; the stats close
+  // answered are the final ones; every claim sent after it was refused.
   expect(await allocations(campaignId)).toBe(atClose);
   expect(closed.closeCampaign.campaign.stats.allocated).toBe(atClose);
-  expect(afterClose.filter((code) => code === 'CAMPAIGN_NOT_OPEN').length).toBeGreaterThan(0);
-  const granted = answers.filter((a) => a?.claimTicket.allocation).length;
-  expect(granted).toBe(atClose);
-  expect(granted + answers.filter((a) => a?.claimTicket.error?.code === 'CAMPAIGN_NOT_OPEN').length).toBe(600);
+  expect(granted).toHaveLength(atClose);
+  expect(atClose).toBeGreaterThan(0);
+  expect(sentAfterClose.length).toBeGreaterThan(0);
+  expect(new Set(sentAfterClose)).toEqual(new Set(['CAMPAIGN_NOT_OPEN']));
   await assertPoolInvariants(sql, campaignId);
 }, 60_000);
 
@@ -339,3 +352,54 @@ async function until(predicate: () => boolean, ms: number): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
+
+test('three `npm start` without DATABASE_URL in one folder share one embedded PostgreSQL and one generated admin key; the last one out stops it', async () => {
+  // Under the project folder: PostgreSQL runs as its own OS user and must be able to reach it.
+  mkdirSync(path.join(ROOT, '.tessera'), { recursive: true });
+  const parent = mkdtempSync(path.join(ROOT, '.tessera', 'cluster-'));
+  chmodSync(parent, 0o755);
+  const pgPort = 54389;
+  const env = { EMBEDDED_PG_DIR: path.join(parent, 'pgdata'), EMBEDDED_PG_PORT: String(pgPort), ADMIN_API_KEY: '', NODE_ENV: 'development' };
+  const started: TesseraProcess[] = [];
+  try {
+    started.push(...(await Promise.all([startProcess(null, env), startProcess(null, env), startProcess(null, env)])));
+    const owners = started.filter((p) => p.output().includes('embedded PostgreSQL started'));
+    expect(owners).toHaveLength(1);
+    expect(started.filter((p) => p.output().includes('joined the embedded PostgreSQL'))).toHaveLength(2);
+    const keys = started.map((p) => /Admin API key: (\S+)/.exec(p.output())?.[1]);
+    expect(new Set(keys).size).toBe(1);
+    const adminKey = keys[0]!;
+
+    const at = (p: TesseraProcess, key: string, query: string) =>
+      fetch(`http://127.0.0.1:${p.port}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify({ query }) }).then(
+        async (r) => (await r.json()) as any,
+      );
+    const partnerKey = (await at(started[0]!, adminKey, 'mutation { createPartner(input: { name: "E" }) { apiKey } }')).data.createPartner.apiKey as string;
+    const id = (await at(started[1]!, adminKey, 'mutation { createCampaign(input: { name: "E" }) { campaign { id } } }')).data.createCampaign.campaign.id as string;
+    await at(started[2]!, adminKey, `mutation { generateTickets(campaignId: "${id}", count: 5) { loaded } }`);
+    await at(started[0]!, adminKey, `mutation { openCampaign(id: "${id}") { campaign { id } } }`);
+    const claimOn = (p: TesseraProcess, holder: string) =>
+      at(p, partnerKey, `mutation { claimTicket(input: { campaignId: "${id}", holder: "${holder}" }) { allocation { id } error { code } } }`);
+    for (const [i, p] of started.entries()) expect((await claimOn(p, `h${i}`)).data.claimTicket.allocation).not.toBeNull();
+
+    // The one that started it stops first: the database stays up for the other two.
+    const owner = owners[0]!;
+    owner.child.kill('SIGTERM');
+    expect(await owner.exited).toBe(0);
+    expect(owner.output()).toContain('embedded PostgreSQL left running');
+    const rest = started.filter((p) => p !== owner);
+    for (const [i, p] of rest.entries()) expect((await claimOn(p, `after${i}`)).data.claimTicket.allocation).not.toBeNull();
+
+    rest[0]!.child.kill('SIGTERM');
+    expect(await rest[0]!.exited).toBe(0);
+    expect(await accepts(pgPort)).toBe(true);
+    rest[1]!.child.kill('SIGTERM');
+    expect(await rest[1]!.exited).toBe(0);
+    expect(rest[1]!.output()).toContain('embedded PostgreSQL stopped');
+    expect(await accepts(pgPort)).toBe(false);
+  } finally {
+    for (const p of started) p.child.kill('SIGKILL');
+    await Promise.all(started.map((p) => p.exited));
+    rmSync(parent, { recursive: true, force: true });
+  }
+}, 120_000);
