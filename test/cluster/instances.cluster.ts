@@ -366,6 +366,8 @@ test('three `npm start` without DATABASE_URL in one folder share one embedded Po
     const owners = started.filter((p) => p.output().includes('embedded PostgreSQL started'));
     expect(owners).toHaveLength(1);
     expect(started.filter((p) => p.output().includes('joined the embedded PostgreSQL'))).toHaveLength(2);
+    // The banner is written just after the "serving" log line that startProcess waits for.
+    await until(() => started.every((p) => p.output().includes('Admin API key: ')), 10_000);
     const keys = started.map((p) => /Admin API key: (\S+)/.exec(p.output())?.[1]);
     expect(new Set(keys).size).toBe(1);
     const adminKey = keys[0]!;

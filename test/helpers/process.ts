@@ -10,7 +10,7 @@ export const ROOT = path.resolve(__dirname, '../..');
 export interface TesseraProcess {
   child: ChildProcess;
   port: number;
-  /** Resolves with the exit code once the process has exited. */
+  /** Resolves with the exit code once the process has exited and its output has been read. */
   exited: Promise<number | null>;
   /** Everything it printed so far (pino's JSON lines and the banner). */
   output(): string;
@@ -25,7 +25,8 @@ export function startProcess(databaseUrl: string | null, extraEnv: Record<string
   if (databaseUrl) env.DATABASE_URL = databaseUrl;
   else delete env.DATABASE_URL;
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  // 'close', not 'exit': by then everything it printed has been read (its last log lines too).
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
   let output = '';
   return new Promise((resolve, reject) => {
     child.stdout!.on('data', (chunk: Buffer) => {
