@@ -65,7 +65,7 @@ export async function startEmbeddedPostgres(options: { dir: string; port: number
   });
   const urlFor = (database: string) =>
     `postgresql://${USER}:${PASSWORD}@127.0.0.1:${options.port}/${encodeURIComponent(database)}`;
-  const release = await takeStartLock(`${dir}.start-lock`);
+  const unlock = await takeStartLock(`${dir}.start-lock`);
   try {
     if (await runningIn(dir, options.port)) {
       const stop = () => stopByPid(dir);
@@ -82,7 +82,7 @@ export async function startEmbeddedPostgres(options: { dir: string; port: number
       { cause: error },
     );
   } finally {
-    release();
+    unlock();
   }
   const stop = () => cluster.stop();
   return { url: urlFor('postgres'), urlFor, stop, start: () => cluster.start(), owned: true, release: () => releaseWith(urlFor('postgres'), stop) };
