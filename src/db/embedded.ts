@@ -132,6 +132,11 @@ async function runningIn(dir: string, port: number): Promise<boolean> {
     return false;
   }
   if (!alive(Number(lines[0])) || Number(lines[3]) !== port) return false;
+  return accepts(port);
+}
+
+/** Whether something accepts TCP connections on 127.0.0.1:`port`. */
+export function accepts(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect(port, '127.0.0.1');
     socket.once('connect', () => {

@@ -5,6 +5,8 @@ import net from 'node:net';
 import path from 'node:path';
 import { ADMIN_KEY } from './testServer';
 
+export { accepts } from '../../src/db/embedded';
+
 export const ROOT = path.resolve(__dirname, '../..');
 
 export interface TesseraProcess {
@@ -36,18 +38,6 @@ export function startProcess(databaseUrl: string | null, extraEnv: Record<string
     });
     child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.on('exit', (code) => reject(new Error(`server exited with ${code} before it was ready:\n${output}`)));
-  });
-}
-
-/** Whether something accepts TCP connections on 127.0.0.1:`port`. */
-export function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
   });
 }
 
