@@ -187,7 +187,7 @@ async function main(): Promise<void> {
     }
 
     // Flat claim cost as the pool fills (the big campaign, filled in bulk between runs: the dead
-    // index entries of PERFORMANCE.md pitfall 1 are all there, no VACUUM in between).
+    // index entries of docs/PERFORMANCE.md pitfall 1 are all there, no VACUUM in between).
     await open(big);
     const p50s: Record<number, number> = {};
     for (const fill of [0, 0.5, 0.9, 0.99]) {

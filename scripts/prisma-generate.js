@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `prisma generate` without network access. Every Prisma CLI command first tries to download a
 // native schema engine from Prisma's CDN, which is unreachable here; `generate` does not need it,
-// so it is pointed at an existing file (TOOLCHAIN.md). Never do this for `migrate`: with a fake
+// so it is pointed at an existing file (docs/TOOLCHAIN.md). Never do this for `migrate`: with a fake
 // engine it silently does nothing — migrations are applied by src/db/migrate.ts instead.
 const { spawnSync } = require('node:child_process');
 

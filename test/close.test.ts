@@ -1,5 +1,5 @@
 // closeCampaign is linearizable: once it has returned, no further claim commits — and it is not
-// starved by a storm of claims (CORRECTNESS.md 4).
+// starved by a storm of claims (docs/CORRECTNESS.md §4).
 import { assertPoolInvariants, ADMIN_KEY, CLAIM, startTestServer, type ClaimPayload, type TestServer } from './helpers/testServer';
 
 let server: TestServer;

@@ -1,10 +1,12 @@
-// The public contract: every operation partners and checkers send must validate against our SDL.
+// The public contract (contract/): every operation partners and checkers send must validate against
+// our SDL, and every contract field keeps its type.
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { buildSchema, parse, validate } from 'graphql';
 
 const schema = buildSchema(readFileSync(path.resolve(__dirname, '../schema.graphql'), 'utf8'));
-const opsDir = path.resolve(__dirname, '../../shared/contract/ops');
+const contractDir = path.resolve(__dirname, '../contract');
+const opsDir = path.join(contractDir, 'ops');
 
 test('every operation in the contract ops/core.graphql validates against schema.graphql', () => {
   const document = parse(readFileSync(path.join(opsDir, 'core.graphql'), 'utf8'));
@@ -13,7 +15,7 @@ test('every operation in the contract ops/core.graphql validates against schema.
 });
 
 test('every enum value and field of the contract that schema.graphql declares is kept with the same type', () => {
-  const contract = buildSchema(readFileSync(path.resolve(opsDir, '../schema.graphql'), 'utf8'));
+  const contract = buildSchema(readFileSync(path.join(contractDir, 'schema.graphql'), 'utf8'));
   const ours = schema.getTypeMap();
   for (const [name, type] of Object.entries(contract.getTypeMap())) {
     if (name.startsWith('__') || !ours[name]) continue;
@@ -38,4 +40,9 @@ test.each(['reservations.graphql', 'live.graphql'])('every operation in the cont
 
 test('every contract operation file is checked', () => {
   expect(readdirSync(opsDir).sort()).toEqual(['core.graphql', 'live.graphql', 'reservations.graphql']);
+});
+
+test('the contract of the next features builds on top of the contract schema', () => {
+  const sdl = [readFileSync(path.join(contractDir, 'schema.graphql'), 'utf8'), readFileSync(path.join(contractDir, 'next.graphql'), 'utf8')].join('\n');
+  expect(() => buildSchema(sdl)).not.toThrow();
 });

@@ -1,4 +1,4 @@
-// Holds are leases (CORRECTNESS.md 9): holdTicket takes a ticket out of the pool until expiresAt;
+// Holds are leases (docs/CORRECTNESS.md §9): holdTicket takes a ticket out of the pool until expiresAt;
 // confirmHold makes it ACTIVE while the hold lasts; an expired hold's ticket is back in the pool
 // from that instant — in every read and for every claim — with or without the sweeper.
 import { assertPoolInvariants, ADMIN_KEY, CLAIM, startTestServer, type ClaimPayload, type TestServer } from './helpers/testServer';

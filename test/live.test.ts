@@ -7,7 +7,7 @@ import Redis from 'ioredis';
 import WebSocket from 'ws';
 import { ADMIN_KEY, CLAIM, createTestDatabase, startTestServer, type TestServer } from './helpers/testServer';
 
-const LIVE = readFileSync(path.resolve(__dirname, '../../shared/contract/ops/live.graphql'), 'utf8');
+const LIVE = readFileSync(path.resolve(__dirname, '../contract/ops/live.graphql'), 'utf8');
 
 interface Stats {
   total: number;

@@ -1,4 +1,4 @@
-// CORRECTNESS.md 5: "mixed operations deadlock where each alone is fine". 64 clients run a random
+// docs/CORRECTNESS.md §5: "mixed operations deadlock where each alone is fine". 64 clients run a random
 // mix of claims, holds, confirmations, multi-ticket claims and releases against one small pool for
 // a few seconds — three partners, one of them under a quota, a per-holder limit, holds that lapse
 // mid-run. No request may fail unexpectedly or hang, PostgreSQL must detect no deadlock, and the

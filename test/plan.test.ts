@@ -1,4 +1,4 @@
-// The claim uses its partial index on purpose, whatever the statistics say (PERFORMANCE.md
+// The claim uses its partial index on purpose, whatever the statistics say (docs/PERFORMANCE.md
 // pitfall 2: with real statistics on one dominant campaign the planner once chose the primary key
 // plus a filter that walked every allocated row).
 import { OPERATOR_PARTNER_ID } from '../src/auth';

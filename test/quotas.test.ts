@@ -1,6 +1,6 @@
 // Partner quotas: setPartnerQuota caps a partner's live (HELD or ACTIVE) allocations in a campaign,
 // exactly, also under parallel claims; the counter behind it (partner_quotas.live) never drifts
-// from the allocations it counts (CORRECTNESS.md 10).
+// from the allocations it counts (docs/CORRECTNESS.md §10).
 import { ADMIN_KEY, CLAIM, startTestServer, type ClaimPayload, type TestServer } from './helpers/testServer';
 
 let server: TestServer;
@@ -456,7 +456,7 @@ describe('without the sweeper', () => {
     const outcomes = answers.map((r) => r.body.errors?.[0]?.extensions?.code ?? (r.body.data?.claimTicket.allocation ? 'OK' : r.body.data?.claimTicket.error?.code));
     expect(outcomes).toEqual(['OK', 'OK']);
     // Answered OK is not enough: a deadlock victim retried by the server still cost every lock
-    // holder PostgreSQL's deadlock_timeout (1 s) and is exactly what CORRECTNESS.md 5 rules out.
+    // holder PostgreSQL's deadlock_timeout (1 s) and is exactly what docs/CORRECTNESS.md §5 rules out.
     expect((await deadlocks(quiet)) - deadlocksBefore).toBe(0);
     const { rows } = await quiet.sql.query('SELECT id, status::text FROM allocations WHERE id = ANY($1::uuid[]) ORDER BY id', [[heldByA.id, heldByB.id]]);
     expect(rows.map((r) => r.status)).toEqual(['EXPIRED', 'EXPIRED']);

@@ -11,9 +11,9 @@ beforeAll(async () => {
 });
 afterAll(() => server.stop());
 
-/** The CampaignReport operation exactly as external clients send it (shared contract). */
+/** The CampaignReport operation exactly as external clients send it (contract/ops). */
 const CAMPAIGN_REPORT = (() => {
-  const document = parse(readFileSync(path.resolve(__dirname, '../../shared/contract/ops/reservations.graphql'), 'utf8'));
+  const document = parse(readFileSync(path.resolve(__dirname, '../contract/ops/reservations.graphql'), 'utf8'));
   const operation = document.definitions.find(
     (d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION && d.name?.value === 'CampaignReport',
   );

@@ -2,7 +2,7 @@
 // SHARED (tessera_claim_gate, and the statements in this folder); the operations that change what a
 // claim may do — close, update, setting a quota — take it EXCLUSIVE, in a transaction with their
 // write: they wait for the statements already past the gate, and PostgreSQL's lock manager queues
-// every new shared request behind them (CORRECTNESS.md 4: never starved). The key pairs with
+// every new shared request behind them (docs/CORRECTNESS.md §4: never starved). The key pairs with
 // tessera_claim_gate's `pg_advisory_xact_lock_shared(1, hashtext(campaign_id::text))`.
 import type { Prisma } from '../generated/prisma/client';
 import type { Db } from './client';

@@ -1,11 +1,11 @@
 // THE claim: one statement that passes the campaign gate, takes `quantity` tickets — AVAILABLE
 // ones, or ones whose hold has expired — marks them ALLOCATED (a claim) or HELD (a hold) and writes
-// their allocations. All or nothing, in one round trip (PERFORMANCE.md item 4: one CTE beats
+// their allocations. All or nothing, in one round trip (docs/PERFORMANCE.md item 4: one CTE beats
 // BEGIN/2 statements/COMMIT by 20-40%). claimTicket, holdTicket and claimTickets all run it; the
 // caller (services/allocation.ts) owns the transaction — `prisma.$transaction([claimTicket(...)])`
 // — and decides what to do with each outcome.
 //
-// What it locks, in this order (one fixed order everywhere, CORRECTNESS.md 5):
+// What it locks, in this order (one fixed order everywhere, docs/CORRECTNESS.md §5):
 //   1. tessera_claim_gate() (migrations): advisory locks — the campaign gate (shared), the
 //      idempotency key, the holder — and the partner's quota row; then it reads the campaign and
 //      counts with a fresh snapshot. Every pick below names the gate's verdict in its WHERE, so no
@@ -18,16 +18,16 @@
 // Why the pick starts at a random pick_order (the migration gives every ticket a random one):
 //   - every claimer starting at the front of the AVAILABLE index would skip over the same locked
 //     rows and, as the pool fills, walk the same run of dead index entries left by earlier claims
-//     until a VACUUM (PERFORMANCE.md pitfall 1: 3,000 → 372 claims/s at 99% fill). From a random
+//     until a VACUUM (docs/PERFORMANCE.md pitfall 1: 3,000 → 372 claims/s at 99% fill). From a random
 //     point the run of dead entries before a live one is ~1/(1-fill) entries, not fill×N;
 //   - pick_order is in no other index, so the planner has no alternative to the partial index
 //     (pitfall 2) whatever the statistics say (test/plan.test.ts).
 //   The `lower` pick wraps around below the start; it runs only for what `upper` did not find.
 //
 // Why the ticket's status is re-checked on the UPDATE: under READ COMMITTED an UPDATE that waited
-// re-checks only its own WHERE against the newest row version (CORRECTNESS.md 1).
+// re-checks only its own WHERE against the newest row version (docs/CORRECTNESS.md §1).
 //
-// `wait` mode is the second look that keeps SOLD_OUT honest (CORRECTNESS.md 3): when SKIP LOCKED
+// `wait` mode is the second look that keeps SOLD_OUT honest (docs/CORRECTNESS.md §3): when SKIP LOCKED
 // found too few while tickets still look AVAILABLE, those are locked by claims in flight that may
 // roll back. The same statement with a plain FOR UPDATE, from the start of the index (one order for
 // every waiter: no deadlock), waits for each and takes what comes back. It never waits on a hold.

@@ -51,7 +51,7 @@ export function createDatabase(options: DatabaseOptions): Database {
   const pool = new Pool(poolConfig(options));
   const statements = { count: 0 };
   // A backend terminated while idle emits 'error' on the pool; unhandled, it would crash Node
-  // (CORRECTNESS.md 6). The pool drops the client itself.
+  // (docs/CORRECTNESS.md §6). The pool drops the client itself.
   pool.on('error', onError);
   pool.on('connect', (client) => {
     client.on('error', onError);

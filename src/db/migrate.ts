@@ -1,6 +1,6 @@
 // Applies prisma/migrations/*/migration.sql in order, recording each in `_prisma_migrations` exactly
 // as `prisma migrate deploy` does (same table, same sha256 checksum of the file), because Prisma's
-// CLI needs a schema-engine binary that cannot be downloaded here (TOOLCHAIN.md). A user who has it
+// CLI needs a schema-engine binary that cannot be downloaded here (docs/TOOLCHAIN.md). A user who has it
 // can still run `prisma migrate status|deploy` against the same database.
 //
 // Several instances may start at once: a session advisory lock (the key Prisma's engine uses)

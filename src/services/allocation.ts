@@ -240,7 +240,7 @@ export class AllocationService {
           }
           if (outcome.contended) {
             // Tickets still look claimable but are locked by requests in flight that may roll back:
-            // wait for them rather than refuse (CORRECTNESS.md 3).
+            // wait for them rather than refuse (docs/CORRECTNESS.md §3).
             wait = true;
             continue;
           }

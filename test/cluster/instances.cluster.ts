@@ -15,7 +15,7 @@ import { Pool } from 'pg';
 import WebSocket from 'ws';
 
 const INSTANCES = 3;
-const LIVE = readFileSync(path.resolve(__dirname, '../../../shared/contract/ops/live.graphql'), 'utf8');
+const LIVE = readFileSync(path.resolve(__dirname, '../../contract/ops/live.graphql'), 'utf8');
 /** The advisory lock src/db/migrate.ts takes (Prisma's own key). */
 const MIGRATE_LOCK_KEY = 72707369;
 
