@@ -1,5 +1,7 @@
--- Tessera on Citus: run once on the coordinator of a Citus cluster, after `npm run migrate`
--- (the migrations create plain PostgreSQL tables; this distributes them).
+-- Tessera on Citus: run once on the coordinator of a Citus cluster, after `npm run db:migrate`
+-- (the migrations and prisma/functions/ create plain PostgreSQL tables, functions and triggers;
+-- this distributes the tables). The migrator's own tables, _prisma_migrations and
+-- _tessera_functions, stay local on the coordinator.
 --
 -- Campaign-scoped tables are distributed by campaign_id and colocated with tickets, so every
 -- claim-path statement (which names exactly one campaign) runs on one shard as a router query.
@@ -11,8 +13,8 @@
 -- no reference table points at a distributed one — and this script runs against stand-in
 -- functions that enforce those rules. NOT verified (Citus cannot be installed on these machines):
 -- a real create_distributed_table run, and the statement-level counter triggers with transition
--- tables on allocations and tickets (tessera_count_*), which Citus propagates to shards only with
--- citus.enable_unsafe_triggers; see docs/SCALING.md.
+-- tables on allocations and tickets (tessera_count_*, prisma/functions/), which Citus propagates to
+-- shards only with citus.enable_unsafe_triggers; see docs/SCALING.md.
 
 BEGIN;
 

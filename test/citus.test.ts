@@ -9,6 +9,8 @@ import { withClient } from './helpers/env';
 import { createTestDatabase } from './helpers/testServer';
 
 const SCRIPT = readFileSync(path.join(__dirname, '..', 'scripts', 'citus.sql'), 'utf8');
+/** The migrator's own tables (src/db/migrate.ts): they stay local on the coordinator, where it runs. */
+const BOOKKEEPING = ['_prisma_migrations', '_tessera_functions'];
 
 /** Stand-ins with Citus's parameter names; they only record the placement asked for. */
 const STAND_INS = `
@@ -34,7 +36,8 @@ beforeAll(async () => {
     await withClient(db.url, async (c) => {
       const listed = await c.query<{ t: string }>(
         `SELECT c.relname AS t FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-          WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND c.relname <> '_prisma_migrations' ORDER BY 1`,
+          WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND c.relname <> ALL ($1) ORDER BY 1`,
+        [BOOKKEEPING],
       );
       tables = listed.rows.map((row) => row.t);
       ({ rows: uniqueKeys } = await c.query<Key>(
@@ -45,8 +48,9 @@ beforeAll(async () => {
            JOIN pg_namespace n ON n.oid = t.relnamespace
            CROSS JOIN LATERAL unnest(x.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
            LEFT JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum
-          WHERE n.nspname = 'public' AND x.indisunique AND t.relname <> '_prisma_migrations'
+          WHERE n.nspname = 'public' AND x.indisunique AND t.relname <> ALL ($1)
           GROUP BY 1, 2`,
+        [BOOKKEEPING],
       ));
       ({ rows: foreignKeys } = await c.query<ForeignKey>(
         `SELECT con.conname AS name, f.relname AS from_table, t.relname AS to_table,

@@ -1,13 +1,27 @@
-// Drift between prisma/schema.prisma (what the Prisma client believes) and the database the SQL
-// migrations build (what PostgreSQL enforces). Prisma's own `migrate diff` needs an engine binary
-// that cannot be downloaded here, so the comparison is done against information_schema directly,
-// using Prisma's DMMF from its WASM schema parser.
+// The migrator (src/db/migrate.ts): migrations recorded as Prisma records them, function files
+// applied once per change, the upgrade of a database built by the four migrations the baseline
+// replaced — and drift between prisma/schema.prisma (what the Prisma client believes) and the
+// database the SQL migrations build (what PostgreSQL enforces). Prisma's own `migrate diff` needs an
+// engine binary that cannot be downloaded here, so that comparison is done against
+// information_schema directly, using Prisma's DMMF from its WASM schema parser.
 import { createHash } from 'node:crypto';
 import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { get_dmmf } from '@prisma/prisma-schema-wasm';
-import { migrate, MIGRATIONS_DIR, readMigrations } from '../src/db/migrate';
+import type { Client } from 'pg';
+import {
+  BASELINE,
+  FUNCTIONS_DIR,
+  functionLabel,
+  migrate,
+  MIGRATIONS_DIR,
+  pendingMigrations,
+  readFunctions,
+  readMigrations,
+  SQUASHED_INTO_BASELINE,
+} from '../src/db/migrate';
+import { dumpSchema, SCHEMA_FILE, schemaFileText } from '../src/db/schemaDump';
 import { withClient } from './helpers/env';
 import { createTestDatabase } from './helpers/testServer';
 
@@ -98,6 +112,26 @@ test('every primary key, unique constraint and index of the Prisma schema exists
   });
 });
 
+const everything = () => [...readMigrations().map((m) => m.name), ...readFunctions().map((f) => functionLabel(f.name))];
+const pending = (c: Client) => pendingMigrations(async (sql) => (await c.query(sql)).rows);
+/** A database of its own with nothing in it (the template is already migrated). */
+async function emptyDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const fresh = await createTestDatabase();
+  await withClient(fresh.url, async (c) => {
+    await c.query('DROP SCHEMA public CASCADE');
+    await c.query('CREATE SCHEMA public');
+  });
+  return fresh;
+}
+/** A copy of prisma/functions/ to edit. */
+function functionsCopy(): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'tessera-functions-'));
+  cpSync(FUNCTIONS_DIR, dir, { recursive: true });
+  return dir;
+}
+const procXmin = async (c: Client, name: string) =>
+  (await c.query<{ xmin: string }>('SELECT xmin::text FROM pg_proc WHERE proname = $1', [name])).rows.map((r) => r.xmin);
+
 test('migrations are recorded in _prisma_migrations with the checksum Prisma computes, and a second run applies nothing', async () => {
   await withClient(url, async (c) => {
     const { rows } = await c.query('SELECT migration_name, checksum, finished_at, applied_steps_count FROM "_prisma_migrations" ORDER BY migration_name');
@@ -108,8 +142,104 @@ test('migrations are recorded in _prisma_migrations with the checksum Prisma com
       expect(rows[i]).toMatchObject({ checksum: sha, applied_steps_count: 1 });
       expect(rows[i].finished_at).toBeInstanceOf(Date);
     }
+    await expect(pending(c)).resolves.toEqual([]);
   });
   await expect(migrate(url)).resolves.toEqual([]);
+});
+
+test('every function file is recorded with its checksum; a restart with unchanged files replaces no function', async () => {
+  await withClient(url, async (c) => {
+    const { rows } = await c.query('SELECT name, checksum FROM "_tessera_functions" ORDER BY name');
+    expect(rows).toEqual(
+      readFunctions().map((f) => ({ name: f.name, checksum: createHash('sha256').update(readFileSync(path.join(FUNCTIONS_DIR, `${f.name}.sql`))).digest('hex') })),
+    );
+    const before = await procXmin(c, 'tessera_claim_gate');
+    await expect(migrate(url)).resolves.toEqual([]);
+    expect(await procXmin(c, 'tessera_claim_gate')).toEqual(before); // not even rewritten with the same text
+  });
+});
+
+test('the database code is in one place: every function of the schema has its file in prisma/functions/, every trigger sits in the file of its function, and no migration creates either', async () => {
+  await withClient(url, async (c) => {
+    const functions = await c.query<{ name: string }>(
+      `SELECT p.proname AS name FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public' ORDER BY 1`,
+    );
+    expect(functions.rows.map((r) => r.name)).toEqual(readFunctions().map((f) => f.name));
+    const triggers = await c.query<{ trigger: string; function: string }>(
+      `SELECT t.tgname AS trigger, p.proname AS function FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid WHERE NOT t.tgisinternal ORDER BY 1`,
+    );
+    expect(triggers.rows.length).toBeGreaterThan(0);
+    for (const { trigger, function: fn } of triggers.rows) {
+      const file = readFileSync(path.join(FUNCTIONS_DIR, `${fn}.sql`), 'utf8');
+      expect({ trigger, createdInItsFunctionsFile: file.includes(`CREATE TRIGGER "${trigger}"`) }).toEqual({ trigger, createdInItsFunctionsFile: true });
+    }
+  });
+  for (const m of readMigrations()) {
+    expect({ migration: m.name, creates: /CREATE\s+(OR\s+REPLACE\s+)?(FUNCTION|TRIGGER)\b/i.test(m.sql) }).toEqual({ migration: m.name, creates: false });
+  }
+});
+
+test('a changed function file is applied once, alone; /healthz reports function files never applied', async () => {
+  const db = await createTestDatabase();
+  try {
+    await withClient(db.url, async (c) => {
+      // As if prisma/functions/tessera_claim_gate.sql had changed since it was applied.
+      await c.query(`UPDATE "_tessera_functions" SET checksum = 'another version' WHERE name = 'tessera_claim_gate'`);
+      // Another release's version (a rolling deploy): not this process's to wait for.
+      await expect(pending(c)).resolves.toEqual([]);
+      const others = await procXmin(c, 'tessera_expire_holds');
+      await expect(migrate(db.url)).resolves.toEqual([functionLabel('tessera_claim_gate')]);
+      expect(await procXmin(c, 'tessera_expire_holds')).toEqual(others);
+      // A file never applied (a new one) is pending until it is.
+      await c.query(`DELETE FROM "_tessera_functions" WHERE name = 'tessera_fold_counters'`);
+      await expect(pending(c)).resolves.toEqual([functionLabel('tessera_fold_counters')]);
+      await expect(migrate(db.url)).resolves.toEqual([functionLabel('tessera_fold_counters')]);
+      await expect(pending(c)).resolves.toEqual([]);
+      // Before the table of function checksums exists (the migrations done, the functions not yet):
+      await c.query('DROP TABLE "_tessera_functions"');
+      await expect(pending(c)).resolves.toEqual(readFunctions().map((f) => functionLabel(f.name)));
+    });
+  } finally {
+    await db.drop();
+  }
+});
+
+test('the function files are applied in one transaction: one that fails leaves every function as it was', async () => {
+  const db = await createTestDatabase();
+  const dir = functionsCopy();
+  try {
+    const gate = path.join(dir, 'tessera_claim_gate.sql');
+    writeFileSync(gate, readFileSync(gate, 'utf8').replace(`verdict := 'OK'; RETURN NEXT;`, `verdict := 'OK'; RETURN NEXT; -- changed`));
+    expect(readFileSync(gate, 'utf8')).toContain('-- changed');
+    writeFileSync(path.join(dir, 'tessera_zz_broken.sql'), 'CREATE OR REPLACE FUNCTION "tessera_zz_broken"() RETURNS integer LANGUAGE sql AS $$ SELECT nope $$;');
+    await expect(migrate(db.url, MIGRATIONS_DIR, dir)).rejects.toThrow(/prisma\/functions\/tessera_zz_broken\.sql failed: column "nope" does not exist/);
+    await withClient(db.url, async (c) => {
+      const { rows } = await c.query(`SELECT prosrc FROM pg_proc WHERE proname = 'tessera_claim_gate'`);
+      expect(rows[0].prosrc).not.toContain('-- changed');
+      await expect(pending(c)).resolves.toEqual([]);
+    });
+  } finally {
+    await db.drop();
+  }
+});
+
+test('a function file that changes the arguments without dropping the old version is refused, not left as two overloads', async () => {
+  const db = await createTestDatabase();
+  const dir = functionsCopy();
+  try {
+    const file = path.join(dir, 'tessera_expire_holds.sql');
+    writeFileSync(file, readFileSync(file, 'utf8').replace('"tessera_expire_holds"(p_batch INTEGER)', '"tessera_expire_holds"(p_batch INTEGER, p_campaigns INTEGER)'));
+    await expect(migrate(db.url, MIGRATIONS_DIR, dir)).rejects.toThrow(/has 2 functions named tessera_expire_holds .*DROP FUNCTION IF EXISTS/);
+    await withClient(db.url, async (c) => {
+      const { rows } = await c.query(`SELECT count(*)::int AS n FROM pg_proc WHERE proname = 'tessera_expire_holds'`);
+      expect(rows[0].n).toBe(1);
+    });
+    // With the old version dropped at the top of the file, as the message says, it goes through.
+    writeFileSync(file, `DROP FUNCTION IF EXISTS "tessera_expire_holds"(INTEGER);\n${readFileSync(file, 'utf8')}`);
+    await expect(migrate(db.url, MIGRATIONS_DIR, dir)).resolves.toEqual([functionLabel('tessera_expire_holds')]);
+  } finally {
+    await db.drop();
+  }
 });
 
 test('a migration edited after it was applied is refused, not silently skipped', async () => {
@@ -120,19 +250,92 @@ test('a migration edited after it was applied is refused, not silently skipped',
   await expect(migrate(url, dir)).rejects.toThrow(/was changed after it was applied/);
 });
 
-test('several instances migrating one fresh database at once apply each migration exactly once', async () => {
-  const fresh = await createTestDatabase();
+/**
+ * A developer's database from before the squash (.tessera/pgdata): the schema the four old
+ * migrations built — the same as the baseline's, which prisma/schema.sql and the comparison made
+ * when they were squashed attest — with those four recorded, and no record of function files.
+ */
+async function databaseFromBeforeTheSquash(names = [...SQUASHED_INTO_BASELINE.keys()]): Promise<{ url: string; drop(): Promise<void> }> {
+  const db = await createTestDatabase();
+  await withClient(db.url, async (c) => {
+    await c.query('DROP TABLE "_tessera_functions"');
+    await c.query('DELETE FROM "_prisma_migrations"');
+    for (const name of names) {
+      await c.query(
+        `INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at, finished_at, applied_steps_count)
+         VALUES (gen_random_uuid()::text, $1, $2, now(), now(), 1)`,
+        [SQUASHED_INTO_BASELINE.get(name), name],
+      );
+    }
+    // Some work done before the upgrade.
+    await c.query(`INSERT INTO campaigns (id, name, status) VALUES ('11111111-1111-1111-1111-111111111111', 'Before', 'OPEN')`);
+    await c.query(`INSERT INTO tickets (campaign_id, code) SELECT '11111111-1111-1111-1111-111111111111', 'T-' || i FROM generate_series(1, 3) i`);
+  });
+  return db;
+}
+
+test('a database with exactly the four squashed migrations gets the baseline recorded as applied, not run, and keeps working', async () => {
+  const db = await databaseFromBeforeTheSquash();
   try {
-    // The template is already migrated: start from an empty database instead.
-    await withClient(fresh.url, async (c) => {
-      await c.query('DROP SCHEMA public CASCADE');
-      await c.query('CREATE SCHEMA public');
+    await withClient(db.url, async (c) => {
+      await expect(pending(c)).resolves.toEqual(everything()); // not ready before the upgrade
     });
+    const applied = await migrate(db.url);
+    expect(applied).toEqual(readFunctions().map((f) => functionLabel(f.name))); // the baseline was not run
+    await withClient(db.url, async (c) => {
+      const { rows } = await c.query('SELECT migration_name, checksum, applied_steps_count, logs FROM "_prisma_migrations" ORDER BY migration_name');
+      expect(rows.map((r) => r.migration_name)).toEqual([...SQUASHED_INTO_BASELINE.keys(), BASELINE]);
+      const baseline = rows.find((r) => r.migration_name === BASELINE);
+      expect(baseline).toMatchObject({ checksum: readMigrations().find((m) => m.name === BASELINE)!.checksum, applied_steps_count: 0 });
+      expect(baseline.logs).toMatch(/Recorded as applied without running/);
+      await expect(pending(c)).resolves.toEqual([]);
+      // The same schema as a fresh database's, and the work done before is still there and counted.
+      expect(schemaFileText(await dumpSchema(c))).toBe(readFileSync(SCHEMA_FILE, 'utf8'));
+      await c.query(`INSERT INTO tickets (campaign_id, code) VALUES ('11111111-1111-1111-1111-111111111111', 'T-4')`);
+      const counted = await c.query(`SELECT sum(total)::int AS total FROM campaign_counters WHERE campaign_id = '11111111-1111-1111-1111-111111111111'`);
+      expect(counted.rows[0].total).toBe(4);
+      const gate = await c.query(
+        `SELECT verdict FROM tessera_claim_gate('11111111-1111-1111-1111-111111111111', '00000000-0000-0000-0000-000000000000', 'h', NULL, 1, 1)`,
+      );
+      expect(gate.rows[0].verdict).toBe('OK');
+    });
+    await expect(migrate(db.url)).resolves.toEqual([]);
+  } finally {
+    await db.drop();
+  }
+});
+
+test('a database with only some of the squashed migrations, or one of them changed, is refused with what to do', async () => {
+  const partial = await databaseFromBeforeTheSquash(['20261129000000_core', '20261129100000_reservations']);
+  try {
+    await expect(migrate(partial.url)).rejects.toThrow(
+      /has 20261129000000_core, 20261129100000_reservations applied: 20261201000000_baseline replaced exactly .* Migrate it with the Tessera version it was made by first, or recreate it/,
+    );
+  } finally {
+    await partial.drop();
+  }
+  const changed = await databaseFromBeforeTheSquash();
+  try {
+    await withClient(changed.url, (c) => c.query(`UPDATE "_prisma_migrations" SET checksum = 'x' WHERE migration_name = '20261129300000_security'`));
+    await expect(migrate(changed.url)).rejects.toThrow(/\(20261129300000_security with a different checksum\)/);
+    await withClient(changed.url, async (c) => {
+      const { rows } = await c.query('SELECT count(*)::int AS n FROM "_prisma_migrations" WHERE migration_name = $1', [BASELINE]);
+      expect(rows[0].n).toBe(0);
+    });
+  } finally {
+    await changed.drop();
+  }
+});
+
+test('several instances migrating one fresh database at once apply each migration and each function file exactly once', async () => {
+  const fresh = await emptyDatabase();
+  try {
     const results = await Promise.all([migrate(fresh.url), migrate(fresh.url), migrate(fresh.url)]);
-    expect(results.flat()).toEqual(readMigrations().map((m) => m.name));
+    expect(results.flat()).toEqual(everything());
     await withClient(fresh.url, async (c) => {
       const { rows } = await c.query('SELECT count(*)::int AS n FROM "_prisma_migrations"');
       expect(rows[0].n).toBe(readMigrations().length);
+      await expect(pending(c)).resolves.toEqual([]);
     });
   } finally {
     await fresh.drop();

@@ -1,4 +1,4 @@
-// The admin reports, from the counters the triggers of migration 20261129200000 keep (per partner,
+// The admin reports, from the counters the triggers in prisma/functions/ keep (per partner,
 // per minute): O(partners) and O(minutes) of the campaign, not O(allocations). Both count ACTIVE
 // allocations (a confirmed hold from the moment it was confirmed), so their sums equal
 // stats.allocated; a hold past its expiry is not counted as held (its partner's count is

@@ -1,5 +1,5 @@
 // Campaign figures in one statement, in O(1) of the campaign's size: the ticket counts come from
-// the 64 counter slots the triggers of migration 20261129200000 keep in the same transactions as
+// the 64 counter slots the triggers in prisma/functions/ keep in the same transactions as
 // the tickets, so total = allocated + held + available holds in every answer (one snapshot). A hold
 // past its expiry counts as available (its ticket is claimable from that instant), not as held,
 // even before the sweeper has written so: those are counted from the index of held allocations.

@@ -6,16 +6,16 @@
 // — and decides what to do with each outcome.
 //
 // What it locks, in this order (one fixed order everywhere, docs/CORRECTNESS.md §5):
-//   1. tessera_claim_gate() (migrations): advisory locks — the campaign gate (shared), the
-//      idempotency key, the holder — and the partner's quota row; then it reads the campaign and
-//      counts with a fresh snapshot. Every pick below names the gate's verdict in its WHERE, so no
-//      ticket or hold is locked before the gate has passed.
+//   1. tessera_claim_gate() (prisma/functions/tessera_claim_gate.sql): advisory locks — the
+//      campaign gate (shared), the idempotency key, the holder — and the partner's quota row; then
+//      it reads the campaign and counts with a fresh snapshot. Every pick below names the gate's
+//      verdict in its WHERE, so no ticket or hold is locked before the gate has passed.
 //   2. AVAILABLE ticket rows, FOR UPDATE SKIP LOCKED: concurrent claimers never wait on each other.
 //   3. only if that was not enough: expired holds, FOR UPDATE SKIP LOCKED — an expired hold's ticket
 //      is claimable from the instant it expires (no sweeper has to run first), and whoever locks the
 //      hold first (a claim, or the sweeper) ends it, exactly once.
 //
-// Why the pick starts at a random pick_order (the migration gives every ticket a random one):
+// Why the pick starts at a random pick_order (tessera_random_pick_order gives every ticket one):
 //   - every claimer starting at the front of the AVAILABLE index would skip over the same locked
 //     rows and, as the pool fills, walk the same run of dead index entries left by earlier claims
 //     until a VACUUM (docs/PERFORMANCE.md pitfall 1: 3,000 → 372 claims/s at 99% fill). From a random

@@ -1,4 +1,4 @@
-// The sweeper's statement: see tessera_expire_holds in migration 20261129100000_reservations.
+// The sweeper's statement: see prisma/functions/tessera_expire_holds.sql.
 import type { Db } from './client';
 
 /** Folds the counter rows of exited backends into slot 0 (see tessera_fold_counters). */
