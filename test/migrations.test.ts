@@ -23,7 +23,7 @@ import {
 } from '../src/db/migrate';
 import { dumpSchema, SCHEMA_FILE, schemaFileText } from '../src/db/schemaDump';
 import { withClient } from './helpers/env';
-import { createTestDatabase } from './helpers/testServer';
+import { createTestDatabase, startTestServer } from './helpers/testServer';
 
 interface DmmfField { name: string; dbName?: string | null; kind: string; type: string; isRequired: boolean; nativeType?: [string, string[]] | null }
 interface DmmfModel { name: string; dbName?: string | null; fields: DmmfField[] }
@@ -200,6 +200,25 @@ test('a changed function file is applied once, alone; /healthz reports function 
       await expect(pending(c)).resolves.toEqual(readFunctions().map((f) => functionLabel(f.name)));
     });
   } finally {
+    await db.drop();
+  }
+});
+
+test('/healthz answers 503, naming what is missing, until the function files are applied', async () => {
+  const db = await createTestDatabase();
+  const server = await startTestServer({ databaseUrl: db.url, config: { holdSweepIntervalMs: 0 } });
+  try {
+    const health = async () => {
+      const res = await fetch(server.url.replace(/\/graphql$/, '/healthz'));
+      return { status: res.status, body: await res.json() };
+    };
+    expect((await health()).status).toBe(200);
+    await withClient(db.url, (c) => c.query('DROP TABLE "_tessera_functions"'));
+    expect(await health()).toEqual({ status: 503, body: { status: 'migrating', pending: readFunctions().map((f) => functionLabel(f.name)) } });
+    await migrate(db.url);
+    expect((await health()).status).toBe(200);
+  } finally {
+    await server.stop();
     await db.drop();
   }
 });
