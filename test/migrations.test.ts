@@ -5,7 +5,7 @@
 // engine binary that cannot be downloaded here, so that comparison is done against
 // information_schema directly, using Prisma's DMMF from its WASM schema parser.
 import { createHash } from 'node:crypto';
-import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { get_dmmf } from '@prisma/prisma-schema-wasm';
@@ -256,6 +256,22 @@ test('a function file that changes the arguments without dropping the old versio
     // With the old version dropped at the top of the file, as the message says, it goes through.
     writeFileSync(file, `DROP FUNCTION IF EXISTS "tessera_expire_holds"(INTEGER);\n${readFileSync(file, 'utf8')}`);
     await expect(migrate(db.url, MIGRATIONS_DIR, dir)).resolves.toEqual([functionLabel('tessera_expire_holds')]);
+  } finally {
+    await db.drop();
+  }
+});
+
+test('a deleted function file is forgotten, and its function left to the migration that drops it', async () => {
+  const db = await createTestDatabase();
+  const dir = functionsCopy();
+  try {
+    rmSync(path.join(dir, 'tessera_fold_counters.sql'));
+    await expect(migrate(db.url, MIGRATIONS_DIR, dir)).resolves.toEqual([]);
+    await withClient(db.url, async (c) => {
+      const { rows } = await c.query(`SELECT name FROM "_tessera_functions" WHERE name = 'tessera_fold_counters'`);
+      expect(rows).toEqual([]);
+      expect(await procXmin(c, 'tessera_fold_counters')).toHaveLength(1);
+    });
   } finally {
     await db.drop();
   }
