@@ -42,6 +42,31 @@ export function apiError(code: ErrorCode, message: string, extensions: Record<st
 
 export const notFound = (what: string, id: string) => apiError(ErrorCode.NOT_FOUND, `${what} ${id} does not exist.`);
 
+/** How long a client is asked to wait before retrying after a 503. */
+export const RETRY_AFTER_SECONDS = 1;
+
+/** HTTP 429 with Retry-After: a rate limit (the key's, or the address's failed authentications). */
+export function rateLimited(retryAfterSeconds: number, message: string): GraphQLError {
+  return new GraphQLError(message, {
+    extensions: {
+      code: ErrorCode.RATE_LIMITED,
+      retryAfterSeconds,
+      http: { status: 429, headers: new Map([['retry-after', String(retryAfterSeconds)]]) },
+    },
+  });
+}
+
+/** HTTP 503 with Retry-After: the database is busy or unreachable. Nothing was done; retrying is safe. */
+export function unavailable(message = 'The database is busy or unreachable; retry shortly.'): GraphQLError {
+  return new GraphQLError(message, {
+    extensions: {
+      code: ErrorCode.UNAVAILABLE,
+      retryable: true,
+      http: { status: 503, headers: new Map([['retry-after', String(RETRY_AFTER_SECONDS)]]) },
+    },
+  });
+}
+
 /** A validation failure; becomes INVALID_INPUT in a claim payload or BAD_USER_INPUT elsewhere. */
 export class InvalidInput extends Error {
   override name = 'InvalidInput';

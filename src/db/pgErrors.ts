@@ -15,6 +15,9 @@ export const PG = {
   CRASH_SHUTDOWN: '57P02',
   CANNOT_CONNECT_NOW: '57P03',
   TOO_MANY_CONNECTIONS: '53300',
+  INVALID_PASSWORD: '28P01',
+  INVALID_AUTHORIZATION: '28000', // e.g. no such role
+  INVALID_CATALOG_NAME: '3D000', // no such database
 } as const;
 
 export interface PgErrorInfo {

@@ -52,3 +52,29 @@ export function freePort(): Promise<number> {
     });
   });
 }
+
+/**
+ * Runs `npm start`'s entry point expecting it to fail: resolves with its exit code and everything it
+ * printed. `databaseUrl` null: no DATABASE_URL at all. Killed after `timeoutMs` (a hang fails).
+ */
+export function runToExit(
+  databaseUrl: string | null,
+  extraEnv: Record<string, string> = {},
+  timeoutMs = 30_000,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const env: NodeJS.ProcessEnv = { ...process.env, ADMIN_API_KEY: ADMIN_KEY, PORT: '0', NODE_ENV: 'development', LOG_LEVEL: 'info', ...extraEnv };
+  if (databaseUrl) env.DATABASE_URL = databaseUrl;
+  else delete env.DATABASE_URL;
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  return new Promise((resolve) =>
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    }),
+  );
+}
