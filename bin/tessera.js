@@ -4,129 +4,558 @@
 //   tessera load   --campaign <id> --file <codes.csv|->   load codes in batches, with a progress bar
 //   tessera export --campaign <id> [--out <file.csv>]     the campaign's allocations as CSV
 //
-// Options: --url (default $TESSERA_URL or http://localhost:4000), --key (default $TESSERA_API_KEY
-// or $ADMIN_API_KEY), --batch (codes per request, default 10000), --concurrency (default 2).
+// Promises kept here (test/cli.test.ts checks each): every failure ends the process with one line
+// "tessera: …" on stderr and a non-zero status (1 failed, 2 wrong usage, 130/143 interrupted); no
+// timer, socket or stream outlives a failure; every HTTP request has a deadline (--timeout); an
+// export writes nothing until its first page has arrived, and a file only appears, whole, at the
+// end; the load bar counts codes the server has acknowledged; exported cells cannot run as
+// spreadsheet formulas (see csvCell).
+//
+// HTTP goes through node:http/https rather than fetch: fetch refuses the ports of the Fetch
+// standard's "bad ports" list (e.g. 6000, 5060) and reports every network failure as "fetch failed".
 'use strict';
-const { createReadStream, createWriteStream, statSync } = require('node:fs');
+const { accessSync, constants: fsConstants, createReadStream, existsSync, readFileSync, statSync, unlinkSync } = require('node:fs');
+const { open, rename, unlink } = require('node:fs/promises');
+const http = require('node:http');
+const https = require('node:https');
+const path = require('node:path');
 const { createInterface } = require('node:readline');
+const timers = require('node:timers');
+const { URL } = require('node:url');
 const { parseArgs } = require('node:util');
 const cliProgress = require('cli-progress');
 
-const HELP = `Usage:
-  tessera load   --campaign <id> --file <codes.csv|->   [--batch 10000] [--concurrency 2]
-  tessera export --campaign <id> [--out <file.csv>]
-Common options: --url <http://host:port> (env TESSERA_URL), --key <admin key> (env TESSERA_API_KEY or ADMIN_API_KEY)
-The CSV's first column is the code; a first line "code" is a header and skipped.`;
+const DEFAULT_URL = 'http://localhost:4000';
+const KEY_FILE = path.join('.tessera', 'admin-api-key');
+const DEFAULT_TIMEOUT_SECONDS = 60;
+const MAX_BATCH = 10_000; // loadTickets accepts at most 10,000 codes per call
+const MAX_CONCURRENCY = 16;
+const RETRY_ATTEMPTS = 6; // for 429 / 503 answers, waiting Retry-After between attempts
+const MAX_RETRY_AFTER_SECONDS = 30; // a longer wait is reported instead of slept through
+const PROGRESS_MS = 2000; // a progress line this often when stderr is not a terminal
+
+const EXIT = { OK: 0, FAILED: 1, USAGE: 2 };
+
+const COMMON_OPTIONS = `Options for every command:
+  --url <url>        the Tessera server (default: $TESSERA_URL, else ${DEFAULT_URL});
+                     /graphql is added unless the URL already ends with it
+  --key <key>        the admin API key (default: $TESSERA_API_KEY, else the file
+                     ${KEY_FILE} in the current directory, which \`npm start\` writes
+                     in development when ADMIN_API_KEY is not set)
+  --timeout <s>      seconds to wait for each HTTP request (default ${DEFAULT_TIMEOUT_SECONDS})
+  -h, --help         this help`;
+
+const HELP = {
+  main: `Usage: tessera <command> [options]
+
+Commands:
+  load      load ticket codes from a CSV file into a campaign
+  export    write a campaign's allocations as CSV
+  help      this help, or a command's: tessera help load
+
+${COMMON_OPTIONS}
+
+"tessera <command> --help" shows a command's options.
+Exit status: 0 done, 1 failed, 2 wrong usage, 130 interrupted.`,
+
+  load: `Usage: tessera load --campaign <id> --file <codes.csv|-> [options]
+
+Loads ticket codes into a campaign with loadTickets, a batch at a time. The first column of each
+line is a code (RFC 4180 quotes allowed); a first line "code" is a header and skipped; empty lines
+are skipped. The progress bar (on stderr) counts codes the server has acknowledged.
+Loading is idempotent: codes already in the campaign count as duplicates, so after a failure the
+same command can simply be run again.
+
+Options:
+  --campaign <id>    the campaign (required; DRAFT or OPEN)
+  --file <path|->    the CSV of codes, or - for standard input (required)
+  --batch <n>        codes per request, 1 to ${MAX_BATCH} (default ${MAX_BATCH})
+  --concurrency <n>  requests in flight, 1 to ${MAX_CONCURRENCY} (default 2)
+
+${COMMON_OPTIONS}`,
+
+  export: `Usage: tessera export --campaign <id> [--out <file.csv>] [options]
+
+Writes the campaign's allocations, oldest first, as CSV: to --out, or to standard output. A file
+appears only when the export is complete (it is written under a temporary name, then renamed);
+standard output gets nothing before the first page has been read.
+Columns: sequence, allocation_id, ticket_code, holder, partner_id, partner_name, status,
+allocated_at, expires_at, released_at, idempotency_key, metadata (JSON).
+Spreadsheet-safe: a cell that begins with = + - @ (after any spaces; also their full-width forms),
+or with ', a tab, carriage return, line feed or NUL, is written with a ' in front and quoted, so
+no spreadsheet runs it as a formula. To get the exact value back, remove one leading ' from any
+cell (as read by a CSV parser) that begins with one: a leading ' is always an added one.
+
+Options:
+  --campaign <id>    the campaign (required)
+  --out <file|->     the CSV file to write (default: standard output)
+
+${COMMON_OPTIONS}`,
+};
+
+const COMMANDS = {
+  load: { campaign: { type: 'string' }, file: { type: 'string' }, batch: { type: 'string' }, concurrency: { type: 'string' } },
+  export: { campaign: { type: 'string' }, out: { type: 'string' } },
+};
+const SHARED = { url: { type: 'string' }, key: { type: 'string' }, timeout: { type: 'string' }, help: { type: 'boolean', short: 'h' } };
+
+/** An expected failure: its message is the whole story, printed as "tessera: <message>". */
+class CliError extends Error {
+  constructor(message, exitCode = EXIT.FAILED) {
+    super(message);
+    this.exitCode = exitCode;
+  }
+}
+const usage = (message, command) => new CliError(`${message} (see: tessera ${command ? `${command} ` : ''}--help)`, EXIT.USAGE);
+
+// Work to undo if the process is interrupted (SIGINT/SIGTERM): stop the bar, remove a temporary
+// file, and say how far a load got. Each entry is synchronous: the process exits right after.
+const onInterrupt = new Set();
 
 async function main(argv) {
   const [command, ...rest] = argv;
-  const { values } = parseArgs({
-    args: rest,
-    options: {
-      campaign: { type: 'string' },
-      file: { type: 'string' },
-      out: { type: 'string' },
-      url: { type: 'string' },
-      key: { type: 'string' },
-      batch: { type: 'string' },
-      concurrency: { type: 'string' },
-    },
-  });
-  const url = `${(values.url ?? process.env.TESSERA_URL ?? 'http://localhost:4000').replace(/\/+$/, '')}/graphql`;
-  const key = values.key ?? process.env.TESSERA_API_KEY ?? process.env.ADMIN_API_KEY;
-  if (command !== 'load' && command !== 'export') return fail(HELP, command === 'help' || command === undefined ? 0 : 2);
-  if (!values.campaign) return fail('--campaign <id> is required.\n\n' + HELP);
-  if (!key) return fail('No API key: pass --key or set TESSERA_API_KEY (or ADMIN_API_KEY).');
-  const api = client(url, key);
+  if (command === undefined) {
+    process.stderr.write(`${HELP.main}\n`);
+    return EXIT.USAGE;
+  }
+  if (command === '-h' || command === '--help') return help('main');
+  if (command === 'help') {
+    if (rest.length > 1) throw usage(`unexpected argument: ${rest[1]}`);
+    if (rest.length === 1 && !COMMANDS[rest[0]]) throw usage(`unknown command: ${rest[0]}`);
+    return help(rest[0] ?? 'main');
+  }
+  if (!COMMANDS[command]) {
+    if (command.startsWith('-')) throw new CliError(`unknown option: ${command} (the command comes first: tessera load|export [options]; see tessera --help)`, EXIT.USAGE);
+    throw usage(`unknown command: ${command}`);
+  }
+  const helpAsked = rest.indexOf('--') === -1 ? rest : rest.slice(0, rest.indexOf('--'));
+  if (helpAsked.includes('--help') || helpAsked.includes('-h')) return help(command);
+
+  const values = parseOptions(command, rest);
+  const timeoutMs = positiveNumber(values, 'timeout', DEFAULT_TIMEOUT_SECONDS, command) * 1000;
+  if (!values.campaign) throw usage('--campaign <id> is required', command);
   if (command === 'load') {
-    if (!values.file) return fail('--file <codes.csv> (or - for standard input) is required.\n\n' + HELP);
-    await load(api, values.campaign, values.file, Number(values.batch ?? 10_000), Number(values.concurrency ?? 2));
+    if (!values.file) throw usage('--file <codes.csv> (or - for standard input) is required', command);
+    const batch = integer(values, 'batch', MAX_BATCH, 1, MAX_BATCH, command);
+    const concurrency = integer(values, 'concurrency', 2, 1, MAX_CONCURRENCY, command);
+    if (values.file !== '-') readableFile(values.file);
+    const api = client(endpointOf(values.url, command), apiKey(values.key), timeoutMs);
+    try {
+      await load(api, values.campaign, values.file, batch, concurrency);
+    } finally {
+      api.close();
+    }
   } else {
-    await exportAllocations(api, values.campaign, values.out);
+    const out = values.out === undefined || values.out === '-' ? null : values.out;
+    if (out) writableTarget(out);
+    const api = client(endpointOf(values.url, command), apiKey(values.key), timeoutMs);
+    try {
+      await exportAllocations(api, values.campaign, out);
+    } finally {
+      api.close();
+    }
+  }
+  return EXIT.OK;
+}
+
+function help(topic) {
+  process.stdout.write(`${HELP[topic]}\n`);
+  return EXIT.OK;
+}
+
+function parseOptions(command, args) {
+  try {
+    return parseArgs({ args, options: { ...COMMANDS[command], ...SHARED }, strict: true, allowPositionals: false }).values;
+  } catch (error) {
+    const quoted = /'([^']+)'/.exec(error.message)?.[1];
+    switch (error.code) {
+      case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
+        throw usage(`unknown option: ${quoted ?? error.message}`, command);
+      case 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL':
+        throw usage(`unexpected argument: ${quoted ?? error.message}`, command);
+      case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE': {
+        // "--key <value>" given no value, or followed by another option: say which option.
+        const option = /^(-\S+)/.exec(quoted ?? '')?.[1];
+        throw usage(option ? `${option} needs a value` : error.message, command);
+      }
+      default:
+        throw usage(error.message, command);
+    }
   }
 }
 
-function fail(message, code = 2) {
-  (code === 0 ? process.stdout : process.stderr).write(`${message}\n`);
-  process.exitCode = code;
+function integer(values, name, fallback, min, max, command) {
+  if (values[name] === undefined) return fallback;
+  const n = Number(values[name]);
+  if (!/^\d+$/.test(values[name].trim()) || n < min || n > max) throw usage(`--${name} must be a whole number from ${min} to ${max} (got "${values[name]}")`, command);
+  return n;
 }
 
-function client(url, key) {
-  return async (query, variables) => {
-    for (let attempt = 1; ; attempt += 1) {
-      const res = await fetch(url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-        body: JSON.stringify({ query, variables }),
-      });
-      // Busy or rate-limited: wait as told, then again (a load is idempotent: duplicates are skipped).
-      if ((res.status === 503 || res.status === 429) && attempt < 10) {
-        await new Promise((r) => setTimeout(r, 1000 * Number(res.headers.get('retry-after') ?? 1)));
-        continue;
-      }
-      const body = await res.json();
-      if (body.errors?.length) {
-        const e = body.errors[0];
-        throw new Error(`${e.extensions?.code ?? 'ERROR'}: ${e.message}`);
-      }
-      return body.data;
+function positiveNumber(values, name, fallback, command) {
+  if (values[name] === undefined) return fallback;
+  const n = Number(values[name]);
+  if (values[name].trim() === '' || !Number.isFinite(n) || n <= 0 || n > 86_400) {
+    throw usage(`--${name} must be a number of seconds, above 0 and at most 86400 (got "${values[name]}")`, command);
+  }
+  return n;
+}
+
+function endpointOf(option, command) {
+  const raw = option ?? (process.env.TESSERA_URL || DEFAULT_URL);
+  const from = option !== undefined ? '--url' : process.env.TESSERA_URL ? 'TESSERA_URL' : 'the default URL';
+  let url;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw usage(`${from} is not a URL: "${raw}" (expected e.g. ${DEFAULT_URL})`, command);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw usage(`${from} must start with http:// or https:// (got "${raw}")`, command);
+  if (!/\/graphql\/?$/.test(url.pathname)) url.pathname = `${url.pathname.replace(/\/+$/, '')}/graphql`;
+  url.pathname = url.pathname.replace(/\/+$/, '');
+  return url;
+}
+
+/** --key, else $TESSERA_API_KEY, else ./.tessera/admin-api-key (written by `npm start` in development). */
+function apiKey(option) {
+  if (option !== undefined) {
+    if (option.trim() === '') throw new CliError('--key is empty (did a shell variable expand to nothing?)', EXIT.USAGE);
+    return { key: option.trim(), source: '--key' };
+  }
+  const env = process.env.TESSERA_API_KEY?.trim();
+  if (env) return { key: env, source: 'TESSERA_API_KEY' };
+  const file = path.resolve(KEY_FILE);
+  if (existsSync(file)) {
+    let saved;
+    try {
+      saved = readFileSync(file, 'utf8').trim();
+    } catch (error) {
+      throw new CliError(`cannot read the API key file ${file}: ${error.code ?? error.message}`, EXIT.USAGE);
     }
-  };
+    if (saved) return { key: saved, source: file };
+  }
+  // The server's own variable is not read (a shell may hold a different server's key); say so.
+  const hint = process.env.ADMIN_API_KEY ? '; ADMIN_API_KEY is the server\'s setting and is not read here: pass --key "$ADMIN_API_KEY"' : '';
+  throw new CliError(
+    `no API key: pass --key <key>, set TESSERA_API_KEY, or run from the directory where \`npm start\` wrote ${KEY_FILE} (not found: ${file})${hint}`,
+    EXIT.USAGE,
+  );
+}
+
+function readableFile(file) {
+  let stat;
+  try {
+    stat = statSync(file);
+    accessSync(file, fsConstants.R_OK);
+  } catch (error) {
+    throw new CliError(`cannot read ${file}: ${describeFsError(error)}`, EXIT.USAGE);
+  }
+  if (stat.isDirectory()) throw new CliError(`cannot read ${file}: it is a directory`, EXIT.USAGE);
+}
+
+function writableTarget(out) {
+  if (existsSync(out) && statSync(out).isDirectory()) throw new CliError(`cannot write ${out}: it is a directory`, EXIT.USAGE);
+  const dir = path.dirname(path.resolve(out));
+  try {
+    accessSync(dir, fsConstants.W_OK);
+  } catch (error) {
+    throw new CliError(`cannot write ${out}: ${describeFsError(error)} (${dir})`, EXIT.USAGE);
+  }
+}
+
+const describeFsError = (error) =>
+  ({ ENOENT: 'no such file or directory', EACCES: 'permission denied', EPERM: 'permission denied', EISDIR: 'it is a directory', ENOSPC: 'no space left on device' })[error.code] ??
+  error.message;
+
+// ——— HTTP ———
+
+const NETWORK_ERRORS = {
+  ECONNREFUSED: 'connection refused',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'host name lookup failed (temporary DNS failure)',
+  ECONNRESET: 'connection reset by the server',
+  EPIPE: 'connection closed by the server',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  ETIMEDOUT: 'connection timed out',
+  ECONNABORTED: 'connection aborted',
+  EPROTO: 'TLS handshake failed (is it http:// rather than https://?)',
+  ERR_SSL_WRONG_VERSION_NUMBER: 'TLS handshake failed (is it http:// rather than https://?)',
+  HPE_INVALID_CONSTANT: 'the answer is not HTTP (is it https:// rather than http://?)',
+};
+
+/**
+ * A GraphQL client for one endpoint and key. Every request has a deadline (connect, send and the
+ * whole answer); 429 and 503 answers are retried after their Retry-After; close() destroys the
+ * connections it kept alive.
+ */
+function client(endpoint, { key, source }, timeoutMs) {
+  const isHttps = endpoint.protocol === 'https:';
+  const agent = new (isHttps ? https : http).Agent({ keepAlive: true });
+  const shown = new URL(endpoint.href);
+  shown.username = '';
+  shown.password = '';
+  const where = shown.href; // for messages: never a password from the URL
+
+  function post(body) {
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const finish = (error, value) => {
+        if (settled) return;
+        settled = true;
+        timers.clearTimeout(timer);
+        if (error) reject(error);
+        else resolve(value);
+      };
+      const req = (isHttps ? https : http).request(endpoint, {
+        method: 'POST',
+        agent,
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json',
+          'content-length': Buffer.byteLength(body),
+          authorization: `Bearer ${key}`,
+          'user-agent': 'tessera-cli',
+        },
+      });
+      const timer = timers.setTimeout(() => {
+        const error = new Error(`no answer within ${timeoutMs / 1000} s`);
+        error.code = 'TESSERA_TIMEOUT';
+        req.destroy(error);
+        finish(error);
+      }, timeoutMs);
+      req.on('error', (error) => finish(Object.assign(error, { reusedSocket: req.reusedSocket })));
+      req.on('response', (res) => {
+        const chunks = [];
+        res.on('data', (chunk) => chunks.push(chunk));
+        res.on('error', (error) => finish(error));
+        res.on('end', () => finish(null, { status: res.statusCode, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('close', () => {
+          if (!res.complete) finish(Object.assign(new Error('the answer was cut off'), { code: 'ECONNRESET' }));
+        });
+      });
+      req.end(body);
+    });
+  }
+
+  async function request(query, variables, { cancelled } = {}) {
+    const body = JSON.stringify({ query, variables });
+    for (let attempt = 1; ; attempt += 1) {
+      let res;
+      try {
+        res = await post(body);
+      } catch (error) {
+        // A kept-alive connection the server had just closed: the request never arrived; again.
+        if (error.reusedSocket && error.code === 'ECONNRESET' && attempt === 1) continue;
+        if (error.code === 'TESSERA_TIMEOUT') throw new CliError(`no answer from ${where} within ${timeoutMs / 1000} s (--timeout)`);
+        const reason = NETWORK_ERRORS[error.code] ?? error.message ?? String(error);
+        throw new CliError(`could not reach ${where}: ${reason}`);
+      }
+      let payload = null;
+      try {
+        payload = JSON.parse(res.text);
+      } catch {
+        /* not JSON: reported below */
+      }
+      const first = payload?.errors?.[0];
+      if ((res.status === 429 || res.status === 503) && attempt < RETRY_ATTEMPTS && !cancelled?.()) {
+        const wait = Number(res.headers['retry-after'] ?? 1);
+        if (Number.isFinite(wait) && wait >= 0 && wait <= MAX_RETRY_AFTER_SECONDS) {
+          await new Promise((resolve) => timers.setTimeout(resolve, Math.max(wait, 0.1) * 1000));
+          continue;
+        }
+      }
+      if (!payload || typeof payload !== 'object' || !('data' in payload || 'errors' in payload)) {
+        const type = String(res.headers['content-type'] ?? 'no content type').split(';')[0];
+        const hint =
+          res.status >= 300 && res.status < 400 && res.headers.location
+            ? `: it redirects to ${res.headers.location}; use that URL`
+            : res.status < 300 || res.status === 404 || res.status === 405
+              ? ': is the URL a Tessera server?'
+              : '';
+        throw new CliError(`${where} answered HTTP ${res.status} (${type}) instead of GraphQL${hint}`);
+      }
+      if (first) throw graphqlError(first, res, source, where);
+      if (!payload.data) throw new CliError(`${where} answered HTTP ${res.status} without data`);
+      return payload.data;
+    }
+  }
+
+  return { request, close: () => agent.destroy(), where, keySource: source };
+}
+
+function graphqlError(error, res, keySource, where) {
+  const code = error.extensions?.code ?? `HTTP ${res.status}`;
+  const message = String(error.message ?? '').trim();
+  const from = keySource === '--key' || keySource === 'TESSERA_API_KEY' ? keySource : `the file ${keySource}`;
+  if (code === 'UNAUTHENTICATED') return new CliError(`the API key from ${from} was refused by ${where} (UNAUTHENTICATED: ${message})`);
+  if (code === 'FORBIDDEN') return new CliError(`the API key from ${from} is not allowed to do this; the admin key is needed (FORBIDDEN: ${message})`);
+  if (code === 'RATE_LIMITED' || res.status === 429) {
+    const after = res.headers['retry-after'];
+    return new CliError(`${code}: ${message}${after ? ` (the server asks to retry after ${after} s)` : ''}`);
+  }
+  return new CliError(`${code}: ${message}`);
+}
+
+// ——— load ———
+
+const CAMPAIGN = 'query($id: ID!) { campaign(id: $id) { id name status } }';
+const LOAD = 'mutation($id: ID!, $codes: [String!]!) { loadTickets(campaignId: $id, codes: $codes) { loaded duplicates } }';
+
+/** The code in a CSV line: its first field, unquoted per RFC 4180; null for an empty line. */
+function firstField(line) {
+  const text = line.trimStart();
+  if (text.startsWith('"')) {
+    let value = '';
+    for (let i = 1; ; ) {
+      const quote = text.indexOf('"', i);
+      if (quote === -1) return value + text.slice(i); // unterminated: the rest of the line
+      value += text.slice(i, quote);
+      if (text[quote + 1] !== '"') return value;
+      value += '"';
+      i = quote + 2;
+    }
+  }
+  const comma = text.indexOf(',');
+  return (comma === -1 ? text : text.slice(0, comma)).trim();
+}
+
+/** [code, line number] pairs in file order: no header, no empty lines. */
+async function* readCodes(input) {
+  const lines = createInterface({ input, crlfDelay: Infinity });
+  let n = 0;
+  let seenFirst = false;
+  try {
+    for await (const line of lines) {
+      n += 1;
+      const code = firstField(n === 1 ? line.replace(/^\uFEFF/, '') : line);
+      if (!code) continue;
+      if (!seenFirst) {
+        seenFirst = true;
+        if (/^(code|codes|ticket|tickets|ticket_code)$/i.test(code)) continue;
+      }
+      yield [code, n];
+    }
+  } finally {
+    lines.close();
+  }
+}
+
+function openInput(file) {
+  return file === '-' ? process.stdin : createReadStream(file);
+}
+
+async function countCodes(file) {
+  const input = openInput(file);
+  let total = 0;
+  try {
+    for await (const _ of readCodes(input)) total += 1;
+  } finally {
+    input.destroy();
+  }
+  return total;
 }
 
 async function load(api, campaignId, file, batchSize, concurrency) {
+  const { campaign } = await api.request(CAMPAIGN, { id: campaignId });
+  if (!campaign) throw new CliError(`no campaign ${campaignId} at ${api.where} (check --campaign)`);
+  if (campaign.status === 'CLOSED') throw new CliError(`CAMPAIGN_CLOSED: campaign ${campaignId} ("${campaign.name}") is CLOSED; tickets cannot be added to it`);
+
+  // A file is read twice: once to count its codes (the bar's 100%), once to send them.
+  const total = file === '-' ? null : await countCodes(file);
+  if (total === 0) throw new CliError(`${file} holds no codes`);
+
   const started = Date.now();
-  const total = file === '-' ? 0 : statSync(file).size;
-  const input = file === '-' ? process.stdin : createReadStream(file);
-  let bytes = 0;
-  input.on('data', (chunk) => (bytes += chunk.length));
+  const totals = { read: 0, loaded: 0, duplicates: 0 };
+  const acknowledged = () => totals.loaded + totals.duplicates;
+  const rate = () => Math.round(acknowledged() / Math.max((Date.now() - started) / 1000, 0.001));
   const bar = new cliProgress.SingleBar(
-    { format: 'loading |{bar}| {percentage}% | {codes} codes read | {loaded} loaded, {duplicates} duplicates | {rate} codes/s', hideCursor: true, stream: process.stderr, noTTYOutput: true, notTTYSchedule: 2000 },
+    {
+      format:
+        total === null
+          ? 'loading | {value} codes loaded of {read} read | {duplicates} duplicates | {rate} codes/s'
+          : 'loading |{bar}| {percentage}% | {value} of {total} codes loaded | {duplicates} duplicates | {rate} codes/s',
+      hideCursor: true,
+      stream: process.stderr,
+      noTTYOutput: true,
+      notTTYSchedule: PROGRESS_MS,
+      gracefulExit: false, // our own SIGINT handler stops the bar (cli-progress's would keep the process running)
+    },
     cliProgress.Presets.shades_classic,
   );
-  bar.start(total || 1, 0, { codes: 0, loaded: 0, duplicates: 0, rate: 0 });
-  const totals = { codes: 0, loaded: 0, duplicates: 0 };
+  const progressNote = () =>
+    acknowledged() > 0
+      ? `; ${acknowledged()} of ${total ?? totals.read} codes had been acknowledged (${totals.loaded} loaded, ${totals.duplicates} duplicates): run the same command again to load the rest (codes already loaded count as duplicates)`
+      : '; no code had been loaded';
+  const input = openInput(file);
+  const stopBar = () => bar.stop();
+  const interrupted = () => {
+    stopBar();
+    input.destroy();
+    return progressNote();
+  };
+  onInterrupt.add(interrupted);
+
+  bar.start(total ?? 0, 0, { read: 0, duplicates: 0, rate: 0 });
+  let failure = null;
   const inFlight = new Set();
-  const send = (codes) => {
-    const p = api('mutation($id: ID!, $codes: [String!]!) { loadTickets(campaignId: $id, codes: $codes) { loaded duplicates } }', { id: campaignId, codes }).then(
-      (data) => {
+  const send = (codes, lines) => {
+    const p = api
+      .request(LOAD, { id: campaignId, codes }, { cancelled: () => failure !== null })
+      .then((data) => {
         totals.loaded += data.loadTickets.loaded;
         totals.duplicates += data.loadTickets.duplicates;
-        const seconds = (Date.now() - started) / 1000;
-        bar.update(total ? bytes : 1, { ...totals, rate: Math.round((totals.loaded + totals.duplicates) / Math.max(seconds, 0.001)) });
-      },
-    );
+        if (total !== null && acknowledged() > bar.getTotal()) bar.setTotal(acknowledged());
+        bar.update(acknowledged(), { read: totals.read, duplicates: totals.duplicates, rate: rate() });
+      })
+      .catch((error) => {
+        failure ??= withLine(error, codes, lines, file);
+      })
+      .finally(() => inFlight.delete(p));
     inFlight.add(p);
-    p.finally(() => inFlight.delete(p)).catch(() => undefined);
-    return p;
   };
-  let batch = [];
-  let first = true;
-  for await (const line of createInterface({ input, crlfDelay: Infinity })) {
-    const code = line.split(',')[0].trim().replace(/^"(.*)"$/, '$1');
-    if (first && /^(code|codes|ticket|tickets)$/i.test(code)) {
-      first = false;
-      continue;
+
+  try {
+    let codes = [];
+    let lines = [];
+    for await (const [code, line] of readCodes(input)) {
+      codes.push(code);
+      lines.push(line);
+      totals.read += 1;
+      if (codes.length < batchSize) continue;
+      while (inFlight.size >= concurrency && !failure) await Promise.race(inFlight);
+      if (failure) break;
+      send(codes, lines);
+      codes = [];
+      lines = [];
+      if (total === null) bar.update(acknowledged(), { read: totals.read });
     }
-    first = false;
-    if (!code) continue;
-    batch.push(code);
-    totals.codes += 1;
-    if (batch.length >= batchSize) {
-      if (inFlight.size >= concurrency) await Promise.race(inFlight);
-      send(batch);
-      batch = [];
-    }
+    if (!failure && codes.length) send(codes, lines);
+    // Wait for every request sent: what it did is then known, and counted.
+    while (inFlight.size) await Promise.race(inFlight);
+    if (failure) throw new CliError(`${failure.message}${progressNote()}`, failure.exitCode);
+  } catch (error) {
+    if (error instanceof CliError) throw error;
+    throw new CliError(`cannot read ${file === '-' ? 'standard input' : file}: ${describeFsError(error)}${progressNote()}`);
+  } finally {
+    input.destroy();
+    stopBar();
+    onInterrupt.delete(interrupted);
   }
-  if (batch.length) send(batch);
-  await Promise.all(inFlight);
-  bar.update(total || 1);
-  bar.stop();
   const seconds = (Date.now() - started) / 1000;
   process.stderr.write(
-    `${totals.codes} codes read, ${totals.loaded} loaded, ${totals.duplicates} duplicates skipped in ${seconds.toFixed(1)} s (${Math.round(totals.codes / seconds)} codes/s)\n`,
+    `${totals.read} codes read, ${totals.loaded} loaded, ${totals.duplicates} duplicates skipped in ${seconds.toFixed(1)} s (${Math.round(totals.read / Math.max(seconds, 0.001))} codes/s)\n`,
   );
 }
+
+/** "codes[17] must be …" names a code in the batch: say which line of the file it came from. */
+function withLine(error, codes, lines, file) {
+  const index = /codes\[(\d+)\]/.exec(error.message)?.[1];
+  if (index === undefined || !(error instanceof CliError) || lines[index] === undefined) return error;
+  const where = file === '-' ? `line ${lines[index]} of standard input` : `${file} line ${lines[index]}`;
+  return new CliError(`${error.message} — ${where}: ${JSON.stringify(codes[index])}`, error.exitCode);
+}
+
+// ——— export ———
 
 const EXPORT = `query($id: ID!, $after: String) {
   campaign(id: $id) {
@@ -138,42 +567,205 @@ const EXPORT = `query($id: ID!, $after: String) {
   }
 }`;
 
-const csv = (value) => {
+const HEADER = 'sequence,allocation_id,ticket_code,holder,partner_id,partner_name,status,allocated_at,expires_at,released_at,idempotency_key,metadata\n';
+
+// A cell a spreadsheet could take for a formula (OWASP "CSV injection"; ASVS 5.0 1.2.10): = + - @
+// first, after any spaces (or their full-width forms, which some spreadsheets accept), or a tab,
+// CR, LF or NUL first. A leading ' is escaped too, so that "remove one leading '" always gives the
+// exact value back.
+const FORMULA_START = /^(?:[\t\r\n\0']|\s*[=+\-@\uFF1D\uFF0B\uFF0D\uFF20])/;
+
+/** One CSV cell: formula-safe (a ' in front, see above) and quoted per RFC 4180 when needed. */
+function csvCell(value) {
   if (value === null || value === undefined) return '';
-  const text = typeof value === 'string' ? value : JSON.stringify(value);
-  return /[",\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
-};
+  let text = String(value);
+  const escape = FORMULA_START.test(text);
+  if (escape) text = `'${text}`;
+  return escape || /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+const csvRow = (a) =>
+  [
+    a.sequence,
+    a.id,
+    a.ticket.code,
+    a.holder,
+    a.partner.id,
+    a.partner.name,
+    a.status,
+    a.allocatedAt,
+    a.expiresAt,
+    a.releasedAt,
+    a.idempotencyKey,
+    a.metadata === null || a.metadata === undefined ? null : JSON.stringify(a.metadata),
+  ]
+    .map(csvCell)
+    .join(',') + '\n';
+
+/** Standard output, written only once there is something to write; EPIPE and the like become errors. */
+function stdoutSink() {
+  let broken = null;
+  const onError = (error) => (broken ??= error);
+  process.stdout.on('error', onError);
+  return {
+    async write(text) {
+      if (broken) throw broken;
+      if (process.stdout.write(text)) return;
+      await new Promise((resolve) => {
+        const done = () => {
+          process.stdout.off('drain', done);
+          process.stdout.off('error', done);
+          process.stdout.off('close', done);
+          resolve();
+        };
+        process.stdout.on('drain', done);
+        process.stdout.on('error', done);
+        process.stdout.on('close', done);
+      });
+      if (broken) throw broken;
+    },
+    async finish() {
+      process.stdout.off('error', onError);
+    },
+    abort() {
+      process.stdout.off('error', onError);
+    },
+    describe: 'standard output',
+  };
+}
+
+/** A file written under a temporary name beside it, renamed into place when complete. */
+async function fileSink(out) {
+  const target = path.resolve(out);
+  const temporary = path.join(path.dirname(target), `.${path.basename(target)}.${process.pid}.tmp`);
+  const handle = await open(temporary, 'wx');
+  let closed = false;
+  return {
+    async write(text) {
+      await handle.write(text);
+    },
+    async finish() {
+      await handle.sync();
+      await handle.close();
+      closed = true;
+      await rename(temporary, target);
+    },
+    // Synchronous enough for an interrupt: the descriptor closes with the process.
+    abort() {
+      if (!closed) handle.close().catch(() => undefined);
+      try {
+        unlinkSync(temporary);
+      } catch {
+        /* already gone */
+      }
+    },
+    async abortAsync() {
+      if (!closed) await handle.close().catch(() => undefined);
+      await unlink(temporary).catch(() => undefined);
+    },
+    describe: out,
+  };
+}
 
 async function exportAllocations(api, campaignId, out) {
-  const output = out ? createWriteStream(out) : process.stdout;
-  output.write('sequence,allocation_id,ticket_code,holder,partner_id,partner_name,status,allocated_at,expires_at,released_at,idempotency_key,metadata\n');
-  let after = null;
-  let written = 0;
+  let sink = null;
   let bar = null;
-  for (;;) {
-    const data = await api(EXPORT, { id: campaignId, after });
-    if (!data.campaign) throw new Error(`NOT_FOUND: no campaign ${campaignId}`);
-    const page = data.campaign.allocations;
-    if (!bar && out) {
-      bar = new cliProgress.SingleBar({ format: 'exporting |{bar}| {value}/{total} allocations', stream: process.stderr, noTTYOutput: true, notTTYSchedule: 2000 }, cliProgress.Presets.shades_classic);
-      bar.start(page.totalCount, 0);
+  let written = 0;
+  const interrupted = () => {
+    bar?.stop();
+    sink?.abort();
+    return out ? `; ${out} was not written` : `; ${written} allocations had been written`;
+  };
+  onInterrupt.add(interrupted);
+  try {
+    let after = null;
+    for (;;) {
+      const data = await api.request(EXPORT, { id: campaignId, after });
+      if (!data.campaign) throw new CliError(`no campaign ${campaignId} at ${api.where} (check --campaign)`);
+      const page = data.campaign.allocations;
+      if (!sink) {
+        try {
+          sink = out ? await fileSink(out) : stdoutSink();
+        } catch (error) {
+          throw new CliError(`cannot write ${out}: ${describeFsError(error)}`);
+        }
+        await writeTo(sink, HEADER, written);
+        if (out) {
+          bar = new cliProgress.SingleBar(
+            { format: 'exporting |{bar}| {value}/{total} allocations', stream: process.stderr, noTTYOutput: true, notTTYSchedule: PROGRESS_MS, gracefulExit: false },
+            cliProgress.Presets.shades_classic,
+          );
+          bar.start(page.totalCount, 0);
+        }
+      }
+      await writeTo(sink, page.edges.map((edge) => csvRow(edge.node)).join(''), written);
+      written += page.edges.length;
+      if (bar && written > bar.getTotal()) bar.setTotal(written);
+      bar?.update(written);
+      if (!page.pageInfo.hasNextPage) break;
+      after = page.pageInfo.endCursor;
     }
-    for (const { node: a } of page.edges) {
-      output.write(
-        [a.sequence, a.id, a.ticket.code, a.holder, a.partner.id, a.partner.name, a.status, a.allocatedAt, a.expiresAt, a.releasedAt, a.idempotencyKey, a.metadata].map(csv).join(',') + '\n',
-      );
-      written += 1;
+    bar?.stop();
+    try {
+      await sink.finish();
+    } catch (error) {
+      throw new CliError(`cannot write ${sink.describe}: ${describeFsError(error)}`);
     }
-    bar?.update(written);
-    if (!page.pageInfo.hasNextPage) break;
-    after = page.pageInfo.endCursor;
+  } catch (error) {
+    bar?.stop();
+    if (sink?.abortAsync) await sink.abortAsync();
+    else sink?.abort();
+    if (!(error instanceof CliError)) throw error;
+    const note = out ? `; ${out} was not written` : written > 0 && !error.told ? `; standard output got only the first ${written} allocations` : '';
+    throw new CliError(`${error.message}${note}`, error.exitCode);
+  } finally {
+    onInterrupt.delete(interrupted);
   }
-  bar?.stop();
-  if (out) await new Promise((resolve) => output.end(resolve));
   process.stderr.write(`${written} allocations exported${out ? ` to ${out}` : ''}\n`);
 }
 
-main(process.argv.slice(2)).catch((error) => {
-  process.stderr.write(`tessera: ${error.message}\n`);
-  process.exitCode = 1;
-});
+async function writeTo(sink, text, written) {
+  try {
+    await sink.write(text);
+  } catch (error) {
+    if (sink.describe !== 'standard output') throw new CliError(`cannot write ${sink.describe}: ${describeFsError(error)}`);
+    const message = error.code === 'EPIPE' ? `standard output was closed after ${written} allocations` : `cannot write standard output: ${describeFsError(error)}`;
+    throw Object.assign(new CliError(message), { told: true });
+  }
+}
+
+// ——— run ———
+
+function interrupt(signal) {
+  let note = '';
+  for (const undo of onInterrupt) {
+    try {
+      note += undo();
+    } catch {
+      /* exiting anyway */
+    }
+  }
+  process.stderr.write(`tessera: interrupted by ${signal}${note}\n`);
+  process.exit(signal === 'SIGINT' ? 130 : 143);
+}
+
+process.once('SIGINT', interrupt);
+process.once('SIGTERM', interrupt);
+
+main(process.argv.slice(2))
+  .then((code) => {
+    process.exitCode = code;
+  })
+  .catch((error) => {
+    if (error instanceof CliError) {
+      process.stderr.write(`tessera: ${error.message}\n`);
+      process.exitCode = error.exitCode;
+    } else {
+      process.stderr.write(`tessera: unexpected error: ${error?.stack ?? error}\n`);
+      process.exitCode = EXIT.FAILED;
+    }
+  })
+  .finally(() => {
+    process.off('SIGINT', interrupt);
+    process.off('SIGTERM', interrupt);
+  });
