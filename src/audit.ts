@@ -7,11 +7,11 @@ import { getArgumentValues } from 'graphql/execution/values';
 import type { Context } from './context';
 import type { Database } from './db/client';
 import type { JsonValue } from './db/json';
-import { InvalidInput } from './errors';
 import type { Logger } from './logger';
 import type { AuditEntryModel, ConnectionModel } from './models';
 import * as validate from './validation';
 import { requireAdmin } from './auth';
+import { auditCursor } from './services/cursors';
 import type { RequestContext } from './services/requestContext';
 
 export const ADMIN_MUTATIONS = new Set([
@@ -90,7 +90,7 @@ export class AuditService {
   async list(ctx: RequestContext, args: { first?: number | null; after?: string | null }): Promise<ConnectionModel<AuditEntryModel>> {
     requireAdmin(ctx.viewer);
     const limit = validate.pageSize(args.first);
-    const before = args.after ? decodeCursor(args.after) : null;
+    const before = args.after ? auditCursor.decode(args.after) : null;
     const rows = await this.db.prisma.auditEntry.findMany({
       where: before === null ? {} : { id: { lt: before } },
       orderBy: { id: 'desc' },
@@ -105,17 +105,11 @@ export class AuditService {
       outcome: r.outcome,
       requestId: r.requestId,
     }));
-    const edges = page.map((node) => ({ node, cursor: Buffer.from(`audit:${node.id}`).toString('base64url') }));
+    const edges = page.map((node) => ({ node, cursor: auditCursor.encode(node.id) }));
     return {
       edges,
       pageInfo: { hasNextPage: rows.length > limit, endCursor: edges.at(-1)?.cursor ?? null },
       totalCount: () => this.db.prisma.auditEntry.count(),
     };
   }
-}
-
-function decodeCursor(cursor: string): bigint {
-  const match = /^audit:(\d{1,19})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-  if (!match) throw new InvalidInput('after', 'after is not a cursor returned by this connection.');
-  return BigInt(match[1]!);
 }

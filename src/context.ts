@@ -6,6 +6,7 @@ import { createLoaders } from './loaders';
 import type { LiveUpdates } from './live';
 import type { Metrics } from './metrics';
 import { AllocationService } from './services/allocation';
+import { AllocationRecordService } from './services/allocationRecords';
 import { ClaimBatcher } from './services/claimBatcher';
 import { CampaignService } from './services/campaigns';
 import { PartnerService } from './services/partners';
@@ -13,6 +14,7 @@ import type { RequestContext } from './services/requestContext';
 
 export interface Services {
   readonly allocations: AllocationService;
+  readonly allocationRecords: AllocationRecordService;
   readonly campaigns: CampaignService;
   readonly partners: PartnerService;
   readonly audit: AuditService;
@@ -47,6 +49,7 @@ export function createServices(
       : undefined;
   return {
     allocations: new AllocationService(db, options.metrics, batcher, options.live),
+    allocationRecords: new AllocationRecordService(db, options.live),
     campaigns: new CampaignService(db, options.live),
     partners: new PartnerService(db, options.adminApiKey, options.apiKeyCacheTtlMs, options.onError),
     audit: new AuditService(db),

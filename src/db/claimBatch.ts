@@ -20,8 +20,9 @@ import type { Db } from './client';
 import type { JsonValue } from './json';
 import { ALLOCATION_COLUMNS, toAllocation, type AllocationRow } from './allocationRow';
 import { pickTickets, takeTickets } from './pickTickets';
+import { CAMPAIGN_COLUMNS, campaignOf, type CampaignColumns } from './campaignColumns';
 import type { ClaimVerdict } from './claimTicket';
-import type { AllocationModel, CampaignModel, CampaignStatus, TicketModel } from '../models';
+import type { AllocationModel, CampaignModel, TicketModel } from '../models';
 
 export interface BatchRequest {
   partnerId: string;
@@ -41,16 +42,10 @@ export type BatchOutcome =
   /** Not decided here: the single claim answers it. */
   | { kind: 'UNDECIDED' };
 
-type Row = { [K in keyof AllocationRow]: AllocationRow[K] | null } & {
+type Row = { [K in keyof AllocationRow]: AllocationRow[K] | null } & CampaignColumns & {
   ord: bigint;
   verdict: ClaimVerdict;
   ticket_code: string | null;
-  campaign_name: string | null;
-  campaign_status: CampaignStatus | null;
-  campaign_opens_at: Date | null;
-  campaign_closes_at: Date | null;
-  campaign_per_holder_limit: number | null;
-  campaign_created_at: Date | null;
 };
 
 export function claimBatch(db: Db, campaignId: string, requests: BatchRequest[], start: number): Prisma.PrismaPromise<Row[]> {
@@ -84,9 +79,7 @@ export function claimBatch(db: Db, campaignId: string, requests: BatchRequest[],
       RETURNING ${Prisma.raw(ALLOCATION_COLUMNS)}
     )
     SELECT g.ord, g.verdict, a.*, k.code AS ticket_code,
-           cp.name AS campaign_name, cp.status AS campaign_status, cp.opens_at AS campaign_opens_at,
-           cp.closes_at AS campaign_closes_at, cp.per_holder_limit AS campaign_per_holder_limit,
-           cp.created_at AS campaign_created_at
+           ${CAMPAIGN_COLUMNS}
       FROM gates g
       LEFT JOIN passed p ON p.ord = g.ord
       LEFT JOIN chosen ch ON ch.slot = p.slot
@@ -107,15 +100,7 @@ export function readBatch(rows: Row[], requests: BatchRequest[]): BatchOutcome[]
         kind: 'CLAIMED',
         allocation,
         ticket: { campaignId: allocation.campaignId, id: allocation.ticketId, code: row.ticket_code!, status: 'ALLOCATED' },
-        campaign: {
-          id: allocation.campaignId,
-          name: row.campaign_name!,
-          status: row.campaign_status!,
-          opensAt: row.campaign_opens_at,
-          closesAt: row.campaign_closes_at,
-          perHolderLimit: row.campaign_per_holder_limit,
-          createdAt: row.campaign_created_at!,
-        },
+        campaign: campaignOf(allocation.campaignId, row),
       };
     }
     switch (row.verdict) {

@@ -36,7 +36,8 @@ import type { Db } from './client';
 import type { JsonValue } from './json';
 import { ALLOCATION_COLUMNS, toAllocation, type AllocationRow } from './allocationRow';
 import { pickTickets, takeTickets } from './pickTickets';
-import type { AllocationModel, CampaignModel, CampaignStatus, TicketModel } from '../models';
+import { CAMPAIGN_COLUMNS, campaignOf, type CampaignColumns } from './campaignColumns';
+import type { AllocationModel, CampaignModel, TicketModel } from '../models';
 
 export type ClaimVerdict =
   | 'OK'
@@ -66,18 +67,11 @@ export interface ClaimTicketParams {
 }
 
 /** The gate's verdict, and per new allocation its columns (one row with nulls when none). */
-type ClaimedRow = Nullable<AllocationRow> & {
+type ClaimedRow = Nullable<AllocationRow> & CampaignColumns & {
   verdict: ClaimVerdict;
   prior_campaign_id: string | null;
   prior_allocation_id: string | null;
   ticket_code: string | null;
-  /** The campaign's row, so the response's `campaign { … }` costs no second query. */
-  campaign_name: string | null;
-  campaign_status: CampaignStatus | null;
-  campaign_opens_at: Date | null;
-  campaign_closes_at: Date | null;
-  campaign_per_holder_limit: number | null;
-  campaign_created_at: Date | null;
   /** Too few taken, but more looked claimable: they are locked by others in flight. */
   contended: boolean | null;
   /** Too few taken, and some tickets are held (unexpired): they may come back. */
@@ -111,16 +105,7 @@ export function readClaim(rows: ClaimedRow[], campaignId: string): ClaimOutcome 
         code: r.ticket_code!,
         status: r.status === 'HELD' ? ('HELD' as const) : ('ALLOCATED' as const),
       }));
-      const campaign: CampaignModel = {
-        id: campaignId,
-        name: row.campaign_name!,
-        status: row.campaign_status!,
-        opensAt: row.campaign_opens_at,
-        closesAt: row.campaign_closes_at,
-        perHolderLimit: row.campaign_per_holder_limit,
-        createdAt: row.campaign_created_at!,
-      };
-      return { kind: 'CLAIMED', allocations, tickets, campaign };
+      return { kind: 'CLAIMED', allocations, tickets, campaign: campaignOf(campaignId, row) };
     }
     case 'PRIOR':
       return { kind: 'PRIOR', campaignId: row.prior_campaign_id!, allocationId: row.prior_allocation_id! };
@@ -157,9 +142,7 @@ export function claimSql(p: ClaimTicketParams): Prisma.Sql {
       RETURNING ${Prisma.raw(ALLOCATION_COLUMNS)}
     )
     SELECT g.verdict, g.prior_campaign_id, g.prior_allocation_id, a.*, k.code AS ticket_code,
-           cp.name AS campaign_name, cp.status AS campaign_status, cp.opens_at AS campaign_opens_at,
-           cp.closes_at AS campaign_closes_at, cp.per_holder_limit AS campaign_per_holder_limit,
-           cp.created_at AS campaign_created_at,
+           ${CAMPAIGN_COLUMNS},
            -- Only when nothing was taken (lazily: these sub-selects run only in that case).
            CASE WHEN g.verdict = 'OK' AND a.id IS NULL THEN
              ${p.wait ? Prisma.sql`false` : Prisma.sql`(

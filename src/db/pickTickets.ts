@@ -15,6 +15,7 @@
 // tickets are marked, each re-checked in the UPDATE (AVAILABLE, or HELD for a taken-over hold:
 // under READ COMMITTED an UPDATE that waited re-checks only its own WHERE). Rows are found by
 // primary key (= ANY(ARRAY…)), never by a join the planner could turn into a scan of the campaign.
+import { randomInt } from 'node:crypto';
 import { Prisma } from '../generated/prisma/client';
 
 export function pickTickets(o: {
@@ -85,3 +86,9 @@ export function takeTickets(o: {
       RETURNING t.campaign_id, t.id, t.code
     )`;
 }
+
+/** Upper end of pick_order (prisma/functions/tessera_random_pick_order.sql). */
+const PICK_ORDER_RANGE = 2_147_483_647;
+
+/** A random point of the pick order to start a pick from. */
+export const randomPickStart = (): number => randomInt(PICK_ORDER_RANGE);

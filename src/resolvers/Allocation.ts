@@ -1,5 +1,5 @@
 import type { AllocationResolvers } from '../generated/graphql';
-import { ticketKey } from '../services/allocation';
+import { ticketKey } from '../services/allocationRecords';
 
 /** Related objects through the request's DataLoaders; a missing one breaks a foreign key, so it throws. */
 const present = <T>(what: string) => (value: T | null): T => {

@@ -2,7 +2,7 @@ import type { CampaignResolvers, CampaignStatsResolvers, PartnerStatsResolvers }
 
 export const Campaign: CampaignResolvers = {
   stats: (campaign, _, ctx) => ctx.loaders.stats.load(campaign.id),
-  allocations: (campaign, args, ctx) => ctx.services.allocations.listForCampaign(ctx, campaign.id, args),
+  allocations: (campaign, args, ctx) => ctx.services.allocationRecords.listForCampaign(ctx, campaign.id, args),
   timeline: (campaign, { bucket }, ctx) => ctx.services.campaigns.timeline(ctx, campaign.id, bucket),
   partnerStats: (campaign, _, ctx) => ctx.services.campaigns.partnerStats(ctx, campaign.id),
 };

@@ -9,9 +9,9 @@ export const Mutation: MutationResolvers = {
   openCampaign: async (_, { id }, ctx) => ({ campaign: await ctx.services.campaigns.open(ctx, id) }),
   closeCampaign: async (_, { id }, ctx) => ({ campaign: await ctx.services.campaigns.close(ctx, id) }),
   claimTicket: (_, { input }, ctx) => ctx.services.allocations.claim(ctx, input),
-  releaseAllocation: (_, { allocationId }, ctx) => ctx.services.allocations.release(ctx, allocationId),
+  releaseAllocation: (_, { allocationId }, ctx) => ctx.services.allocationRecords.release(ctx, allocationId),
   holdTicket: (_, { input }, ctx) => ctx.services.allocations.hold(ctx, input),
-  confirmHold: (_, { allocationId }, ctx) => ctx.services.allocations.confirm(ctx, allocationId),
+  confirmHold: (_, { allocationId }, ctx) => ctx.services.allocationRecords.confirm(ctx, allocationId),
   claimTickets: (_, { input }, ctx) => ctx.services.allocations.claimMany(ctx, input),
   setPartnerQuota: async (_, { campaignId, partnerId, quota }, ctx) => ({
     campaign: await ctx.services.campaigns.setPartnerQuota(ctx, campaignId, partnerId, quota),

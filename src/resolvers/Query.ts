@@ -3,7 +3,7 @@ import type { QueryResolvers } from '../generated/graphql';
 export const Query: QueryResolvers = {
   campaign: (_, { id }, ctx) => ctx.services.campaigns.get(ctx, id),
   campaigns: (_, args, ctx) => ctx.services.campaigns.list(ctx, args),
-  allocation: (_, { id }, ctx) => ctx.services.allocations.get(ctx, id),
+  allocation: (_, { id }, ctx) => ctx.services.allocationRecords.get(ctx, id),
   partners: (_, args, ctx) => ctx.services.partners.list(ctx, args),
   auditLog: (_, args, ctx) => ctx.services.audit.list(ctx, args),
 };

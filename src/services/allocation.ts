@@ -4,19 +4,20 @@
 // snapshot), a key that raced in is answered from the allocations the other request made, and a
 // keyed claim whose connection died is asked again so the key can answer it.
 import { createHash, randomInt } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Database } from '../db/client';
 import { claimTicket, readClaim, type ClaimOutcome, type ClaimTicketParams } from '../db/claimTicket';
-import { confirmHold } from '../db/confirmHold';
-import { countAllocations, findAllocationPage, findAllocationsByKey } from '../db/findAllocations';
+import { findAllocationsByKey } from '../db/findAllocations';
 import type { JsonValue } from '../db/json';
 import { isConnectionLost, isTransientDbError, pgErrorInfo, PG } from '../db/pgErrors';
-import { releaseAllocation } from '../db/releaseAllocation';
+import { randomPickStart } from '../db/pickTickets';
 import { apiError, claimError, ErrorCode, InvalidInput, type ClaimError } from '../errors';
 import type { ClaimErrorCode } from '../generated/graphql';
 import type { LiveUpdates } from '../live';
 import type { Metrics } from '../metrics';
-import type { AllocationModel, ConnectionModel } from '../models';
+import type { AllocationModel } from '../models';
 import * as validate from '../validation';
+import { ticketKey } from './allocationRecords';
 import type { ClaimBatcher } from './claimBatcher';
 import type { RequestContext } from './requestContext';
 
@@ -52,8 +53,6 @@ type Allocated = { allocations: AllocationModel[]; error: null; replayed: boolea
 
 const refusal = (code: ClaimErrorCode, message?: string): Allocated => ({ allocations: [], error: claimError(code, message) });
 
-/** Upper end of pick_order (see the migration's tessera_random_pick_order). */
-const PICK_ORDER_RANGE = 2_147_483_647;
 /** Extra attempts after a deadlock, or for a keyed claim whose connection died under it. */
 const CONNECTION_LOST_RETRIES = 2;
 /** Looks at a contended pool (each a waiting one and a fresh one) before answering UNAVAILABLE. */
@@ -145,7 +144,7 @@ export class AllocationService {
           const deadlock = pgErrorInfo(error).code === PG.DEADLOCK_DETECTED;
           const retryable = deadlock || (request.idempotencyKey !== null && isConnectionLost(error));
           if (!retryable || attempt >= CONNECTION_LOST_RETRIES) throw error;
-          await new Promise((resolve) => setTimeout(resolve, 25 * (attempt + 1) + randomInt(25)));
+          await sleep(25 * (attempt + 1) + randomInt(25));
         }
       }
     } catch (error) {
@@ -204,7 +203,7 @@ export class AllocationService {
           campaignId,
           partnerId,
           requestHash,
-          start: wait ? 0 : randomInt(PICK_ORDER_RANGE),
+          start: wait ? 0 : randomPickStart(),
           wait,
         });
         // One statement, so one transaction: Prisma sends a one-query batch without BEGIN/COMMIT
@@ -272,97 +271,12 @@ export class AllocationService {
     prior.allocations.forEach((allocation) => ctx.loaders.allocation.prime(allocation.id, allocation));
     return { allocations: prior.allocations, error: null, replayed: true };
   }
-
-  /**
-   * HELD -> ACTIVE while the hold lasts. A confirmation of a hold that was already confirmed
-   * answers it again (a retry is harmless); an expired one is HOLD_EXPIRED — its ticket is back in
-   * the pool — and anything else that is not a hold is NOT_HELD.
-   */
-  async confirm(ctx: RequestContext, allocationId: string): Promise<ClaimResult> {
-    const existing = await this.ownAllocation(ctx, allocationId);
-    if (!existing) return refusedOne('ALLOCATION_NOT_FOUND');
-    const { verdict, allocation } = await confirmHold(this.db.prisma, existing);
-    if (allocation) {
-      this.live?.changed(allocation.campaignId);
-      ctx.loaders.allocation.clear(allocation.id).prime(allocation.id, allocation);
-      ctx.loaders.ticket.clear(ticketKey({ campaignId: allocation.campaignId, id: allocation.ticketId }));
-      return { allocation, error: null };
-    }
-    ctx.loaders.allocation.clear(allocationId);
-    const now = await ctx.loaders.allocation.load(allocationId);
-    if (now?.status === 'EXPIRED') return refusedOne('HOLD_EXPIRED');
-    if (now?.status === 'ACTIVE' && now.confirmedAt !== null) return { allocation: now, error: null };
-    if (now?.status === 'HELD' && verdict !== 'OK') return refusedOne(verdict as ClaimErrorCode);
-    return refusedOne('NOT_HELD');
-  }
-
-  /**
-   * Returns the ticket to the pool. The admin may release any allocation, a partner only its own;
-   * releasing an allocation that is no longer live answers it as it is (a retry is harmless).
-   */
-  async release(ctx: RequestContext, allocationId: string): Promise<ClaimResult> {
-    if (!validate.isUuid(allocationId)) return refusedOne('ALLOCATION_NOT_FOUND');
-    const ownerFilter = ctx.viewer.kind === 'admin' ? null : ctx.viewer.partnerId;
-    const released = await releaseAllocation(this.db.prisma, allocationId, ownerFilter);
-    if (released) {
-      this.live?.changed(released.campaignId);
-      ctx.loaders.ticket.clear(ticketKey({ campaignId: released.campaignId, id: released.ticketId }));
-      ctx.loaders.allocation.clear(released.id).prime(released.id, released);
-      ctx.loaders.stats.clear(released.campaignId);
-      return { allocation: released, error: null };
-    }
-    const existing = await this.ownAllocation(ctx, allocationId);
-    return existing ? { allocation: existing, error: null } : refusedOne('ALLOCATION_NOT_FOUND');
-  }
-
-  /** The allocation if it exists and the caller may act on it (the admin, or its partner). */
-  private async ownAllocation(ctx: RequestContext, allocationId: string): Promise<AllocationModel | null> {
-    if (!validate.isUuid(allocationId)) return null;
-    const allocation = await ctx.loaders.allocation.load(allocationId.toLowerCase());
-    if (!allocation || (ctx.viewer.kind === 'partner' && allocation.partnerId !== ctx.viewer.partnerId)) return null;
-    return allocation;
-  }
-
-  /** `allocation(id)`: null when unknown; FORBIDDEN when it is another partner's. */
-  async get(ctx: RequestContext, id: string): Promise<AllocationModel | null> {
-    if (!validate.isUuid(id)) return null;
-    const allocation = await ctx.loaders.allocation.load(id.toLowerCase());
-    if (allocation && ctx.viewer.kind === 'partner' && allocation.partnerId !== ctx.viewer.partnerId) {
-      throw apiError(ErrorCode.FORBIDDEN, 'This allocation belongs to another partner.');
-    }
-    return allocation;
-  }
-
-  /** A campaign's allocations in allocation order; a partner sees only its own. */
-  async listForCampaign(
-    ctx: RequestContext,
-    campaignId: string,
-    args: { first?: number | null; after?: string | null; order?: 'OLDEST_FIRST' | 'NEWEST_FIRST' | null },
-  ): Promise<ConnectionModel<AllocationModel>> {
-    const limit = validate.pageSize(args.first);
-    const afterSequence = args.after ? decodeSequenceCursor(args.after) : null;
-    const partnerId = ctx.viewer.kind === 'admin' ? null : ctx.viewer.partnerId;
-    const newestFirst = args.order === 'NEWEST_FIRST';
-    const rows = await findAllocationPage(this.db.prisma, { campaignId, partnerId, afterSequence, limit, newestFirst });
-    const page = rows.slice(0, limit);
-    page.forEach((allocation) => ctx.loaders.allocation.prime(allocation.id, allocation));
-    const edges = page.map((node) => ({ node, cursor: encodeSequenceCursor(node.sequence) }));
-    return {
-      edges,
-      pageInfo: { hasNextPage: rows.length > limit, endCursor: edges.at(-1)?.cursor ?? null },
-      totalCount: () => countAllocations(this.db.prisma, campaignId, partnerId),
-    };
-  }
 }
-
-const refusedOne = (code: ClaimErrorCode): ClaimResult => ({ allocation: null, error: claimError(code) });
 
 function single(result: Allocated): ClaimResult {
   if (result.error) return { allocation: null, error: result.error };
   return { allocation: result.allocations[0]!, error: null };
 }
-
-export const ticketKey = (t: { campaignId: string; id: string }) => `${t.campaignId}:${t.id}`;
 
 /** The request an idempotency key stands for: same key with another fingerprint is a reuse. */
 function fingerprint(operation: string, request: Record<string, JsonValue>): string {
@@ -377,12 +291,4 @@ export function canonicalJson(value: JsonValue): string {
     return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k]!)}`).join(',')}}`;
   }
   return JSON.stringify(value);
-}
-
-const encodeSequenceCursor = (sequence: number) => Buffer.from(`seq:${sequence}`).toString('base64url');
-
-function decodeSequenceCursor(cursor: string): number {
-  const match = /^seq:(\d{1,15})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-  if (!match) throw new InvalidInput('after', 'after is not a cursor returned by this connection.');
-  return Number(match[1]);
 }

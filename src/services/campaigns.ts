@@ -6,11 +6,12 @@ import { campaignTimeline, type TimelineUnit } from '../db/campaignReports';
 import { lockCampaignGate } from '../db/campaignGate';
 import { closeCampaign } from '../db/closeCampaign';
 import { setPartnerQuota } from '../db/partnerQuota';
-import { findCampaignPage, type CampaignCursor } from '../db/findCampaigns';
+import { findCampaignPage } from '../db/findCampaigns';
 import { generateTickets, loadTickets, recordSoldOut } from '../db/loadTickets';
 import { pgErrorInfo, PG } from '../db/pgErrors';
 import { apiError, ErrorCode, InvalidInput, notFound } from '../errors';
 import type { CampaignModel, CampaignStatsModel, CampaignStatus, ConnectionModel, PartnerStatsModel, TimelinePointModel } from '../models';
+import { campaignCursor } from './cursors';
 import { campaignStatsStream } from './liveStats';
 import * as validate from '../validation';
 import type { RequestContext } from './requestContext';
@@ -204,12 +205,12 @@ export class CampaignService {
     args: { first?: number | null; after?: string | null; status?: CampaignStatus | null },
   ): Promise<ConnectionModel<CampaignModel>> {
     const limit = validate.pageSize(args.first);
-    const after = args.after ? decodeCampaignCursor(args.after) : null;
+    const after = args.after ? campaignCursor.decode(args.after) : null;
     const status = args.status ?? null;
     const rows = await findCampaignPage(this.db.prisma, { status, after, limit });
     const page = rows.slice(0, limit);
     page.forEach(({ campaign }) => ctx.loaders.campaign.prime(campaign.id, campaign));
-    const edges = page.map(({ campaign, cursor }) => ({ node: campaign, cursor: encodeCampaignCursor(cursor) }));
+    const edges = page.map(({ campaign, cursor }) => ({ node: campaign, cursor: campaignCursor.encode(cursor) }));
     return {
       edges,
       pageInfo: { hasNextPage: rows.length > limit, endCursor: edges.at(-1)?.cursor ?? null },
@@ -243,18 +244,4 @@ export class CampaignService {
     ctx.loaders.stats.clear(campaign.id);
     return campaign;
   }
-}
-
-const encodeCampaignCursor = (c: CampaignCursor) => Buffer.from(JSON.stringify([c.createdAt, c.id])).toString('base64url');
-
-function decodeCampaignCursor(cursor: string): CampaignCursor {
-  try {
-    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    if (typeof createdAt === 'string' && !Number.isNaN(Date.parse(createdAt)) && typeof id === 'string' && validate.isUuid(id)) {
-      return { createdAt, id };
-    }
-  } catch {
-    // fall through: not a cursor of ours
-  }
-  throw new InvalidInput('after', 'after is not a cursor returned by this connection.');
 }

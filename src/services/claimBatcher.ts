@@ -7,10 +7,10 @@
 // Nothing correctness depends on lives here: the batch is only a way of sending claims; every
 // decision is taken by the database, request by request, and whatever the group statement cannot
 // decide (see claimBatch.ts) goes back to the single claim.
-import { randomInt } from 'node:crypto';
 import type { Database } from '../db/client';
 import { claimBatch, readBatch, type BatchOutcome, type BatchRequest } from '../db/claimBatch';
 import { isConnectionLost } from '../db/pgErrors';
+import { randomPickStart } from '../db/pickTickets';
 
 export type Submitted = Omit<BatchRequest, 'holderRank' | 'partnerRank'>;
 
@@ -32,7 +32,6 @@ interface CampaignQueue {
   waiting: Waiting[];
 }
 
-const PICK_ORDER_RANGE = 2_147_483_647;
 
 export class ClaimBatcher {
   private readonly queues = new Map<string, CampaignQueue>();
@@ -115,7 +114,7 @@ export class ClaimBatcher {
     this.options.onBatch?.(batch.length);
     const requests = rank(batch.map((w) => w.request));
     this.db.prisma
-      .$transaction([claimBatch(this.db.prisma, campaignId, requests, randomInt(PICK_ORDER_RANGE))])
+      .$transaction([claimBatch(this.db.prisma, campaignId, requests, randomPickStart())])
       .then(([rows]) => {
         const outcomes = readBatch(rows, requests);
         batch.forEach((w, i) => w.resolve(outcomes[i]!));

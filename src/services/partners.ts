@@ -2,9 +2,10 @@
 import { LRUCache } from 'lru-cache';
 import { issueApiKey, requireAdmin, type Authenticator, type PartnerKeyRecord } from '../auth';
 import type { Database } from '../db/client';
-import { InvalidInput, notFound } from '../errors';
+import { notFound } from '../errors';
 import type { ConnectionModel, PartnerModel } from '../models';
 import * as validate from '../validation';
+import { partnerCursor } from './cursors';
 import type { RequestContext } from './requestContext';
 
 const PARTNER_FIELDS = { id: true, name: true, createdAt: true, lastUsedAt: true, revokedAt: true, rateLimit: true } as const;
@@ -80,7 +81,7 @@ export class PartnerService implements Authenticator {
   async list(ctx: RequestContext, args: { first?: number | null; after?: string | null }): Promise<ConnectionModel<PartnerModel>> {
     requireAdmin(ctx.viewer);
     const limit = validate.pageSize(args.first);
-    const afterId = args.after ? decodePartnerCursor(args.after) : null;
+    const afterId = args.after ? partnerCursor.decode(args.after) : null;
     const rows = await this.db.prisma.partner.findMany({
       where: { keyPrefix: { not: 'operator' }, ...(afterId ? { id: { gt: afterId } } : {}) },
       orderBy: { id: 'asc' },
@@ -89,7 +90,7 @@ export class PartnerService implements Authenticator {
     });
     const page = rows.slice(0, limit);
     page.forEach((p) => ctx.loaders.partner.prime(p.id, p));
-    const edges = page.map((node) => ({ node, cursor: Buffer.from(`partner:${node.id}`).toString('base64url') }));
+    const edges = page.map((node) => ({ node, cursor: partnerCursor.encode(node.id) }));
     return {
       edges,
       pageInfo: { hasNextPage: rows.length > limit, endCursor: edges.at(-1)?.cursor ?? null },
@@ -133,10 +134,4 @@ export class PartnerService implements Authenticator {
     ctx.loaders.partner.clear(partner.id).prime(partner.id, partner);
     return partner;
   }
-}
-
-function decodePartnerCursor(cursor: string): string {
-  const match = /^partner:([0-9a-f-]{36})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-  if (!match || !validate.isUuid(match[1]!)) throw new InvalidInput('after', 'after is not a cursor returned by this connection.');
-  return match[1]!;
 }

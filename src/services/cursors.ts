@@ -1,0 +1,70 @@
+// Page cursors: opaque to clients (base64url of `<kind>:<value>`), checked strictly when they come
+// back — a cursor this server did not issue is BAD_USER_INPUT naming `after`, never a database
+// error. One place for every connection's cursor.
+import { InvalidInput } from '../errors';
+import { isUuid } from '../validation';
+
+const MAX_CURSOR_LENGTH = 200;
+const INT8_MAX = 9_223_372_036_854_775_807n;
+/** created_at as PostgreSQL prints timestamptz (microseconds kept: a JS Date would drop them). */
+const PG_TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(\.\d{1,6})?[+-](\d{2})(:\d{2})?$/;
+
+/** A timestamp PostgreSQL printed, with every field in range (a real calendar day). */
+function isPgTimestamp(text: string): boolean {
+  const m = PG_TIMESTAMP.exec(text);
+  if (!m) return false;
+  const [year, month, day, hour, minute, second, offset] = [m[1], m[2], m[3], m[4], m[5], m[6], m[8]].map(Number) as number[];
+  const date = new Date(Date.UTC(year!, month! - 1, day!));
+  return year! >= 1 && date.getUTCMonth() === month! - 1 && date.getUTCDate() === day! && hour! < 24 && minute! < 60 && second! < 60 && offset! <= 15;
+}
+
+const notOurs = () => new InvalidInput('after', 'after is not a cursor returned by this connection.');
+
+const encode = (kind: string, value: string) => Buffer.from(`${kind}:${value}`).toString('base64url');
+
+function decode(kind: string, cursor: string): string {
+  if (typeof cursor !== 'string' || cursor.length > MAX_CURSOR_LENGTH || !/^[\w-]*$/.test(cursor)) throw notOurs();
+  const text = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (!text.startsWith(`${kind}:`)) throw notOurs();
+  return text.slice(kind.length + 1);
+}
+
+/** Allocations by sequence. */
+export const sequenceCursor = {
+  encode: (sequence: number) => encode('seq', String(sequence)),
+  decode(cursor: string): number {
+    const value = decode('seq', cursor);
+    if (!/^\d{1,15}$/.test(value)) throw notOurs();
+    return Number(value);
+  },
+};
+
+/** Audit entries by id (a bigint). */
+export const auditCursor = {
+  encode: (id: string) => encode('audit', id),
+  decode(cursor: string): bigint {
+    const value = decode('audit', cursor);
+    if (!/^\d{1,19}$/.test(value) || BigInt(value) > INT8_MAX) throw notOurs();
+    return BigInt(value);
+  },
+};
+
+/** Partners by id. */
+export const partnerCursor = {
+  encode: (id: string) => encode('partner', id),
+  decode(cursor: string): string {
+    const value = decode('partner', cursor);
+    if (!isUuid(value)) throw notOurs();
+    return value;
+  },
+};
+
+/** Campaigns by (created_at, id), newest first. */
+export const campaignCursor = {
+  encode: (c: { createdAt: string; id: string }) => encode('campaign', `${c.createdAt}|${c.id}`),
+  decode(cursor: string): { createdAt: string; id: string } {
+    const [createdAt = '', id = '', ...rest] = decode('campaign', cursor).split('|');
+    if (rest.length > 0 || !isPgTimestamp(createdAt) || !isUuid(id)) throw notOurs();
+    return { createdAt, id };
+  },
+};
