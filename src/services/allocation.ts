@@ -3,7 +3,7 @@
 // change what a request means: a contended pool is asked again (waiting, then with a fresh
 // snapshot), a key that raced in is answered from the allocations the other request made, and a
 // keyed claim whose connection died is asked again so the key can answer it.
-import { createHash, randomInt } from 'node:crypto';
+import { randomInt } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Database } from '../db/client';
 import { claimTicket, readClaim, type ClaimOutcome, type ClaimTicketParams } from '../db/claimTicket';
@@ -19,6 +19,7 @@ import type { AllocationModel } from '../models';
 import * as validate from '../validation';
 import { ticketKey } from './allocationRecords';
 import type { ClaimBatcher } from './claimBatcher';
+import { fingerprint } from './fingerprint';
 import type { RequestContext } from './requestContext';
 
 export interface ClaimInput {
@@ -276,19 +277,4 @@ export class AllocationService {
 function single(result: Allocated): ClaimResult {
   if (result.error) return { allocation: null, error: result.error };
   return { allocation: result.allocations[0]!, error: null };
-}
-
-/** The request an idempotency key stands for: same key with another fingerprint is a reuse. */
-function fingerprint(operation: string, request: Record<string, JsonValue>): string {
-  return createHash('sha256').update(canonicalJson({ operation, ...request })).digest('hex');
-}
-
-/** JSON with object keys sorted, so that {a,b} and {b,a} are the same request. */
-export function canonicalJson(value: JsonValue): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const keys = Object.keys(value).sort();
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k]!)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
 }
