@@ -8,6 +8,7 @@ import { createDatabase, type Database } from '../../src/db/client';
 import { createLogger, type Logger } from '../../src/logger';
 import { createServer, type TesseraServer } from '../../src/server';
 import { databaseUrl, RUN_ENV, SERVER_ENV, TEMPLATE_ENV, withClient } from './env';
+import { sleep } from './time';
 
 export const ADMIN_KEY = 'test-admin-key-0123456789';
 
@@ -48,7 +49,7 @@ export async function createTestDatabase(options: { migrated?: boolean } = {}): 
     } catch (error) {
       // Two workers cloning the template at the same instant: "source database is being accessed".
       if (attempt >= 20) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+      await sleep(100 * attempt);
     }
   }
   return {
