@@ -2,6 +2,7 @@
 // confirmHold makes it ACTIVE while the hold lasts; an expired hold's ticket is back in the pool
 // from that instant — in every read and for every claim — with or without the sweeper.
 import { assertPoolInvariants, ADMIN_KEY, CLAIM, startTestServer, type ClaimPayload, type TestServer } from './helpers/testServer';
+import { expireHolds, setHoldExpiry, sleep, until } from './helpers/time';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -31,8 +32,6 @@ interface HoldAnswer {
   allocation: null | { id: string; status: string; expiresAt: string | null; sequence: number; holder?: string; ticket: { id: string; code: string; status: string } };
   error: null | { code: string; message: string };
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function hold(key: string, input: Record<string, unknown>): Promise<HoldAnswer> {
   const res = await server.gql<{ holdTicket: HoldAnswer }>(key, HOLD, { input: { holder: 'h', ttlSeconds: 60, ...input } });
@@ -136,8 +135,8 @@ describe('a hold that expired before its confirmation', () => {
   beforeAll(async () => {
     partner = await server.createPartner();
     campaignId = await server.openCampaignWith(1);
-    held = (await hold(partner.apiKey, { campaignId, ttlSeconds: 1 })).allocation!;
-    await sleep(1_500);
+    held = (await hold(partner.apiKey, { campaignId })).allocation!;
+    await expireHolds(server.sql, [held.id]);
     confirmed = await confirm(partner.apiKey, held.id);
   });
 
@@ -288,21 +287,23 @@ test('releaseAllocation of a hold returns its ticket to the pool', async () => {
 test('the hold sweeper writes EXPIRED into the database and returns the ticket by itself', async () => {
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(2);
-  const held = (await hold(partner.apiKey, { campaignId, ttlSeconds: 1 })).allocation!;
-  const deadline = Date.now() + 5_000;
-  let row = await dbAllocation(held.id);
-  while (row.status !== 'EXPIRED' && Date.now() < deadline) {
-    await sleep(100);
-    row = await dbAllocation(held.id);
-  }
+  const held = (await hold(partner.apiKey, { campaignId })).allocation!;
+  await expireHolds(server.sql, [held.id]);
+  // Nothing but the sweeper writes here: it comes by on its own interval (every second).
+  const row = await until(
+    async () => {
+      const r = await dbAllocation(held.id);
+      return r.status === 'EXPIRED' && r;
+    },
+    { message: 'the sweeper to write EXPIRED', timeoutMs: 5_000, intervalMs: 100 },
+  );
   expect(row).toEqual({ status: 'EXPIRED', ticket_status: 'AVAILABLE' });
   await assertPoolInvariants(server.sql, campaignId);
 });
 
-// Three seconds, not one: the forty holds take ~0.7-0.9 s to be answered here when the machine is
-// quiet, and an expired hold's ticket may rightly be held again — with a one-second TTL, a loaded CI
-// machine turned the race into more than one round of holds.
-describe('forty parallel holds of three seconds on a pool of ten', () => {
+// Holds of a minute, expired afterwards in the database: however long the forty holds take to be
+// answered, none lapses while they race (an expired hold's ticket may rightly be held again).
+describe('forty parallel holds on a pool of ten, then expired', () => {
   let campaignId: string;
   let holds: HoldAnswer[];
   let claims: ClaimPayload['claimTicket'][];
@@ -310,11 +311,10 @@ describe('forty parallel holds of three seconds on a pool of ten', () => {
   beforeAll(async () => {
     const partners = await Promise.all([server.createPartner('R1'), server.createPartner('R2')]);
     campaignId = await server.openCampaignWith(10);
-    holds = await Promise.all(Array.from({ length: 40 }, (_, i) => hold(partners[i % 2]!.apiKey, { campaignId, holder: `hold-${i}`, ttlSeconds: 3 })));
+    holds = await Promise.all(Array.from({ length: 40 }, (_, i) => hold(partners[i % 2]!.apiKey, { campaignId, holder: `hold-${i}`, ttlSeconds: 60 })));
     const heldIds = holds.filter((h) => h.allocation).map((h) => h.allocation!.id);
-    // Wait until every hold has expired (by the database's clock), then race forty claims.
-    const latest = Math.max(...holds.filter((h) => h.allocation).map((h) => Date.parse(h.allocation!.expiresAt!)));
-    await sleep(Math.max(0, latest - Date.now()) + 300);
+    // Every hold expires (by the database's clock), then forty claims race.
+    await expireHolds(server.sql, heldIds);
     claims = await Promise.all(Array.from({ length: 40 }, (_, i) => claim(partners[i % 2]!.apiKey, { campaignId, holder: `claim-${i}` })));
     expect(heldIds).toHaveLength(10);
   });
@@ -351,11 +351,17 @@ describe('forty parallel holds of three seconds on a pool of ten', () => {
 test('confirmations racing their holds’ expiry, the sweeper and takeovers: every ACTIVE answer stays ACTIVE, no ticket twice', async () => {
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(20);
-  const holds = await Promise.all(Array.from({ length: 20 }, (_, i) => hold(partner.apiKey, { campaignId, holder: `edge-${i}`, ttlSeconds: 1 })));
+  const holds = await Promise.all(Array.from({ length: 20 }, (_, i) => hold(partner.apiKey, { campaignId, holder: `edge-${i}`, ttlSeconds: 60 })));
   const ids = holds.map((h) => h.allocation!.id);
-  const expiry = Math.min(...holds.map((h) => Date.parse(h.allocation!.expiresAt!)));
-  await sleep(Math.max(0, expiry - Date.now() - 60));
-  // Confirmations spread over the instant of expiry, with claims taking over whatever has lapsed.
+  // Real time on purpose: the holds lapse 40-800 ms from now (by the database's clock, in a
+  // shuffled order) while the confirmations go out over 0-114 ms, with claims taking over whatever
+  // has lapsed: however slow the machine, some confirmations land before their hold's expiry, some
+  // after, some at the instant.
+  await setHoldExpiry(
+    server.sql,
+    ids,
+    ids.map((_, i) => 40 + ((i * 7) % 20) * 40),
+  );
   const [confirmations] = await Promise.all([
     Promise.all(ids.map((id, i) => sleep(i * 6).then(() => confirm(partner.apiKey, id)))),
     Promise.all(Array.from({ length: 20 }, (_, i) => sleep(i * 6).then(() => claim(partner.apiKey, { campaignId, holder: `taker-${i}` })))),
@@ -387,7 +393,7 @@ describe('without the sweeper', () => {
   afterAll(() => quiet.stop());
 
   const quietHold = async (key: string, input: Record<string, unknown>) =>
-    (await quiet.gql<{ holdTicket: HoldAnswer }>(key, HOLD, { input: { holder: 'h', ttlSeconds: 1, ...input } })).body.data!.holdTicket;
+    (await quiet.gql<{ holdTicket: HoldAnswer }>(key, HOLD, { input: { holder: 'h', ttlSeconds: 60, ...input } })).body.data!.holdTicket;
   const quietClaim = async (key: string, input: Record<string, unknown>) =>
     (await quiet.gql<ClaimPayload>(key, CLAIM, { input: { holder: 'h', ...input } })).body.data!.claimTicket;
 
@@ -395,7 +401,7 @@ describe('without the sweeper', () => {
     const partner = await quiet.createPartner();
     const campaignId = await quiet.openCampaignWith(1);
     const held = (await quietHold(partner.apiKey, { campaignId })).allocation!;
-    await sleep(1_500);
+    await expireHolds(quiet.sql, [held.id]);
     expect((await quiet.sql.query('SELECT status::text FROM allocations WHERE id = $1', [held.id])).rows[0].status).toBe('HELD');
     const read = await quiet.gql(partner.apiKey, ALLOCATION, { id: held.id });
     expect(read.body.data!.allocation).toMatchObject({ status: 'EXPIRED', ticket: { status: 'AVAILABLE' } });
@@ -414,7 +420,7 @@ describe('without the sweeper', () => {
     const partner = await quiet.createPartner();
     const campaignId = await quiet.openCampaignWith(2);
     const held = (await quietHold(partner.apiKey, { campaignId })).allocation!;
-    await sleep(1_500);
+    await expireHolds(quiet.sql, [held.id]);
     const released = await quiet.gql(partner.apiKey, RELEASE, { id: held.id });
     expect(released.body.data!.releaseAllocation).toMatchObject({ allocation: { id: held.id, status: 'EXPIRED' }, error: null });
     expect((await quiet.gql(partner.apiKey, ALLOCATION, { id: held.id })).body.data!.allocation.status).toBe('EXPIRED');
@@ -426,8 +432,8 @@ describe('without the sweeper', () => {
   test('an expired hold no longer counts against perHolderLimit', async () => {
     const partner = await quiet.createPartner();
     const campaignId = await quiet.openCampaignWith(5, { perHolderLimit: 1 });
-    await quietHold(partner.apiKey, { campaignId, holder: 'once' });
-    await sleep(1_500);
+    const held = (await quietHold(partner.apiKey, { campaignId, holder: 'once' })).allocation!;
+    await expireHolds(quiet.sql, [held.id]);
     const claimed = await quietClaim(partner.apiKey, { campaignId, holder: 'once' });
     expect(claimed.error).toBeNull();
     expect(claimed.allocation?.status).toBe('ACTIVE');
