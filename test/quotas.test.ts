@@ -2,6 +2,7 @@
 // exactly, also under parallel claims; the counter behind it (partner_quotas.live) never drifts
 // from the allocations it counts (docs/CORRECTNESS.md §10).
 import { ADMIN_KEY, CLAIM, startTestServer, type ClaimPayload, type TestServer } from './helpers/testServer';
+import { expireHolds, until, untilSessionsWaitForLock } from './helpers/time';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -30,8 +31,6 @@ interface PartnerStatsRow {
   held: number;
   quota: number | null;
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function on(s: TestServer) {
   return {
@@ -92,7 +91,10 @@ const statsOf = (rows: PartnerStatsRow[], partnerId: string) => rows.find((r) =>
 
 /**
  * Deadlocks PostgreSQL has detected in the server's database. Each server backend keeps its
- * counts until it flushes them (at most once a second when idle): ask every idle one to flush.
+ * counts until it flushes them (at most once a second when idle): ask every idle one to flush —
+ * a backend flushes forced statistics when it goes idle, before it answers, so they are in once
+ * the query has returned. A backend the pool has let go flushes as it exits, before it leaves
+ * pg_stat_activity: wait until those are gone.
  */
 async function deadlocks(s: TestServer): Promise<number> {
   const clients = await Promise.all(Array.from({ length: s.db.pool.idleCount }, () => s.db.pool.connect()));
@@ -101,7 +103,13 @@ async function deadlocks(s: TestServer): Promise<number> {
   } finally {
     clients.forEach((c) => c.release());
   }
-  await sleep(200);
+  await until(
+    async () => {
+      const { rows } = await s.sql.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'tessera'`);
+      return rows[0].n <= s.db.pool.totalCount;
+    },
+    { message: "the server's closed connections to leave pg_stat_activity", timeoutMs: 5_000, intervalMs: 20 },
+  );
   const client = await s.sql.connect();
   try {
     await client.query('SELECT pg_stat_clear_snapshot()');
@@ -112,20 +120,6 @@ async function deadlocks(s: TestServer): Promise<number> {
   }
 }
 
-/** Waits until `n` of the server's sessions wait for a lock (the test holds one of its own). */
-async function waitingSessions(s: TestServer, n: number): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  for (;;) {
-    const { rows } = await s.sql.query(
-      `SELECT count(*)::int AS n FROM pg_stat_activity
-        WHERE datname = current_database() AND application_name = 'tessera' AND wait_event_type = 'Lock'`,
-    );
-    if (rows[0].n >= n) return;
-    if (Date.now() > deadline) throw new Error(`expected ${n} server sessions waiting for a lock`);
-    await sleep(20);
-  }
-}
-
 /** Makes the sweeper's statement a no-op in this server's database (only there). */
 async function stopSweeper(s: TestServer): Promise<void> {
   const { rows } = await s.sql.query(`SELECT to_regprocedure('tessera_expire_holds(integer)') IS NOT NULL AS present`);
@@ -133,14 +127,15 @@ async function stopSweeper(s: TestServer): Promise<void> {
   await s.sql.query(`CREATE OR REPLACE FUNCTION tessera_expire_holds(p_batch INTEGER) RETURNS INTEGER LANGUAGE sql AS 'SELECT 0'`);
 }
 
+/** Waits for the sweeper (on its own interval, every second) to have ended these holds. */
 async function waitForSweep(s: TestServer, allocationIds: string[], timeoutMs = 5_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const { rows } = await s.sql.query(`SELECT count(*)::int AS n FROM allocations WHERE id = ANY($1::uuid[]) AND status = 'HELD'`, [allocationIds]);
-    if (rows[0].n === 0) return;
-    if (Date.now() > deadline) throw new Error('the sweeper did not expire the holds within 5 s');
-    await sleep(100);
-  }
+  await until(
+    async () => {
+      const { rows } = await s.sql.query(`SELECT count(*)::int AS n FROM allocations WHERE id = ANY($1::uuid[]) AND status = 'HELD'`, [allocationIds]);
+      return rows[0].n === 0;
+    },
+    { message: 'the sweeper to expire the holds', timeoutMs, intervalMs: 100 },
+  );
 }
 
 describe('a quota of 5 for partner A, with 30 parallel claims by A and 30 by B (no quota)', () => {
@@ -236,7 +231,11 @@ test('an expired hold stops counting against the quota once the sweeper has ende
   const a = await server.createPartner('A');
   const campaignId = await server.openCampaignWith(10);
   await t().setQuota(campaignId, a.id, 2);
-  const holds = [await t().hold(a.apiKey, { campaignId, ttlSeconds: 1 }), await t().hold(a.apiKey, { campaignId, ttlSeconds: 1 })];
+  const holds = [await t().hold(a.apiKey, { campaignId }), await t().hold(a.apiKey, { campaignId })];
+  await expireHolds(
+    server.sql,
+    holds.map((h) => h.allocation!.id),
+  );
   await waitForSweep(
     server,
     holds.map((h) => h.allocation!.id),
@@ -254,9 +253,11 @@ test('an expired hold taken over by another partner’s claim stops counting for
   const b = await server.createPartner('B');
   const campaignId = await server.openCampaignWith(2);
   await t().setQuota(campaignId, a.id, 2);
-  const holds = [await t().hold(a.apiKey, { campaignId, ttlSeconds: 1 }), await t().hold(a.apiKey, { campaignId, ttlSeconds: 1 })];
-  const expiry = Math.max(...holds.map((h) => Date.parse(h.allocation!.expiresAt)));
-  await sleep(Math.max(0, expiry - Date.now()) + 50);
+  const holds = [await t().hold(a.apiKey, { campaignId }), await t().hold(a.apiKey, { campaignId })];
+  await expireHolds(
+    server.sql,
+    holds.map((h) => h.allocation!.id),
+  );
   const taken = await t().claimMany(b.apiKey, { campaignId, quantity: 2 });
   expect(taken.allocations).toHaveLength(2);
   await t().expectCountersExact(campaignId);
@@ -415,8 +416,8 @@ describe('without the sweeper', () => {
     const a = await quiet.createPartner('A');
     const campaignId = await quiet.openCampaignWith(10);
     await q.setQuota(campaignId, a.id, 1);
-    const held = await q.hold(a.apiKey, { campaignId, ttlSeconds: 1 });
-    await sleep(Math.max(0, Date.parse(held.allocation!.expiresAt) - Date.now()) + 200);
+    const held = await q.hold(a.apiKey, { campaignId });
+    await expireHolds(quiet.sql, [held.allocation!.id]);
     expect(statsOf(await q.partnerStats(campaignId), a.id)).toMatchObject({ held: 0, quota: 1 });
     const claimed = await q.claim(a.apiKey, { campaignId });
     expect(claimed.error).toBeNull();
@@ -434,10 +435,9 @@ describe('without the sweeper', () => {
     await q.setQuota(campaignId, a.id, 10);
     await q.setQuota(campaignId, b.id, 10);
     // B's hold is the older one: the first claim (A's) takes it over, the second (B's) takes A's.
-    const heldByB = (await q.hold(b.apiKey, { campaignId, ttlSeconds: 1 })).allocation!;
-    await sleep(20);
-    const heldByA = (await q.hold(a.apiKey, { campaignId, ttlSeconds: 1 })).allocation!;
-    await sleep(Math.max(0, Date.parse(heldByA.expiresAt) - Date.now()) + 100);
+    const heldByB = (await q.hold(b.apiKey, { campaignId })).allocation!;
+    const heldByA = (await q.hold(a.apiKey, { campaignId })).allocation!;
+    await expireHolds(quiet.sql, [heldByB.id, heldByA.id]);
     const deadlocksBefore = await deadlocks(quiet);
     const blocker = await quiet.sql.connect();
     const claims: Promise<{ body: { data?: any; errors?: { extensions?: Record<string, any> }[] } }>[] = [];
@@ -445,9 +445,9 @@ describe('without the sweeper', () => {
       await blocker.query('BEGIN');
       await blocker.query('SELECT 1 FROM tickets WHERE campaign_id = $1 FOR UPDATE', [campaignId]);
       claims.push(quiet.gql(a.apiKey, CLAIM, { input: { campaignId, holder: 'taker-a' } }));
-      await waitingSessions(quiet, 1);
+      await untilSessionsWaitForLock(quiet.sql, 1);
       claims.push(quiet.gql(b.apiKey, CLAIM, { input: { campaignId, holder: 'taker-b' } }));
-      await waitingSessions(quiet, 2);
+      await untilSessionsWaitForLock(quiet.sql, 2);
     } finally {
       await blocker.query('COMMIT').catch(() => undefined);
       blocker.release();
