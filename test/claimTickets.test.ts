@@ -1,6 +1,7 @@
 // claimTickets: `quantity` tickets for one holder, all or nothing — also when many groups race for
 // a pool that cannot serve them all (no group is ever split, no ticket is handed out twice).
 import { assertPoolInvariants, startTestServer, type TestServer } from './helpers/testServer';
+import { expireHolds } from './helpers/time';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -22,8 +23,6 @@ interface ManyAnswer {
   allocations: { id: string; sequence: number; status: string; holder: string; metadata: unknown; idempotencyKey: string | null; ticket: { id: string; code: string; status: string } }[];
   error: null | { code: string; message: string };
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function claimMany(key: string, input: Record<string, unknown>): Promise<ManyAnswer> {
   const res = await server.gql<{ claimTickets: ManyAnswer }>(key, CLAIM_MANY, { input: { holder: 'h', ...input } });
@@ -187,15 +186,17 @@ test('claimTickets takes over expired holds: two expired holds and one free tick
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(3);
   const holds = await Promise.all(
-    [0, 1].map(async (i) => (await server.gql(partner.apiKey, HOLD, { input: { campaignId, holder: `holder-${i}`, ttlSeconds: 1 } })).body.data!.holdTicket),
+    [0, 1].map(async (i) => (await server.gql(partner.apiKey, HOLD, { input: { campaignId, holder: `holder-${i}`, ttlSeconds: 60 } })).body.data!.holdTicket),
   );
   expect(holds.every((h) => h.allocation)).toBe(true);
   const before = await claimMany(partner.apiKey, { campaignId, quantity: 3, holder: 'early' });
   expect(before.error?.code).toBe('INSUFFICIENT_TICKETS');
   // Just past the expiry, usually before the sweeper (every second) has come by: the claim itself
   // has to end the holds. Either way the group must be served.
-  const expiry = Math.max(...holds.map((h) => Date.parse(h.allocation.expiresAt)));
-  await sleep(Math.max(0, expiry - Date.now()) + 50);
+  await expireHolds(
+    server.sql,
+    holds.map((h) => h.allocation.id),
+  );
   const r = await claimMany(partner.apiKey, { campaignId, quantity: 3, holder: 'taker' });
   expect(r.error).toBeNull();
   expect(r.allocations).toHaveLength(3);

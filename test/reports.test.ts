@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Kind, parse, print, type OperationDefinitionNode } from 'graphql';
 import { ADMIN_KEY, CLAIM, startTestServer, type ClaimPayload, type TestServer } from './helpers/testServer';
+import { expireHolds } from './helpers/time';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -41,8 +42,6 @@ interface Report {
   timeline: { at: string; allocated: number; cumulative: number }[];
   partnerStats: { partner: { id: string; name: string }; allocated: number; held: number; quota: number | null }[];
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function report(campaignId: string, bucket: Bucket = 'MINUTE', key = ADMIN_KEY): Promise<Report> {
   const res = await server.gql<{ campaign: Report }>(key, CAMPAIGN_REPORT, { id: campaignId, bucket });
@@ -108,7 +107,7 @@ describe('a campaign worked by three partners: claims, groups, holds, confirmati
     const p2Holds = [await hold(p2.apiKey, { campaignId }), await hold(p2.apiKey, { campaignId }), await hold(p2.apiKey, { campaignId })];
     await call(p2.apiKey, CONFIRM, { id: p2Holds[0]!.id });
     await call(p2.apiKey, RELEASE, { id: p2Holds[1]!.id });
-    await hold(p2.apiKey, { campaignId, ttlSeconds: 1 });
+    const lapsing = await hold(p2.apiKey, { campaignId });
     // P3: holds only, one of them confirmed then released.
     const p3Holds = [await hold(p3.apiKey, { campaignId }), await hold(p3.apiKey, { campaignId }), await hold(p3.apiKey, { campaignId })];
     await call(p3.apiKey, CONFIRM, { id: p3Holds[0]!.id });
@@ -126,7 +125,7 @@ describe('a campaign worked by three partners: claims, groups, holds, confirmati
         WHERE id IN (SELECT id FROM allocations WHERE campaign_id = $1 AND status = 'ACTIVE' AND confirmed_at IS NULL ORDER BY sequence DESC LIMIT 2)`,
       [campaignId],
     );
-    await sleep(1_500); // the 1-second hold expires
+    await expireHolds(server.sql, [lapsing.id]);
   });
 
   test('the CampaignReport operation of the contract works for the admin', async () => {
@@ -259,12 +258,15 @@ describe('soldOutAt', () => {
     const partner = await server.createPartner();
     const campaignId = await server.openCampaignWith(1);
     const held = await hold(partner.apiKey, { campaignId });
-    await sleep(50);
+    // Held a minute earlier (the clock moved in SQL, not waited for): the hold's time and the
+    // confirmation's cannot fall in one millisecond.
+    const { rows } = await server.sql.query(`UPDATE allocations SET allocated_at = allocated_at - interval '1 minute' WHERE id = $1 RETURNING allocated_at`, [held.id]);
+    const heldAt: Date = rows[0].allocated_at;
     const before = Date.now();
     await call(partner.apiKey, CONFIRM, { id: held.id });
     const soldOutAt = (await report(campaignId)).stats.soldOutAt;
     expect(soldOutAt).not.toBeNull();
-    expect(Date.parse(soldOutAt!)).toBeGreaterThan(Date.parse(held.allocatedAt));
+    expect(Date.parse(soldOutAt!)).toBeGreaterThan(heldAt.getTime());
     expect(Date.parse(soldOutAt!)).toBeGreaterThanOrEqual(before - 1_000);
   });
 });
