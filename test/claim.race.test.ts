@@ -1,6 +1,7 @@
 // The race: many parallel claims from several partners on a small pool, over HTTP, then the
 // database checked by SQL. Nothing over-, under- or double-allocated; every acknowledged claim stored.
 import { assertPoolInvariants, CLAIM, startTestServer, type ClaimPayload, type TestServer } from './helpers/testServer';
+import { untilSessionsWaitForLock } from './helpers/time';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -81,7 +82,8 @@ test('a claim never answers SOLD_OUT while the last ticket is locked by a claim 
     await inFlight.query('BEGIN');
     await inFlight.query(`SELECT id FROM tickets WHERE campaign_id = $1 FOR UPDATE`, [campaignId]);
     const claim = server.gql<ClaimPayload>(partner.apiKey, CLAIM, { input: { campaignId, holder: 'patient' } });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The claim has skipped the locked ticket and now waits for it (plain FOR UPDATE).
+    await untilSessionsWaitForLock(server.sql, 1, { message: 'the claim to wait for the locked last ticket' });
     await inFlight.query('ROLLBACK');
     const r = await claim;
     expect(r.body.data!.claimTicket.error).toBeNull();
@@ -100,7 +102,7 @@ test('a claim answers SOLD_OUT once the locked last ticket is committed to anoth
     await inFlight.query('BEGIN');
     await inFlight.query(`UPDATE tickets SET status = 'ALLOCATED' WHERE campaign_id = $1`, [campaignId]);
     const claim = server.gql<ClaimPayload>(partner.apiKey, CLAIM, { input: { campaignId, holder: 'late' } });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await untilSessionsWaitForLock(server.sql, 1, { message: 'the claim to wait for the locked last ticket' });
     await inFlight.query(
       `INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, status)
        SELECT campaign_id, id, $2, 'first', 'ACTIVE' FROM tickets WHERE campaign_id = $1`,

@@ -5,6 +5,7 @@
 // database must be consistent afterwards.
 import { randomInt, randomUUID } from 'node:crypto';
 import { assertPoolInvariants, ADMIN_KEY, startTestServer, type TestServer } from './helpers/testServer';
+import { until } from './helpers/time';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -54,8 +55,6 @@ interface Reply {
   outcome: string;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 async function send(log: Outcome[], key: string, op: Op, variables: Record<string, unknown>): Promise<Reply> {
   const started = performance.now();
   let reply: Reply;
@@ -81,7 +80,11 @@ async function send(log: Outcome[], key: string, op: Op, variables: Record<strin
   return reply;
 }
 
-/** Deadlocks PostgreSQL detected in the server's database (each server backend is asked to flush its counts first). */
+/**
+ * Deadlocks PostgreSQL detected in the server's database. Each idle server backend is asked to
+ * flush its counts first — it does so as it goes idle, before it answers; a backend the pool has
+ * let go flushes as it exits, before it leaves pg_stat_activity: wait until those are gone.
+ */
 async function deadlocks(s: TestServer): Promise<number> {
   const clients = await Promise.all(Array.from({ length: s.db.pool.idleCount }, () => s.db.pool.connect()));
   try {
@@ -89,7 +92,13 @@ async function deadlocks(s: TestServer): Promise<number> {
   } finally {
     clients.forEach((c) => c.release());
   }
-  await sleep(200);
+  await until(
+    async () => {
+      const { rows } = await s.sql.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'tessera'`);
+      return rows[0].n <= s.db.pool.totalCount;
+    },
+    { message: "the server's closed connections to leave pg_stat_activity", timeoutMs: 5_000, intervalMs: 20 },
+  );
   const client = await s.sql.connect();
   try {
     await client.query('SELECT pg_stat_clear_snapshot()');
@@ -118,7 +127,7 @@ describe('64 clients mixing claims, holds, confirmations, group claims and relea
     expect(quota.body.errors).toBeUndefined();
     deadlocksBefore = await deadlocks(server);
 
-    const until = Date.now() + RUN_MS;
+    const endAt = Date.now() + RUN_MS;
     const client = async (index: number) => {
       const partner = partners[index % 3]!;
       // 16 holders per partner, shared by its clients: some holders hit the limit, but together
@@ -128,7 +137,7 @@ describe('64 clients mixing claims, holds, confirmations, group claims and relea
       const active: string[] = [];
       const keyed = () => (randomInt(3) === 0 ? { idempotencyKey: randomUUID() } : {});
       const take = (list: string[]) => list.splice(randomInt(list.length), 1)[0]!;
-      while (Date.now() < until) {
+      while (Date.now() < endAt) {
         const dice = randomInt(100);
         if (dice < 22) {
           const r = await send(log, partner.apiKey, 'claimTicket', { input: { campaignId, holder: holder(), ...keyed() } });

@@ -3,6 +3,7 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { ADMIN_KEY, CLAIM, startTestServer, type TestServer } from './helpers/testServer';
+import { until } from './helpers/time';
 
 const lines: Record<string, any>[] = [];
 const sink = new Writable({
@@ -30,8 +31,7 @@ test('each operation logs one JSON line with its request id, and neither the API
     body: JSON.stringify({ query: CLAIM, operationName: 'Claim', variables: { input: { campaignId, holder: 'secret-holder', metadata: { card: '4111-SECRET' } } } }),
   });
   expect(res.status).toBe(200);
-  await new Promise((resolve) => setTimeout(resolve, 50));
-  const line = lines.find((l) => l.requestId === 'req-obs-1');
+  const line = await until(() => lines.find((l) => l.requestId === 'req-obs-1'), { message: 'the log line of request req-obs-1', timeoutMs: 5_000, intervalMs: 10 });
   expect(line).toMatchObject({ msg: 'graphql', operation: 'Claim', type: 'mutation', status: 200, viewer: 'partner', partnerId: partner.id });
   expect(typeof line!.ms).toBe('number');
   const everything = JSON.stringify(lines);
@@ -45,8 +45,11 @@ test('a failed authentication is logged without the key that was tried', async (
   lines.length = 0;
   const forged = 'tsp_0123456789ab_' + 'A'.repeat(43);
   await server.gql(forged, '{ __typename }');
-  await new Promise((resolve) => setTimeout(resolve, 50));
-  expect(lines.some((l) => l.errors?.includes('UNAUTHENTICATED') && l.status === 401)).toBe(true);
+  await until(() => lines.some((l) => l.errors?.includes('UNAUTHENTICATED') && l.status === 401), {
+    message: 'the log line of the refused request',
+    timeoutMs: 5_000,
+    intervalMs: 10,
+  });
   expect(JSON.stringify(lines)).not.toContain(forged);
 });
 

@@ -3,6 +3,7 @@
 // then every invariant checked through the API and in the database.
 import { randomUUID } from 'node:crypto';
 import { ADMIN_KEY, assertPoolInvariants, CLAIM, startTestServer, type ClaimPayload, type TestServer } from './helpers/testServer';
+import { sleep, until } from './helpers/time';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -23,6 +24,7 @@ test('a mixed storm with releases, key retries, stats reads and a close keeps ev
   const released = new Set<string>();
   const statsSeen: { allocated: number; total: number; held: number; available: number }[] = [];
   let stopStats = false;
+  let answered = 0;
 
   const claimOnce = async (i: number, key: string) => {
     const partner = partners[i % partners.length]!;
@@ -34,6 +36,7 @@ test('a mixed storm with releases, key retries, stats reads and a close keeps ev
     const payload = r.body.data!.claimTicket;
     const answer = payload.allocation ? `ok:${payload.allocation.id}` : `err:${payload.error!.code}`;
     answersByKey.set(key, (answersByKey.get(key) ?? new Set()).add(answer));
+    answered += 1;
     if (payload.allocation) acknowledged.set(key, { allocationId: payload.allocation.id, code: payload.allocation.ticket.code });
     return { partner, payload };
   };
@@ -42,7 +45,7 @@ test('a mixed storm with releases, key retries, stats reads and a close keeps ev
     while (!stopStats) {
       const r = await server.gql(ADMIN_KEY, STATS, { id: campaignId });
       statsSeen.push(r.body.data!.campaign.stats);
-      await new Promise((resolve) => setTimeout(resolve, 5));
+      await sleep(5); // a reader's pace, not a wait
     }
   })();
 
@@ -55,7 +58,8 @@ test('a mixed storm with releases, key retries, stats reads and a close keeps ev
       if (r.body.data!.releaseAllocation.allocation?.status === 'RELEASED') released.add(payload.allocation.id);
     }
   });
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  // The close comes in the middle of the storm: once part of it has been answered.
+  await until(() => answered >= POOL / 3, { message: `the storm to be under way (${POOL / 3} claims answered)`, timeoutMs: 20_000 });
   const close = await server.gql(ADMIN_KEY, 'mutation($id: ID!) { closeCampaign(id: $id) { campaign { status } } }', { id: campaignId });
   const closed = close.body.data!.closeCampaign.campaign.status === 'CLOSED';
   const liveAtClose = (
