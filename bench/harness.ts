@@ -5,10 +5,10 @@ import net from 'node:net';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { Pool } from 'pg';
+import { until } from '../test/helpers/time';
 
 export const ROOT = path.resolve(__dirname, '..');
 export const ADMIN_KEY = 'bench-admin-key-0123456789';
-export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -39,16 +39,23 @@ export class Server {
     });
     this.child.stdout!.on('data', (d: Buffer) => (this.output = (this.output + d.toString()).slice(-4000)));
     this.child.stderr!.on('data', (d: Buffer) => (this.output = (this.output + d.toString()).slice(-4000)));
-    for (let i = 0; i < 300; i += 1) {
-      if (this.child.exitCode !== null) throw new Error(`server exited: ${this.output}`);
-      try {
-        if ((await fetch(this.url.replace('/graphql', '/readyz'))).status === 200) return;
-      } catch {
-        // not yet
-      }
-      await sleep(100);
+    const child = this.child;
+    try {
+      await until(
+        async () => {
+          if (child.exitCode !== null) throw new Error(`server exited: ${this.output}`);
+          try {
+            return (await fetch(this.url.replace('/graphql', '/readyz'))).status === 200;
+          } catch {
+            return false; // not yet
+          }
+        },
+        { message: 'the server to answer /readyz', timeoutMs: 30_000, intervalMs: 100 },
+      );
+    } catch (error) {
+      if (child.exitCode !== null) throw error;
+      throw new Error(`server did not start: ${this.output}`, { cause: error });
     }
-    throw new Error(`server did not start: ${this.output}`);
   }
   async stop(): Promise<void> {
     const child = this.child;

@@ -8,13 +8,12 @@ import path from 'node:path';
 import { Pool } from 'pg';
 import type { EmbeddedDatabase } from '../../src/db/embedded';
 import { migrate } from '../../src/db/migrate';
+import { sleep, until } from '../helpers/time';
 import { gql, sendClaim, type ClaimRequest } from './client';
 import { History, type Invocation } from './history';
 
 export const ADMIN_KEY = 'chaos-admin-key-0123456789';
 const ROOT = path.resolve(__dirname, '../..');
-
-export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -80,18 +79,22 @@ export class ServerProcess {
     this.child = child;
     child.stdout!.on('data', (d: Buffer) => (this.output = (this.output + d.toString()).slice(-4000)));
     child.stderr!.on('data', (d: Buffer) => (this.output = (this.output + d.toString()).slice(-4000)));
-    const deadline = Date.now() + 30_000;
-    while (Date.now() < deadline) {
-      if (child.exitCode !== null) throw new Error(`Tessera exited with ${child.exitCode} while starting:\n${this.output}`);
-      try {
-        const res = await fetch(`${this.base}/healthz`, { signal: AbortSignal.timeout(1000) });
-        if (res.status === 200) return;
-      } catch {
-        // not listening yet
-      }
-      await sleep(100);
+    try {
+      await until(
+        async () => {
+          if (child.exitCode !== null) throw new Error(`Tessera exited with ${child.exitCode} while starting:\n${this.output}`);
+          try {
+            return (await fetch(`${this.base}/healthz`, { signal: AbortSignal.timeout(1000) })).status === 200;
+          } catch {
+            return false; // not listening yet
+          }
+        },
+        { message: 'Tessera to answer /healthz', timeoutMs: 30_000, intervalMs: 100 },
+      );
+    } catch (error) {
+      if (child.exitCode !== null) throw error;
+      throw new Error(`${(error as Error).message}:\n${this.output}`, { cause: error });
     }
-    throw new Error(`Tessera did not become healthy in 30 s:\n${this.output}`);
   }
 
   /** SIGKILL: no shutdown, no flushing — the process is gone mid-request. */

@@ -3,6 +3,7 @@
 // until it is answered, and checks the history (history.ts). Sizes: `full` for npm run chaos,
 // `quick` for the bounded subset in npm test.
 import type { EmbeddedDatabase } from '../../src/db/embedded';
+import { sleep, until } from '../helpers/time';
 import { sendClaim } from './client';
 import { checkHistory, History, idleInTransaction } from './history';
 import {
@@ -12,7 +13,6 @@ import {
   scratchDatabase,
   ServerProcess,
   setUpCampaign,
-  sleep,
   statsReader,
   storm,
 } from './harness';
@@ -101,6 +101,15 @@ async function run(
   }
 }
 
+/** No statement in flight on the server's pool and no request waiting for a connection (its /metrics). */
+async function serverIdle(base: string): Promise<boolean> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const inUse = /^tessera_db_pool_connections\{state="in_use"\} (\d+)/m.exec(text);
+  const waiting = /^tessera_db_pool_waiting (\d+)/m.exec(text);
+  if (!inUse || !waiting) throw new Error('the pool gauges are missing from /metrics');
+  return inUse[1] === '0' && waiting[1] === '0';
+}
+
 /**
  * a. SIGKILL of the server mid-storm, restart, retry the unknowns by key; close at 70%, while
  * tickets remain, so that "nothing allocated after close" is a real test.
@@ -121,7 +130,7 @@ export function sigkill(env: ScenarioEnv): Promise<ScenarioResult> {
           fault = (async () => {
             await ctx.server.kill();
             ctx.notes.push(`killed after ${sent} claims sent`);
-            await sleep(200);
+            await sleep(200); // the fault: the server stays down a moment
             await ctx.server.start();
           })();
         }
@@ -141,6 +150,7 @@ export function terminateBackends(env: ScenarioEnv): Promise<ScenarioResult> {
     let terminated = 0;
     let stop = false;
     const database = (await ctx.sql.query('SELECT current_database() AS d')).rows[0].d;
+    // The fault's cadence (real time on purpose): a round every 100-250 ms, the first after 100 ms.
     const killer = (async () => {
       await sleep(100);
       while (!stop) {
@@ -199,7 +209,7 @@ export async function restartPostgres(env: ScenarioEnv): Promise<ScenarioResult>
           fault = (async () => {
             const t0 = Date.now();
             await pg.stop();
-            await sleep(500);
+            await sleep(500); // the fault: PostgreSQL stays down a moment
             await pg.start();
             ctx.notes.push(`PostgreSQL down for ${Date.now() - t0} ms after ${sent} claims sent`);
           })();
@@ -221,7 +231,7 @@ export function poolExhaustion(env: ScenarioEnv): Promise<ScenarioResult> {
     const blocker = await ctx.sql.connect();
     await blocker.query('BEGIN');
     await blocker.query('SELECT pg_advisory_xact_lock(1, hashtext($1::uuid::text))', [ctx.campaignId]);
-    const release = sleep(1500).then(async () => {
+    const release = sleep(1500).then(async () => { // the fault: a stall of 1.5 s
       await blocker.query('COMMIT');
       blocker.release();
     });
@@ -310,7 +320,8 @@ export function clientDisconnect(env: ScenarioEnv): Promise<ScenarioResult> {
       // Half the clients hang up after 0-8 ms: before, during or after the server's commit.
       hangUpAfterMs: () => (Math.random() < 0.5 ? Math.random() * 8 : null),
     });
-    await sleep(500); // let the server finish the requests whose clients left
+    // Let the server finish the requests whose clients left: nothing in flight on its pool.
+    await until(() => serverIdle(ctx.server.base), { message: 'the server to finish the requests whose clients left', timeoutMs: 20_000, intervalMs: 20 });
     const hungUp = ctx.history.invocations.filter((inv) => inv.attempts[0]?.outcome.kind === 'unknown').length;
     const committed = (await ctx.sql.query(
       `SELECT count(*)::int AS n FROM allocations WHERE campaign_id = $1 AND idempotency_key = ANY($2)`,
