@@ -21,6 +21,20 @@ afterAll(async () => {
   await server?.stop();
 });
 
+/**
+ * Waits for `selector`'s attribute to read `value`: the console's figures follow the server by
+ * polling, so a figure read too early is the previous one (once: data-total 120 of 200, read while
+ * the second load was still on its way). Fails with the last value seen.
+ */
+async function attributeReaches(page: Page, selector: string, attribute: string, value: string, timeout = 10_000): Promise<void> {
+  try {
+    await page.waitForFunction(([s, a, v]) => document.querySelector(s)?.getAttribute(a) === v, [selector, attribute, value] as const, { timeout });
+  } catch (error) {
+    const last = await page.locator(selector).first().getAttribute(attribute, { timeout: 1_000 }).catch(() => '(no element)');
+    throw new Error(`${selector} [${attribute}] did not reach ${value} within ${timeout} ms (last: ${last})`, { cause: error });
+  }
+}
+
 async function newPage(): Promise<Page> {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   page.on('pageerror', (error) => pageErrors.push(String(error)));
@@ -75,6 +89,7 @@ test('the console signs in, creates and loads a campaign, and its fill bar moves
   await page.getByTestId('status').getByText('OPEN').waitFor();
   const bar = page.getByTestId('live-bar').locator('.fill');
   await bar.waitFor();
+  await attributeReaches(page, "[data-testid='live-bar'] .fill", 'data-total', '200');
   expect(await bar.getAttribute('data-total')).toBe('200');
   expect(await bar.getAttribute('data-allocated')).toBe('0');
   await screenshot(page, 'console-open');
@@ -85,7 +100,7 @@ test('the console signs in, creates and loads a campaign, and its fill bar moves
   for (let round = 0; round < 6; round += 1) {
     await Promise.all(Array.from({ length: 25 }, (_, i) => server.gql(partner.apiKey, CLAIM, { input: { campaignId, holder: `fan-${round}-${i}` } })));
     const allocated = (round + 1) * 25;
-    await page.waitForFunction((n) => Number(document.querySelector("[data-testid='live-bar'] .fill")?.getAttribute('data-allocated')) >= n, allocated, { timeout: 10_000 });
+    await attributeReaches(page, "[data-testid='live-bar'] .fill", 'data-allocated', String(allocated));
     widths.push(await bar.locator('.fill-allocated').evaluate((el) => (el as HTMLElement).getBoundingClientRect().width));
   }
   expect(widths.every((w, i) => i === 0 || w > widths[i - 1]!)).toBe(true);
@@ -99,6 +114,7 @@ test('the console signs in, creates and loads a campaign, and its fill bar moves
   await page.goto(`${base}/console/#/campaigns`);
   const row = page.getByTestId(`campaign-${campaignId}`);
   await row.waitFor();
+  await attributeReaches(page, `[data-testid='campaign-${campaignId}'] .fill`, 'data-allocated', '150');
   expect(await row.locator('.fill').getAttribute('data-allocated')).toBe('150');
   await screenshot(page, 'console-campaigns');
 
