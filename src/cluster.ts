@@ -8,13 +8,14 @@ import cluster from 'node:cluster';
 import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
 import type { Config } from './config';
 import { relayLiveUpdatesBetweenWorkers } from './live';
-import type { Logger } from './logger';
+import { drainStdout, type Logger } from './logger';
+import { armShutdownWatchdog } from './watchdog';
 
 export async function runPrimary(
   config: Config,
   logger: Logger,
   url: string,
-  hooks: { ready(port: number): void; stopped(): Promise<void> },
+  hooks: { deadlineMarginMs: number; watchdogMarginMs: number; ready(port: number): void; stopped(): Promise<void> },
 ): Promise<void> {
   let stopping = false;
   if (!config.redisUrl) {
@@ -25,9 +26,13 @@ export async function runPrimary(
   const fork = () => cluster.fork(env);
   const served = new Set<number>();
   const workers = () => Object.values(cluster.workers ?? {}).filter((worker) => worker !== undefined);
+  let finishing = false;
   const finish = async () => {
+    if (finishing) return;
+    finishing = true;
     await hooks.stopped();
     logger.info('stopped');
+    await drainStdout();
     process.exit(process.exitCode ?? 0);
   };
   cluster.on('listening', (worker) => served.add(worker.id));
@@ -53,14 +58,19 @@ export async function runPrimary(
   function shutdown(signal: NodeJS.Signals): void {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, 'shutting down the workers');
+    logger.info({ signal, graceMs: config.shutdownGraceMs }, 'shutting down the workers');
+    armShutdownWatchdog(config.shutdownGraceMs + hooks.watchdogMarginMs);
     for (const worker of workers()) worker.process.kill('SIGTERM');
     if (workers().length === 0) void finish();
-    // Workers bound their own shutdown; whatever is still there after the grace period is killed.
+    // Workers bound their own shutdown; whatever is still there at the deadline is killed, and the
+    // primary stops (releasing the embedded database) without waiting for more.
     setTimeout(() => {
-      for (const worker of workers()) worker.process.kill('SIGKILL');
-    }, config.shutdownGraceMs + 2_000).unref();
-    setTimeout(() => process.exit(1), config.shutdownGraceMs + 10_000).unref();
+      const left = workers();
+      if (left.length > 0) logger.error({ pids: left.map((w) => w.process.pid) }, 'workers still running after the grace period; killing them');
+      for (const worker of left) worker.process.kill('SIGKILL');
+      process.exitCode = left.length > 0 ? 1 : (process.exitCode ?? 0);
+      void finish();
+    }, config.shutdownGraceMs + hooks.deadlineMarginMs).unref();
   }
   process.on('SIGTERM', shutdown);
   process.on('SIGINT', shutdown);

@@ -9,11 +9,15 @@ import { loadConfig, type Config } from './config';
 import { createDatabase } from './db/client';
 import { createDatabaseIfMissing, EmbeddedPostgresError, startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded';
 import { migrate } from './db/migrate';
-import { createLogger, type Logger } from './logger';
+import { createLogger, drainStdout, type Logger } from './logger';
 import { createServer } from './server';
 import { ListenError, startupAdvice } from './startupAdvice';
+import { armShutdownWatchdog } from './watchdog';
 
 const EMBEDDED_DATABASE = 'tessera';
+/** After SHUTDOWN_GRACE_MS: the main thread's own deadline, then the watchdog's (watchdog.ts). */
+export const SHUTDOWN_DEADLINE_MARGIN_MS = 1_000;
+export const SHUTDOWN_WATCHDOG_MARGIN_MS = 1_500;
 
 /** What main() has started so far: a failed start stops it again before exiting. */
 const started: { config?: Config; embedded?: EmbeddedDatabase } = {};
@@ -84,12 +88,14 @@ async function serve(config: Config, logger: Logger, url: string, startedAt: num
   const shutdown = async (signal: NodeJS.Signals) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, 'shutting down: no new requests, finishing the ones in flight');
-    const deadline = setTimeout(() => {
+    logger.info({ signal, graceMs: config.shutdownGraceMs }, 'shutting down: no new requests, finishing the ones in flight');
+    // In-flight requests get the grace period (Apollo's drain cuts them off then); the pool and the
+    // database have a second more, and past that the watchdog ends the process from another thread.
+    armShutdownWatchdog(config.shutdownGraceMs + SHUTDOWN_WATCHDOG_MARGIN_MS);
+    setTimeout(() => {
       logger.error('shutdown took too long; exiting');
       process.exit(1);
-    }, config.shutdownGraceMs + 5_000);
-    deadline.unref();
+    }, config.shutdownGraceMs + SHUTDOWN_DEADLINE_MARGIN_MS).unref();
     try {
       await server.stop();
       logger.info('HTTP server stopped');
@@ -98,9 +104,11 @@ async function serve(config: Config, logger: Logger, url: string, startedAt: num
       if (redis) await redis.quit().catch(() => redis.disconnect());
       if (started.embedded) await releaseEmbedded(started.embedded, logger);
       logger.info('stopped');
+      await drainStdout();
       process.exit(0);
     } catch (err) {
       logger.error({ err }, 'shutdown failed');
+      await drainStdout();
       process.exit(1);
     }
   };
@@ -120,6 +128,8 @@ async function main(): Promise<void> {
   if (config.webConcurrency > 1 && cluster.isPrimary) {
     const embedded = started.embedded;
     await runPrimary(config, logger, url, {
+      deadlineMarginMs: SHUTDOWN_DEADLINE_MARGIN_MS,
+      watchdogMarginMs: SHUTDOWN_WATCHDOG_MARGIN_MS,
       ready: (port) => printReady(config, port),
       stopped: async () => {
         if (embedded) await releaseEmbedded(embedded, logger);

@@ -2,6 +2,7 @@
 // several servers in one process (the tests) do not collide.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Pool } from 'pg';
+import { droppedLogLines } from './logger';
 
 export interface Metrics {
   readonly registry: Registry;
@@ -38,6 +39,18 @@ export function createMetrics(pool: Pool): Metrics {
     registers: [registry],
     collect() {
       this.set(pool.waitingCount);
+    },
+  });
+  // A counter whose value lives in logger.ts (process-wide, counted before any server exists).
+  new Counter({
+    name: 'tessera_log_lines_dropped_total',
+    help: 'Log lines dropped because stdout was closed or its reader had fallen too far behind',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc({ reason: 'full' }, droppedLogLines.full);
+      this.inc({ reason: 'closed' }, droppedLogLines.closed);
     },
   });
   return {
