@@ -61,7 +61,8 @@ CREATE TABLE audit_log (
     operation text NOT NULL,
     arguments jsonb NOT NULL,
     outcome text NOT NULL,
-    request_id text
+    request_id text,
+    client_request_id text
 );
 
 CREATE TABLE campaign_counters (

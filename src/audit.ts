@@ -1,94 +1,48 @@
-// The audit log: every admin mutation — who, what, when, outcome — appended to `audit_log` before
-// the response is sent, and readable by admins (Query.auditLog). Partners trying an admin mutation
-// are recorded too (outcome FORBIDDEN). Arguments are stored without secrets or bulk data.
-import type { ApolloServerPlugin } from '@apollo/server';
-import type { FieldNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
-import { getArgumentValues } from 'graphql/execution/values';
-import type { Context } from './context';
+// The audit log: every call of an admin mutation — who, what, when, outcome — appended to
+// `audit_log` by the field's own resolver (access.ts) before the answer is sent, on every transport,
+// and readable by admins (Query.auditLog). Partners trying an admin mutation are recorded too
+// (outcome FORBIDDEN, without their arguments). Append-only: nothing updates or deletes a row.
 import type { Database } from './db/client';
 import type { JsonValue } from './db/json';
 import type { Logger } from './logger';
 import type { AuditEntryModel, ConnectionModel } from './models';
 import * as validate from './validation';
-import { requireAdmin } from './auth';
 import { auditCursor } from './services/cursors';
 import type { RequestContext } from './services/requestContext';
 
-export const ADMIN_MUTATIONS = new Set([
-  'createPartner',
-  'createCampaign',
-  'loadTickets',
-  'generateTickets',
-  'openCampaign',
-  'closeCampaign',
-  'setPartnerQuota',
-  'updateCampaign',
-  'revokeApiKey',
-  'rotateApiKey',
-  'setPartnerRateLimit',
-]);
-
-/** Arguments as stored: bulk lists become their length. */
-function sanitize(value: unknown): JsonValue {
-  if (Array.isArray(value)) return value.length > 20 ? { count: value.length } : (value.map(sanitize) as JsonValue);
-  if (value instanceof Date) return value.toISOString();
-  if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, sanitize(v)]));
-  }
-  return (value ?? null) as JsonValue;
-}
-
-export function auditPlugin(db: Database, logger: Logger): ApolloServerPlugin<Context & { requestId: string }> {
-  return {
-    async requestDidStart() {
-      return {
-        async willSendResponse({ contextValue, operation, request, response, schema }) {
-          if (operation?.operation !== 'mutation' || !contextValue.viewer) return;
-          const fields = rootFields(operation).filter((f) => ADMIN_MUTATIONS.has(f.name.value));
-          if (fields.length === 0) return;
-          const body = response.body.kind === 'single' ? response.body.singleResult : undefined;
-          const actor = contextValue.viewer.kind === 'admin' ? 'admin' : `partner:${contextValue.viewer.partnerId}`;
-          const rows = fields.map((field) => {
-            const responseKey = field.alias?.value ?? field.name.value;
-            const error = body?.errors?.find((e) => e.path?.[0] === responseKey);
-            return {
-              actor,
-              operation: field.name.value,
-              arguments: argumentsOf(schema, field, request.variables ?? {}) as object,
-              outcome: error ? String(error.extensions?.code ?? 'ERROR') : 'OK',
-              requestId: contextValue.requestId,
-            };
-          });
-          try {
-            await db.prisma.auditEntry.createMany({ data: rows });
-          } catch (err) {
-            logger.error({ err, requestId: contextValue.requestId }, 'audit log write failed');
-          }
-        },
-      };
-    },
-  };
-}
-
-function rootFields(operation: OperationDefinitionNode): FieldNode[] {
-  return operation.selectionSet.selections.filter((s): s is FieldNode => s.kind === 'Field');
-}
-
-function argumentsOf(schema: GraphQLSchema, field: FieldNode, variables: Record<string, unknown>): JsonValue {
-  const definition = schema.getMutationType()?.getFields()[field.name.value];
-  if (!definition) return {};
-  try {
-    return sanitize(getArgumentValues(definition, field, variables));
-  } catch {
-    return { unreadable: true };
-  }
+export interface AuditRecord {
+  /** `admin`, or `partner:<id>` for a partner that tried an admin operation. */
+  actor: string;
+  operation: string;
+  /** Summarised (auditArguments.ts); `{}` for a refused call. */
+  arguments: { [key: string]: JsonValue };
+  /** OK, or the error code the call ended with. */
+  outcome: string;
+  /** The server's own request id. */
+  requestId: string;
+  /** The client's x-request-id, when it sent a well-formed one. */
+  clientRequestId: string | null;
 }
 
 export class AuditService {
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    private readonly logger?: Logger,
+  ) {}
 
-  async list(ctx: RequestContext, args: { first?: number | null; after?: string | null }): Promise<ConnectionModel<AuditEntryModel>> {
-    requireAdmin(ctx.viewer);
+  /**
+   * Appends one row. A failed write is logged with the whole record and does not fail the call it
+   * records (that call has already happened); the log line is then the audit trail.
+   */
+  async record(entry: AuditRecord): Promise<void> {
+    try {
+      await this.db.prisma.auditEntry.create({ data: entry, select: { id: true } });
+    } catch (err) {
+      this.logger?.error({ err, audit: entry }, 'audit log write failed');
+    }
+  }
+
+  async list(_ctx: RequestContext, args: { first?: number | null; after?: string | null }): Promise<ConnectionModel<AuditEntryModel>> {
     const limit = validate.pageSize(args.first);
     const before = args.after ? auditCursor.decode(args.after) : null;
     const rows = await this.db.prisma.auditEntry.findMany({

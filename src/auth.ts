@@ -70,7 +70,3 @@ export async function authenticate(header: string | undefined, auth: Authenticat
   const { id, name, createdAt, rateLimit } = record;
   return { kind: 'partner', partnerId: id, partner: { id, name, createdAt }, rateLimit };
 }
-
-export function requireAdmin(viewer: Viewer): void {
-  if (viewer.kind !== 'admin') throw apiError(ErrorCode.FORBIDDEN, 'This operation needs the admin key.');
-}

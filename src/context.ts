@@ -4,6 +4,7 @@ import { authenticate } from './auth';
 import type { Database } from './db/client';
 import { createLoaders } from './loaders';
 import type { LiveUpdates } from './live';
+import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 import { AllocationService } from './services/allocation';
 import { AllocationRecordService } from './services/allocationRecords';
@@ -26,6 +27,14 @@ export interface Context extends RequestContext {
   readonly live: LiveUpdates;
 }
 
+/** One operation's context, whatever transport brought it. */
+export interface OperationContext extends Context {
+  /** The server's own id for this operation (logs, audit rows, INTERNAL_SERVER_ERROR answers). */
+  readonly requestId: string;
+  /** The client's x-request-id, when it sent a well-formed one: kept beside ours, never instead. */
+  readonly clientRequestId?: string;
+}
+
 export function createServices(
   db: Database,
   options: {
@@ -34,6 +43,7 @@ export function createServices(
     claimBatchMax?: number;
     metrics?: Metrics;
     live?: LiveUpdates;
+    logger?: Logger;
     onError?: (error: unknown) => void;
   },
 ): Services {
@@ -51,8 +61,8 @@ export function createServices(
     allocations: new AllocationService(db, options.metrics, batcher, options.live),
     allocationRecords: new AllocationRecordService(db, options.live),
     campaigns: new CampaignService(db, options.live),
-    partners: new PartnerService(db, options.adminApiKey, options.apiKeyCacheTtlMs, options.onError),
-    audit: new AuditService(db),
+    partners: new PartnerService(db, options.adminApiKey, options.apiKeyCacheTtlMs, options.onError, options.live),
+    audit: new AuditService(db, options.logger),
   };
 }
 

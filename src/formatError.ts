@@ -6,6 +6,7 @@ import { unwrapResolverError } from '@apollo/server/errors';
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { isTransientDbError } from './db/pgErrors';
 import { ErrorCode, InvalidInput } from './errors';
+import type { Logger } from './logger';
 
 /** Codes a client may see as they are; anything else is masked. */
 const PUBLIC_CODES = new Set<string>([
@@ -18,10 +19,42 @@ const PUBLIC_CODES = new Set<string>([
   'PERSISTED_QUERY_NOT_SUPPORTED',
 ]);
 
-/** The request id an error was tagged with by the operation log (operationLog.ts). */
+/** The request id an error was tagged with (tagErrors), for the masked answer. */
 export type TaggedError = GraphQLError & { requestId?: string };
 
-export function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
+/**
+ * Before errors are formatted, on every transport: each is tagged with the request id, and an
+ * unexpected one (not a GraphQLError of ours, not bad input) is logged with its cause. Answers
+ * whether the database was the trouble (HTTP then answers 503 with Retry-After).
+ */
+export function tagErrors(errors: readonly GraphQLError[], requestId: string, logger: Logger): { transient: boolean } {
+  let transient = false;
+  for (const error of errors) {
+    const original = unwrapResolverError(error);
+    (error as TaggedError).requestId = requestId;
+    if (isTransientDbError(original) || (original instanceof GraphQLError && original.extensions.code === ErrorCode.UNAVAILABLE)) transient = true;
+    else if (!(original instanceof GraphQLError) && !(original instanceof InvalidInput)) {
+      logger.error({ err: original, requestId, path: error.path }, 'unexpected error');
+    }
+  }
+  return { transient };
+}
+
+/**
+ * graphql-js's "Did you mean …?" hints (field names, argument names, enum values, types) describe
+ * the schema; where introspection is off they would describe it anyway.
+ */
+const SUGGESTION = / ?Did you mean [^?]*\?/g;
+
+export function createFormatError(options: { hideSuggestions: boolean }): (formatted: GraphQLFormattedError, error: unknown) => GraphQLFormattedError {
+  if (!options.hideSuggestions) return formatError;
+  return (formatted, error) => {
+    const masked = formatError(formatted, error);
+    return masked.message.includes('Did you mean') ? { ...masked, message: masked.message.replace(SUGGESTION, '') } : masked;
+  };
+}
+
+function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
   const original = unwrapResolverError(error);
   const requestId = (error as TaggedError | undefined)?.requestId;
   if (original instanceof InvalidInput) {

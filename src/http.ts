@@ -1,28 +1,25 @@
-// POST /graphql: CORS, load shedding, the JSON body, then Apollo with the request's context; and
-// body-parser failures in GraphQL's shape.
+// POST /graphql: CORS, load shedding, the JSON body, then Apollo with the operation's context (who
+// is calling: admission.ts); and body-parser failures in GraphQL's shape.
 import { randomUUID } from 'node:crypto';
 import type { ApolloServer } from '@apollo/server';
 import { expressMiddleware } from '@as-integrations/express5';
 import cors from 'cors';
 import express from 'express';
-import { GraphQLError } from 'graphql';
-import { createContext, type Context, type Services } from './context';
+import { wellFormedRequestId, type Admit } from './admission';
+import type { OperationContext } from './context';
 import type { Database } from './db/client';
-import { isTransientDbError } from './db/pgErrors';
-import { ErrorCode, RETRY_AFTER_SECONDS, rateLimited, unavailable } from './errors';
-import type { LiveUpdates } from './live';
+import { ErrorCode, RETRY_AFTER_SECONDS } from './errors';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
-import type { RateLimits } from './rateLimit';
 
 const BODY_LIMIT = '5mb';
 
 export function graphqlRoute(
   app: express.Express,
-  apollo: ApolloServer<Context & { requestId: string }>,
-  options: { db: Database; services: Services; live: LiveUpdates; logger: Logger; metrics: Metrics; rateLimits: RateLimits; corsOrigins: readonly string[] },
+  apollo: ApolloServer<OperationContext>,
+  options: { db: Database; admit: Admit; logger: Logger; metrics: Metrics; corsOrigins: readonly string[] },
 ): void {
-  const { db, services, live, logger, metrics, rateLimits } = options;
+  const { db, admit, logger, metrics } = options;
 
   // Load shedding: when the pool's queue is already full, answer at once rather than queue a
   // request that would only time out. Nothing has touched the database, so a retry is always safe.
@@ -46,27 +43,15 @@ export function graphqlRoute(
     express.json({ limit: BODY_LIMIT }),
     expressMiddleware(apollo, {
       context: async ({ req, res }) => {
-        const header = req.get('x-request-id');
-        const requestId = header && /^[\w.:-]{1,100}$/.test(header) ? header : randomUUID();
+        const requestId = randomUUID();
         res.setHeader('x-request-id', requestId);
-        try {
-          return { ...(await createContext(db, services, live, req.get('authorization'))), requestId };
-        } catch (error) {
-          if (error instanceof GraphQLError) {
-            const code = String(error.extensions.code);
-            // Guessing keys is slow: an address with too many failures gets 429 for a while.
-            if (code === ErrorCode.UNAUTHENTICATED && !(await rateLimits.failedAuthentication(req.ip ?? 'unknown'))) {
-              metrics.graphqlErrors.inc({ code: ErrorCode.RATE_LIMITED });
-              throw rateLimited(60, 'Too many failed authentications from this address; retry later.');
-            }
-            metrics.graphqlErrors.inc({ code });
-            logger.info({ requestId, status: 401, errors: [code] }, 'graphql');
-            throw error;
-          }
-          if (isTransientDbError(error)) throw unavailable();
-          logger.error({ err: error, requestId }, 'context creation failed');
-          throw new GraphQLError('Internal server error', { extensions: { code: ErrorCode.INTERNAL_SERVER_ERROR, requestId } });
-        }
+        return admit({
+          authorization: req.get('authorization'),
+          address: req.socket.remoteAddress ?? 'unknown',
+          requestId,
+          clientRequestId: wellFormedRequestId(req.get('x-request-id')),
+          transport: 'http',
+        });
       },
     }),
   );

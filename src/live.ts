@@ -12,6 +12,8 @@ import type Redis from 'ioredis';
 import type { Logger } from './logger';
 
 const CHANNEL = 'tessera:campaign-changed';
+/** A partner's key was revoked, rotated or changed: caches drop it, its sockets re-check it. */
+const KEY_CHANNEL = 'tessera:partner-key-changed';
 /** Per campaign, at most one published signal per this many ms (claims can arrive by thousands a second). */
 const PUBLISH_EVERY_MS = 100;
 
@@ -19,15 +21,23 @@ export interface LiveUpdates {
   changed(campaignId: string): void;
   /** Calls `listener` when the campaign may have changed; returns the unsubscribe function. */
   watch(campaignId: string, listener: () => void): () => void;
+  /** Tells every instance that a partner's key was revoked, rotated or changed. */
+  keyChanged(partnerId: string): void;
+  /** Calls `listener` with the partner whose key changed, on any instance; returns the unsubscribe function. */
+  onKeyChanged(listener: (partnerId: string) => void): () => void;
   close(): Promise<void>;
 }
 
 interface ClusterSignal {
-  channel: typeof CHANNEL;
-  campaignId: string;
+  channel: typeof CHANNEL | typeof KEY_CHANNEL;
+  /** The campaign (CHANNEL) or the partner (KEY_CHANNEL). */
+  id: string;
 }
 const isClusterSignal = (message: unknown): message is ClusterSignal =>
-  typeof message === 'object' && message !== null && (message as ClusterSignal).channel === CHANNEL && typeof (message as ClusterSignal).campaignId === 'string';
+  typeof message === 'object' &&
+  message !== null &&
+  ((message as ClusterSignal).channel === CHANNEL || (message as ClusterSignal).channel === KEY_CHANNEL) &&
+  typeof (message as ClusterSignal).id === 'string';
 
 /** In the primary of a cluster without Redis: passes each worker's signals on to the other workers. */
 export function relayLiveUpdatesBetweenWorkers(): void {
@@ -46,6 +56,8 @@ export function relayLiveUpdatesBetweenWorkers(): void {
 export function createLiveUpdates(options: { redis?: Redis; throughPrimary?: boolean; logger: Logger }): LiveUpdates {
   const local = new EventEmitter();
   local.setMaxListeners(0);
+  const keys = new EventEmitter();
+  keys.setMaxListeners(0);
   const pending = new Map<string, NodeJS.Timeout>();
   let subscriber: Redis | undefined;
 
@@ -53,12 +65,14 @@ export function createLiveUpdates(options: { redis?: Redis; throughPrimary?: boo
     // A subscribing connection cannot send other commands: a dedicated duplicate of the client.
     subscriber = options.redis.duplicate({ enableOfflineQueue: true });
     subscriber.on('error', (err) => options.logger.warn({ error: err.message }, 'redis subscriber error'));
-    subscriber.on('message', (_channel: string, campaignId: string) => local.emit(campaignId));
-    subscriber.subscribe(CHANNEL).catch((err: Error) => options.logger.warn({ error: err.message }, 'redis subscribe failed'));
+    subscriber.on('message', (channel: string, id: string) => (channel === KEY_CHANNEL ? keys.emit('changed', id) : local.emit(id)));
+    subscriber.subscribe(CHANNEL, KEY_CHANNEL).catch((err: Error) => options.logger.warn({ error: err.message }, 'redis subscribe failed'));
   }
 
   const onPrimaryMessage = (message: unknown) => {
-    if (isClusterSignal(message)) local.emit(message.campaignId);
+    if (!isClusterSignal(message)) return;
+    if (message.channel === KEY_CHANNEL) keys.emit('changed', message.id);
+    else local.emit(message.id);
   };
   if (!options.redis && options.throughPrimary) process.on('message', onPrimaryMessage);
 
@@ -68,7 +82,7 @@ export function createLiveUpdates(options: { redis?: Redis; throughPrimary?: boo
       return;
     }
     local.emit(campaignId);
-    if (options.throughPrimary && process.connected) process.send?.({ channel: CHANNEL, campaignId } satisfies ClusterSignal);
+    if (options.throughPrimary && process.connected) process.send?.({ channel: CHANNEL, id: campaignId } satisfies ClusterSignal);
   };
   const publish = (campaignId: string) => {
     pending.delete(campaignId);
@@ -85,6 +99,15 @@ export function createLiveUpdates(options: { redis?: Redis; throughPrimary?: boo
     watch(campaignId, listener) {
       local.on(campaignId, listener);
       return () => local.off(campaignId, listener);
+    },
+    keyChanged(partnerId) {
+      keys.emit('changed', partnerId);
+      if (options.redis) options.redis.publish(KEY_CHANNEL, partnerId).catch(() => undefined);
+      else if (options.throughPrimary && process.connected) process.send?.({ channel: KEY_CHANNEL, id: partnerId } satisfies ClusterSignal);
+    },
+    onKeyChanged(listener) {
+      keys.on('changed', listener);
+      return () => keys.off('changed', listener);
     },
     async close() {
       for (const timer of pending.values()) clearTimeout(timer);

@@ -8,8 +8,12 @@
 // share their buckets through the primary process (RateLimiterCluster), so a cluster enforces one
 // limit, not one per worker.
 //
-// Failed authentications are limited per client address too (a key cannot be guessed at speed).
-import type { OperationDefinitionNode } from 'graphql';
+// The burst allowance follows the key's own rate: a partner limited to r points per second gets
+// burstPoints × r / pointsPerSecond burst points per 10 s (the default ratio, scaled), so lowering
+// its rate lowers what it can spend in a burst too.
+//
+// Failed authentications are limited per client address too (a key cannot be guessed at speed):
+// once an address is over the limit, every request from it is refused before its key is looked at.
 import type Redis from 'ioredis';
 import { BurstyRateLimiter, RateLimiterCluster, RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 
@@ -22,20 +26,13 @@ export const OPERATION_COSTS: Readonly<Record<string, number>> = {
   releaseAllocation: 3,
 };
 
-/** What an operation costs: the sum over its root fields (so 10 aliased claims cost 10 claims). */
-export function operationCost(operation: OperationDefinitionNode): number {
-  let cost = 0;
-  for (const selection of operation.selectionSet.selections) {
-    cost += selection.kind === 'Field' ? (OPERATION_COSTS[selection.name.value] ?? 1) : 1;
-  }
-  return Math.max(cost, 1);
-}
-
 export interface RateLimits {
   /** Spends `cost` points of the key's budget; answers how long to wait when there are not enough. */
   consume(partnerId: string, cost: number, pointsPerSecond: number | null): Promise<{ allowed: true } | { allowed: false; retryAfterSeconds: number }>;
   /** Counts a failed authentication from `address`; false when the address has had too many. */
   failedAuthentication(address: string): Promise<boolean>;
+  /** Seconds to wait when `address` is over its failed-authentication limit; 0 when it is not. */
+  authBlockedFor(address: string): Promise<number>;
 }
 
 export function createRateLimits(options: {
@@ -57,7 +54,8 @@ export function createRateLimits(options: {
     let limiter = byRate.get(rate);
     if (!limiter) {
       const base = make(`rate:${rate}`, rate, 1);
-      limiter = options.burstPoints > 0 ? new BurstyRateLimiter(base, make(`burst:${rate}`, options.burstPoints, 10)) : base;
+      const burst = Math.ceil((options.burstPoints * rate) / options.pointsPerSecond);
+      limiter = burst > 0 ? new BurstyRateLimiter(base, make(`burst:${rate}`, burst, 10)) : base;
       byRate.set(rate, limiter);
     }
     return limiter;
@@ -74,6 +72,11 @@ export function createRateLimits(options: {
         if (!(error instanceof RateLimiterRes)) throw error;
         return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(error.msBeforeNext / 1000)) };
       }
+    },
+    async authBlockedFor(address) {
+      const state = await authFailures.get(address);
+      if (!state || state.consumedPoints <= options.authFailuresPerMinute) return 0;
+      return Math.max(1, Math.ceil(state.msBeforeNext / 1000));
     },
     async failedAuthentication(address) {
       try {

@@ -11,15 +11,15 @@ import path from 'node:path';
 import { ApolloServer } from '@apollo/server';
 import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
-import { ApolloArmor } from '@escape.tech/graphql-armor';
 import { makeExecutableSchema } from '@graphql-tools/schema';
 import express from 'express';
 import type Redis from 'ioredis';
-import { auditPlugin } from './audit';
+import { enforceAccess } from './access';
+import { createAdmission } from './admission';
 import type { Config } from './config';
-import { createServices, type Context } from './context';
+import { createServices, type OperationContext } from './context';
 import type { Database } from './db/client';
-import { formatError } from './formatError';
+import { createFormatError } from './formatError';
 import { GRAPHIQL_HTML, graphiqlAssets } from './graphiql';
 import { healthRoutes } from './health';
 import { graphqlRoute } from './http';
@@ -28,6 +28,7 @@ import type { Logger } from './logger';
 import { createMetrics } from './metrics';
 import { operationLogPlugin } from './plugins/operationLog';
 import { rateLimitingPlugin } from './plugins/rateLimiting';
+import { createOperationControls } from './operations';
 import { createRateLimits } from './rateLimit';
 import { resolvers } from './resolvers';
 import { startHoldSweeper } from './sweeper';
@@ -70,22 +71,15 @@ export async function createServer(options: {
     apiKeyCacheTtlMs: config.apiKeyCacheTtlMs ?? 0,
     claimBatchMax: config.claimBatchMax ?? 1,
     metrics,
+    logger,
     onError: (err) => logger.warn({ error: (err as Error).message }, 'background write failed'),
   });
   const rateLimits = createRateLimits({ ...DEFAULT_LIMITS.rateLimit, ...config.rateLimit, redis: options.redis, throughPrimary: options.clusterWorker });
-  const limits = { ...DEFAULT_LIMITS.graphql, ...config.graphql };
-  // Abusive documents are refused before they run (depth, aliases — 200 aliased claims allocate
-  // nothing —, cost, tokens, directives); field suggestions only outside production.
-  const armor = new ApolloArmor({
-    maxDepth: { n: limits.maxDepth, ignoreIntrospection: true },
-    maxAliases: { n: limits.maxAliases },
-    costLimit: { maxCost: limits.maxCost, ignoreIntrospection: true },
-    // Tokens are limited by graphql-js's own parser (parseOptions below): armor's token plugin
-    // re-parses in a plugin hook, where a plain syntax error becomes a 500.
-    maxTokens: { enabled: false },
-    maxDirectives: { n: 50 },
-    blockFieldSuggestion: { enabled: config.env === 'production' },
-  }).protect();
+  const introspection = config.graphql?.introspection ?? config.env !== 'production';
+  const controls = createOperationControls({ limits: { ...DEFAULT_LIMITS.graphql, ...config.graphql, introspection }, rateLimits, logger, metrics });
+  const admit = createAdmission({ db, services, live, rateLimits, metrics, logger });
+  // Schema details stay hidden wherever introspection is off: no "Did you mean …?" either.
+  const formatError = createFormatError({ hideSuggestions: !introspection });
   let draining = false;
   const app = express();
   const httpServer = http.createServer(app);
@@ -94,28 +88,29 @@ export async function createServer(options: {
   // (SHA-1) to make one — 2% of the process's CPU under a claim storm, by profile.
   app.set('etag', false);
 
-  // One executable schema for HTTP (Apollo) and WebSocket subscriptions (graphql-ws) on /graphql.
-  const schema = makeExecutableSchema({ typeDefs: readFileSync(SCHEMA_PATH, 'utf8'), resolvers: resolvers as never });
-  const subscriptions = subscriptionServer(httpServer, schema, { db, services, live, logger });
+  // One executable schema for HTTP (Apollo) and WebSocket subscriptions (graphql-ws) on /graphql,
+  // its @requires fields guarded and audited wherever they run (access.ts).
+  const schema = enforceAccess(makeExecutableSchema({ typeDefs: readFileSync(SCHEMA_PATH, 'utf8'), resolvers: resolvers as never }));
+  const subscriptions = subscriptionServer(httpServer, schema, { admit, controls, formatError, live, logger, recheckMs: config.apiKeyCacheTtlMs ?? 0 });
 
-  const apollo = new ApolloServer<Context & { requestId: string }>({
+  // Apollo runs the same controls (operations.ts) as the socket: its parser limit and validation
+  // rules come from them (the introspection rule among them), the plugins charge and log through them.
+  const apollo = new ApolloServer<OperationContext>({
     schema,
     formatError,
     includeStacktraceInErrorResponses: false,
     // main.ts owns SIGTERM/SIGINT: it stops HTTP first, then the pool, then the embedded database.
     stopOnTerminationSignals: false,
-    introspection: config.graphql?.introspection ?? config.env !== 'production',
+    introspection: true,
     allowBatchedHttpRequests: false,
-    parseOptions: { maxTokens: limits.maxTokens },
-    validationRules: armor.validationRules,
+    parseOptions: { maxTokens: controls.maxTokens },
+    validationRules: [...controls.validationRules],
     plugins: [
       ApolloServerPluginDrainHttpServer({ httpServer, stopGracePeriodMillis: config.shutdownGraceMs }),
       { serverWillStart: async () => ({ drainServer: async () => subscriptions.dispose() }) },
       ApolloServerPluginLandingPageDisabled(),
-      ...armor.plugins,
-      operationLogPlugin(logger, metrics),
-      rateLimitingPlugin(rateLimits),
-      auditPlugin(db, logger),
+      operationLogPlugin(controls, logger),
+      rateLimitingPlugin(controls),
     ],
   });
   await apollo.start();
@@ -130,7 +125,7 @@ export async function createServer(options: {
     if (req.accepts(['application/json', 'text/html']) === 'text/html') res.type('html').send(GRAPHIQL_HTML);
     else next();
   });
-  graphqlRoute(app, apollo, { db, services, live, logger, metrics, rateLimits, corsOrigins: config.corsOrigins ?? [] });
+  graphqlRoute(app, apollo, { db, admit, logger, metrics, corsOrigins: config.corsOrigins ?? [] });
 
   const sweeper = startHoldSweeper(db, logger, metrics, config.holdSweepIntervalMs ?? 1000);
 

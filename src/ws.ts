@@ -1,21 +1,63 @@
-// graphql-ws on /graphql (the same port as HTTP): the campaignStats subscription.
+// graphql-ws on /graphql (the same port as HTTP): subscriptions, through the same controls as HTTP.
+//
+// Only subscriptions are served over the socket (docs/SECURITY.md, "Transports"): a query or a
+// mutation sent there is refused, naming HTTP. Every subscribe message passes the operation
+// controls (operations.ts): the parser's token limit, the same validation rules, the rate limit by
+// cost. Its key is checked again (admission.ts, within API_KEY_CACHE_TTL_MS), and it gets a context
+// of its own, with fresh loaders. Authorization is checked by the fields themselves (access.ts).
+// Errors are masked by formatError, and each operation writes a log line.
+//
+// An open socket does not outlive its key. When a key is revoked or rotated on any instance (the
+// live relay: Redis, or the cluster's primary), its sockets here are checked at once. Every open
+// socket is also checked again every API_KEY_CACHE_TTL_MS, which covers instances the relay does not
+// reach. A socket whose key no longer authenticates is closed with 4403.
 import { randomUUID } from 'node:crypto';
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { GraphQLSchema } from 'graphql';
+import { GraphQLError, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
-import { WebSocketServer } from 'ws';
-import { createContext, type Context, type Services } from './context';
-import type { Database } from './db/client';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { Admit } from './admission';
+import type { OperationContext } from './context';
+import { tagErrors } from './formatError';
 import type { LiveUpdates } from './live';
 import type { Logger } from './logger';
+import { NOT_OVER_WS, selectOperation, type OperationControls } from './operations';
+
+const FORBIDDEN = 4403;
+
+interface OperationState {
+  requestId: string;
+  started: number;
+  context?: OperationContext;
+  type?: string;
+  name?: string | null;
+}
+
+interface SocketState {
+  socket: WebSocket;
+  address: string;
+  authorization: string | undefined;
+  /** The partner whose key opened it (admin sockets: undefined). */
+  partnerId?: string;
+  /** Operations in flight, by the client's subscription id. */
+  operations: Map<string, OperationState>;
+}
 
 export function subscriptionServer(
   httpServer: http.Server,
   schema: GraphQLSchema,
-  options: { db: Database; services: Services; live: LiveUpdates; logger: Logger },
+  options: {
+    admit: Admit;
+    controls: OperationControls;
+    formatError: (formatted: GraphQLFormattedError, error: unknown) => GraphQLFormattedError;
+    live: LiveUpdates;
+    logger: Logger;
+    /** How often every open socket's key is checked again (API_KEY_CACHE_TTL_MS; at least 1 s). */
+    recheckMs: number;
+  },
 ): { dispose(): void | Promise<void> } {
-  const { db, services, live } = options;
+  const { admit, controls, live, logger } = options;
   // Upgrades are handed over explicitly rather than attaching the WebSocket server to the HTTP
   // server: attached, it re-emits the HTTP server's own errors (a port in use), which graphql-ws
   // reports as "Internal error emitted on the WebSocket server" — the listener reports them.
@@ -27,22 +69,126 @@ export function subscriptionServer(
     }
     wsServer.handleUpgrade(request, socket, head, (ws) => wsServer.emit('connection', ws, request));
   });
-  return useServer<Record<string, unknown>, { context?: Context }>(
+
+  const open = new Set<SocketState>();
+  const format = (errors: readonly GraphQLError[]) => errors.map((error) => options.formatError(error.toJSON(), error));
+
+  /** Checks a socket's key again; closes the socket when it no longer authenticates. */
+  const recheck = async (state: SocketState) => {
+    try {
+      await admit({ authorization: state.authorization, address: state.address, requestId: randomUUID(), transport: 'ws' });
+    } catch {
+      state.socket.close(FORBIDDEN, 'Forbidden');
+    }
+  };
+  const stopWatchingKeys = live.onKeyChanged((partnerId) => {
+    for (const state of open) if (state.partnerId === partnerId) void recheck(state);
+  });
+  const sweep = setInterval(() => {
+    for (const state of open) if (state.partnerId !== undefined) void recheck(state);
+  }, Math.max(options.recheckMs, 1000));
+  sweep.unref();
+
+  const server = useServer<Record<string, unknown>, { socket: WebSocket; request: http.IncomingMessage; state?: SocketState }>(
     {
       schema,
       // The key comes in the connection's payload, as a browser cannot set headers on a WebSocket.
       onConnect: async (ctx) => {
         const params = ctx.connectionParams ?? {};
-        const header = typeof params.Authorization === 'string' ? params.Authorization : typeof params.authorization === 'string' ? params.authorization : undefined;
+        const header = params.Authorization ?? params.authorization;
+        const authorization = typeof header === 'string' ? header : undefined;
+        const address = ctx.extra.request.socket.remoteAddress ?? 'unknown';
         try {
-          ctx.extra.context = await createContext(db, services, live, header);
+          const context = await admit({ authorization, address, requestId: randomUUID(), transport: 'ws' });
+          const state: SocketState = { socket: ctx.extra.socket, address, authorization, operations: new Map() };
+          if (context.viewer.kind === 'partner') state.partnerId = context.viewer.partnerId;
+          ctx.extra.state = state;
+          open.add(state);
           return true;
         } catch {
           return false; // closes with 4403 Forbidden
         }
       },
-      context: (ctx) => ({ ...ctx.extra.context!, requestId: randomUUID() }),
+      onClose: (ctx) => {
+        if (ctx.extra.state) open.delete(ctx.extra.state);
+      },
+      onSubscribe: async (ctx, id, payload) => {
+        const state = ctx.extra.state!;
+        const operation: OperationState = { requestId: randomUUID(), started: performance.now() };
+        state.operations.set(id, operation);
+        let context: OperationContext;
+        try {
+          context = await admit({ authorization: state.authorization, address: state.address, requestId: operation.requestId, transport: 'ws' });
+        } catch (error) {
+          // The socket's key no longer authenticates: this operation is refused, and the socket closed.
+          setImmediate(() => state.socket.close(FORBIDDEN, 'Forbidden'));
+          return [error as GraphQLError];
+        }
+        operation.context = context;
+        try {
+          const document = controls.parse(payload.query);
+          const invalid = controls.validate(schema, document);
+          if (invalid.length > 0) return invalid;
+          const selected = selectOperation(document, payload.operationName);
+          if (!selected) return [new GraphQLError('The document names no operation to run, or several without operationName.', { extensions: { code: 'BAD_REQUEST' } })];
+          operation.type = selected.operation;
+          operation.name = payload.operationName ?? selected.name?.value ?? null;
+          if (selected.operation !== 'subscription') return [new GraphQLError(NOT_OVER_WS, { extensions: { code: 'BAD_REQUEST' } })];
+          await controls.admit(context.viewer, schema, document, selected, payload.variables ?? {});
+          return { schema, document, operationName: payload.operationName, variableValues: payload.variables, contextValue: context };
+        } catch (error) {
+          if (error instanceof GraphQLError) return [error];
+          throw error;
+        }
+      },
+      onNext: (ctx, id, _payload, _args, result) => {
+        if (!result.errors?.length) return;
+        const operation = ctx.extra.state?.operations.get(id);
+        tagErrors(result.errors, operation?.requestId ?? 'unknown', logger);
+        return { ...result, errors: format(result.errors) };
+      },
+      onError: (ctx, id, _payload, errors) => {
+        const state = ctx.extra.state;
+        const operation = state?.operations.get(id);
+        tagErrors(errors, operation?.requestId ?? 'unknown', logger);
+        const formatted = format(errors);
+        if (state && operation) {
+          controls.record({
+            transport: 'ws',
+            requestId: operation.requestId,
+            viewer: operation.context?.viewer,
+            operationName: operation.name,
+            type: operation.type,
+            ms: performance.now() - operation.started,
+            codes: formatted.map((e) => String(e.extensions?.code ?? 'UNKNOWN')),
+          });
+          state.operations.delete(id);
+        }
+        return formatted;
+      },
+      onComplete: (ctx, id) => {
+        const state = ctx.extra.state;
+        const operation = state?.operations.get(id);
+        if (!state || !operation) return;
+        controls.record({
+          transport: 'ws',
+          requestId: operation.requestId,
+          viewer: operation.context?.viewer,
+          operationName: operation.name,
+          type: operation.type,
+          ms: performance.now() - operation.started,
+          codes: [],
+        });
+        state.operations.delete(id);
+      },
     },
     wsServer,
   );
+  return {
+    dispose: async () => {
+      clearInterval(sweep);
+      stopWatchingKeys();
+      await server.dispose();
+    },
+  };
 }

@@ -291,7 +291,13 @@ test('a migration edited after it was applied is refused, not silently skipped',
  * when they were squashed attest — with those four recorded, and no record of function files.
  */
 async function databaseFromBeforeTheSquash(names = [...SQUASHED_INTO_BASELINE.keys()]): Promise<{ url: string; drop(): Promise<void> }> {
-  const db = await createTestDatabase();
+  // The schema the four old migrations made is the baseline's: migrate with the baseline alone
+  // (not the migrations that came after it), then record the four old names instead.
+  const db = await createTestDatabase({ migrated: false });
+  const baselineOnly = mkdtempSync(path.join(tmpdir(), 'tessera-baseline-'));
+  cpSync(path.join(MIGRATIONS_DIR, BASELINE), path.join(baselineOnly, BASELINE), { recursive: true });
+  await migrate(db.url, baselineOnly);
+  rmSync(baselineOnly, { recursive: true, force: true });
   await withClient(db.url, async (c) => {
     await c.query('DROP TABLE "_tessera_functions"');
     await c.query('DELETE FROM "_prisma_migrations"');
@@ -316,10 +322,11 @@ test('a database with exactly the four squashed migrations gets the baseline rec
       await expect(pending(c)).resolves.toEqual(everything()); // not ready before the upgrade
     });
     const applied = await migrate(db.url);
-    expect(applied).toEqual(readFunctions().map((f) => functionLabel(f.name))); // the baseline was not run
+    const after = readMigrations().map((m) => m.name).filter((name) => name > BASELINE);
+    expect(applied).toEqual([...after, ...readFunctions().map((f) => functionLabel(f.name))]); // the baseline was not run
     await withClient(db.url, async (c) => {
       const { rows } = await c.query('SELECT migration_name, checksum, applied_steps_count, logs FROM "_prisma_migrations" ORDER BY migration_name');
-      expect(rows.map((r) => r.migration_name)).toEqual([...SQUASHED_INTO_BASELINE.keys(), BASELINE]);
+      expect(rows.map((r) => r.migration_name)).toEqual([...SQUASHED_INTO_BASELINE.keys(), BASELINE, ...after]);
       const baseline = rows.find((r) => r.migration_name === BASELINE);
       expect(baseline).toMatchObject({ checksum: readMigrations().find((m) => m.name === BASELINE)!.checksum, applied_steps_count: 0 });
       expect(baseline.logs).toMatch(/Recorded as applied without running/);

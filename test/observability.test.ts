@@ -31,8 +31,9 @@ test('each operation logs one JSON line with its request id, and neither the API
     body: JSON.stringify({ query: CLAIM, operationName: 'Claim', variables: { input: { campaignId, holder: 'secret-holder', metadata: { card: '4111-SECRET' } } } }),
   });
   expect(res.status).toBe(200);
-  const line = await until(() => lines.find((l) => l.requestId === 'req-obs-1'), { message: 'the log line of request req-obs-1', timeoutMs: 5_000, intervalMs: 10 });
-  expect(line).toMatchObject({ msg: 'graphql', operation: 'Claim', type: 'mutation', status: 200, viewer: 'partner', partnerId: partner.id });
+  const line = await until(() => lines.find((l) => l.clientRequestId === 'req-obs-1'), { message: 'the log line of request req-obs-1', timeoutMs: 5_000, intervalMs: 10 });
+  // The client's id is kept beside the server's own, which the response names.
+  expect(line).toMatchObject({ msg: 'graphql', requestId: res.headers.get('x-request-id'), operation: 'Claim', type: 'mutation', status: 200, viewer: 'partner', partnerId: partner.id });
   expect(typeof line!.ms).toBe('number');
   const everything = JSON.stringify(lines);
   expect(everything).not.toContain(partner.apiKey);

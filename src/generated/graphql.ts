@@ -388,6 +388,12 @@ export type MutationUpdateCampaignArgs = {
   input: UpdateCampaignInput;
 };
 
+/** OWNER does everything; OPERATOR everything but managing operator keys; VIEWER reads only. */
+export type OperatorRole =
+  | 'OPERATOR'
+  | 'OWNER'
+  | 'VIEWER';
+
 export type PageInfo = {
   __typename?: 'PageInfo';
   endCursor?: Maybe<Scalars['String']['output']>;
@@ -635,6 +641,7 @@ export type ResolversTypes = {
   JSON: ResolverTypeWrapper<Scalars['JSON']['output']>;
   LoadTicketsPayload: ResolverTypeWrapper<Omit<LoadTicketsPayload, 'campaign'> & { campaign: ResolversTypes['Campaign'] }>;
   Mutation: ResolverTypeWrapper<Record<PropertyKey, never>>;
+  OperatorRole: OperatorRole;
   PageInfo: ResolverTypeWrapper<PageInfo>;
   Partner: ResolverTypeWrapper<PartnerModel>;
   PartnerConnection: ResolverTypeWrapper<ConnectionModel<PartnerModel>>;
@@ -694,6 +701,12 @@ export type ResolversParentTypes = {
   TimelinePoint: TimelinePointModel;
   UpdateCampaignInput: UpdateCampaignInput;
 };
+
+export type RequiresDirectiveArgs = {
+  role: OperatorRole;
+};
+
+export type RequiresDirectiveResolver<Result, Parent, ContextType = Context, Args = RequiresDirectiveArgs> = DirectiveResolverFn<Result, Parent, ContextType, Args>;
 
 export type AllocationResolvers<ContextType = Context, ParentType extends ResolversParentTypes['Allocation'] = ResolversParentTypes['Allocation']> = {
   allocatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
@@ -925,3 +938,6 @@ export type Resolvers<ContextType = Context> = {
   TimelinePoint?: TimelinePointResolvers<ContextType>;
 };
 
+export type DirectiveResolvers<ContextType = Context> = {
+  requires?: RequiresDirectiveResolver<any, any, ContextType>;
+};

@@ -1,18 +1,21 @@
-// Rate limits per API key, by what the operation costs (rateLimit.ts); the admin key is not limited.
+// HTTP's adapter of the per-operation controls that need the resolved operation: a subscription
+// sent over HTTP is refused naming the transport that serves it, and every other operation is
+// charged to the caller's rate limit (operations.ts).
 import type { ApolloServerPlugin } from '@apollo/server';
-import type { Context } from '../context';
-import { rateLimited } from '../errors';
-import { operationCost, type RateLimits } from '../rateLimit';
+import { GraphQLError } from 'graphql';
+import type { OperationContext } from '../context';
+import { NOT_OVER_HTTP, type OperationControls } from '../operations';
 
-export function rateLimitingPlugin(rateLimits: RateLimits): ApolloServerPlugin<Context & { requestId: string }> {
+export function rateLimitingPlugin(controls: OperationControls): ApolloServerPlugin<OperationContext> {
   return {
     async requestDidStart() {
       return {
-        async didResolveOperation({ contextValue, operation }) {
-          const viewer = contextValue.viewer;
-          if (viewer?.kind !== 'partner' || !operation) return;
-          const verdict = await rateLimits.consume(viewer.partnerId, operationCost(operation), viewer.rateLimit);
-          if (!verdict.allowed) throw rateLimited(verdict.retryAfterSeconds, 'This API key has used its rate limit; retry after the given seconds.');
+        async didResolveOperation({ contextValue, operation, document, schema, request }) {
+          if (!operation) return;
+          if (operation.operation === 'subscription') {
+            throw new GraphQLError(NOT_OVER_HTTP, { extensions: { code: 'BAD_REQUEST', http: { status: 400 } } });
+          }
+          await controls.admit(contextValue.viewer, schema, document, operation, request.variables ?? {});
         },
       };
     },

@@ -1,5 +1,4 @@
 // Campaigns: the operator's side — create, load, open, close — and the reads both sides share.
-import { requireAdmin } from '../auth';
 import type { Database } from '../db/client';
 import type { LiveUpdates } from '../live';
 import { campaignTimeline, type TimelineUnit } from '../db/campaignReports';
@@ -57,7 +56,6 @@ export class CampaignService {
   ) {}
 
   async create(ctx: RequestContext, input: CreateCampaignInput): Promise<CampaignModel> {
-    requireAdmin(ctx.viewer);
     const name = validate.text('name', input.name, validate.LIMITS.nameLength);
     const perHolderLimit =
       input.perHolderLimit === null || input.perHolderLimit === undefined
@@ -74,7 +72,6 @@ export class CampaignService {
 
   /** DRAFT -> OPEN. Opening an OPEN campaign changes nothing; a CLOSED one stays closed. */
   async open(ctx: RequestContext, id: string): Promise<CampaignModel> {
-    requireAdmin(ctx.viewer);
     const current = await this.require(id);
     if (current.status === 'CLOSED') {
       throw apiError(ErrorCode.INVALID_TRANSITION, `Campaign ${id} is CLOSED; a closed campaign cannot be opened again.`);
@@ -92,7 +89,6 @@ export class CampaignService {
    * no further claim commits. Closing a CLOSED campaign changes nothing.
    */
   async close(ctx: RequestContext, id: string): Promise<CampaignModel> {
-    requireAdmin(ctx.viewer);
     if (!validate.isUuid(id)) throw notFound('Campaign', id);
     if (!(await closeCampaign(this.db.prisma, id))) throw notFound('Campaign', id);
     return this.fresh(ctx, await this.require(id));
@@ -103,7 +99,6 @@ export class CampaignService {
    * Under the campaign gate (exclusive), so a claim sees the old rules or the new, never a mix.
    */
   async update(ctx: RequestContext, id: string, input: UpdateCampaignInput): Promise<CampaignModel> {
-    requireAdmin(ctx.viewer);
     const current = await this.require(id);
     if (current.status === 'CLOSED') {
       throw apiError(ErrorCode.INVALID_TRANSITION, `Campaign ${id} is CLOSED; a closed campaign cannot be changed.`);
@@ -131,7 +126,6 @@ export class CampaignService {
 
   /** Caps (or with null uncaps) a partner's live allocations in a campaign. */
   async setPartnerQuota(ctx: RequestContext, campaignId: string, partnerId: string, quota: number | null | undefined): Promise<CampaignModel> {
-    requireAdmin(ctx.viewer);
     const campaign = await this.require(campaignId);
     if (!validate.isUuid(partnerId) || (await ctx.loaders.partner.load(partnerId.toLowerCase())) === null) throw notFound('Partner', partnerId);
     const cap = quota === null || quota === undefined ? null : validate.intInRange('quota', quota, 0, validate.LIMITS.quota);
@@ -142,23 +136,19 @@ export class CampaignService {
 
   /** campaignStats subscription: admin only; NOT_FOUND for an unknown campaign. */
   async watchStats(ctx: RequestContext & { db: Database; live: LiveUpdates }, id: string): Promise<AsyncGenerator<CampaignStatsModel>> {
-    requireAdmin(ctx.viewer);
     const campaign = await this.require(id);
     return campaignStatsStream(ctx.db, ctx.live, campaign.id);
   }
 
   async timeline(ctx: RequestContext, campaignId: string, bucket: 'MINUTE' | 'HOUR' | 'DAY'): Promise<TimelinePointModel[]> {
-    requireAdmin(ctx.viewer);
     return campaignTimeline(this.db.prisma, campaignId, bucket.toLowerCase() as TimelineUnit);
   }
 
   async partnerStats(ctx: RequestContext, campaignId: string): Promise<PartnerStatsModel[]> {
-    requireAdmin(ctx.viewer);
     return ctx.loaders.partnerStats.load(campaignId);
   }
 
   async loadTickets(ctx: RequestContext, campaignId: string, codes: readonly string[]): Promise<LoadResult> {
-    requireAdmin(ctx.viewer);
     const valid = validate.codes(codes);
     const campaign = await this.requireLoadable(campaignId);
     const prisma = this.db.prisma;
@@ -167,7 +157,6 @@ export class CampaignService {
   }
 
   async generateTickets(ctx: RequestContext, campaignId: string, count: number, prefix?: string | null): Promise<LoadResult> {
-    requireAdmin(ctx.viewer);
     const n = validate.intInRange('count', count, 1, validate.LIMITS.generateCount);
     const p = validate.prefix(prefix);
     const campaign = await this.requireLoadable(campaignId);

