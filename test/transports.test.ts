@@ -1,6 +1,7 @@
 // One set of controls for every transport: each finding of the probe of 2026-11-30, over HTTP and
 // over graphql-ws with a real socket, where both apply (docs/SECURITY.md, "Transports").
 import { randomBytes } from 'node:crypto';
+import { AUTH_FAILURE_FLOOR_MS } from '../src/admission';
 import { ADMIN_KEY, CLAIM, createTestDatabase, startTestServer, type TestServer } from './helpers/testServer';
 import { until } from './helpers/time';
 import { connectSocket, postFrom, runOverSocket, socketErrors, type SocketClient } from './helpers/ws';
@@ -197,6 +198,18 @@ describe('rate limits and failed logins count on both transports', () => {
       await limited.stop();
     }
   });
+});
+
+test('a wrong secret for a known prefix and an unknown prefix are answered alike, and no sooner than the floor', async () => {
+  const partner = await server.createPartner();
+  const knownPrefixWrongSecret = `${partner.apiKey.slice(0, 'tsp_'.length + 12 + 1)}${randomBytes(32).toString('base64url')}`;
+  const unknownPrefix = () => `tsp_${randomBytes(6).toString('hex')}_${randomBytes(32).toString('base64url')}`;
+  for (const key of [knownPrefixWrongSecret, unknownPrefix()]) {
+    const started = performance.now();
+    const answer = await postFrom(server.url, '127.0.0.5', key, '{ __typename }');
+    expect(performance.now() - started).toBeGreaterThanOrEqual(AUTH_FAILURE_FLOOR_MS);
+    expect(answer).toEqual({ status: 401, body: { errors: [expect.objectContaining({ extensions: { code: 'UNAUTHENTICATED' } })] } });
+  }
 });
 
 describe('keys are checked per operation', () => {
