@@ -55,29 +55,59 @@ export function idempotencyKey(value: string | null | undefined): string | null 
   return value;
 }
 
-/** Nesting depth of a JSON value, without recursion (a 5,000-deep value must not blow the stack). */
-function jsonDepthExceeds(value: JsonValue, limit: number): boolean {
+/**
+ * What PostgreSQL cannot store in a string: NUL (a TEXT column refuses it with 22021, jsonb with
+ * 22P05) and unpaired UTF-16 surrogates (jsonb refuses the `\ud800` escape JSON.stringify writes for
+ * one; a TEXT column would silently get U+FFFD instead). Exported for every path that stores user
+ * text, e.g. as jsonb.
+ */
+export function unstorable(value: string): 'NUL' | 'surrogate' | null {
+  if (value.includes('\u0000')) return 'NUL';
+  if (LONE_SURROGATE.test(value)) return 'surrogate';
+  return null;
+}
+
+const UNSTORABLE_IN_METADATA = {
+  NUL: 'metadata must not contain NUL characters (\\u0000), in a value or a key.',
+  surrogate: 'metadata must not contain unpaired UTF-16 surrogates (\\uD800 to \\uDFFF without their pair), in a value or a key.',
+} as const;
+
+/**
+ * One walk over a JSON value, without recursion (a 5,000-deep value must not blow the stack): its
+ * nesting depth, and every string and key PostgreSQL's jsonb could not store.
+ */
+function jsonProblem(value: JsonValue, depthLimit: number): string | null {
   const stack: [JsonValue, number][] = [[value, 1]];
   while (stack.length > 0) {
     const [node, depth] = stack.pop()!;
+    if (typeof node === 'string') {
+      const problem = unstorable(node);
+      if (problem) return UNSTORABLE_IN_METADATA[problem];
+      continue;
+    }
     if (node === null || typeof node !== 'object') continue;
-    if (depth > limit) return true;
-    for (const child of Array.isArray(node) ? node : Object.values(node)) stack.push([child, depth + 1]);
+    if (depth > depthLimit) return `metadata must be nested at most ${depthLimit} levels deep.`;
+    if (Array.isArray(node)) {
+      for (const child of node) stack.push([child, depth + 1]);
+      continue;
+    }
+    for (const [key, child] of Object.entries(node)) {
+      const problem = unstorable(key);
+      if (problem) return UNSTORABLE_IN_METADATA[problem];
+      stack.push([child, depth + 1]);
+    }
   }
-  return false;
+  return null;
 }
 
 export function metadata(value: JsonValue | null | undefined): JsonValue | null {
   if (value === null || value === undefined) return null;
-  if (jsonDepthExceeds(value, LIMITS.metadataDepth)) {
-    throw new InvalidInput('metadata', `metadata must be nested at most ${LIMITS.metadataDepth} levels deep.`);
-  }
+  const problem = jsonProblem(value, LIMITS.metadataDepth);
+  if (problem) throw new InvalidInput('metadata', problem);
   const bytes = Buffer.byteLength(JSON.stringify(value), 'utf8');
   if (bytes > LIMITS.metadataBytes) {
     throw new InvalidInput('metadata', `metadata must be at most ${LIMITS.metadataBytes} bytes of JSON (got ${bytes}).`);
   }
-  // PostgreSQL's jsonb cannot store the NUL character.
-  if (JSON.stringify(value).includes('\\u0000')) throw new InvalidInput('metadata', 'metadata must not contain NUL characters.');
   return value;
 }
 
