@@ -71,6 +71,12 @@ const EnvSchema = z.object({
   GRAPHQL_MAX_COST: intFrom('GRAPHQL_MAX_COST', 20_000, 1, 10_000_000),
   GRAPHQL_MAX_TOKENS: intFrom('GRAPHQL_MAX_TOKENS', 30_000, 100, 10_000_000),
   CORS_ORIGINS: z.string().optional(),
+  METRICS_TOKEN: z
+    .string()
+    .optional()
+    .refine((token) => token === undefined || token === '' || /^[\x21-\x7e]{16,}$/.test(token), {
+      message: 'METRICS_TOKEN must be at least 16 characters, printable ASCII without spaces (it is sent in an Authorization header)',
+    }),
 });
 
 export interface Config {
@@ -114,6 +120,8 @@ export interface Config {
   };
   /** Browser origins allowed to call the API cross-origin; empty: none. */
   readonly corsOrigins: readonly string[];
+  /** When set, GET /metrics requires `Authorization: Bearer <metricsToken>`; undefined: /metrics is open. */
+  readonly metricsToken: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -201,5 +209,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxTokens: e.GRAPHQL_MAX_TOKENS,
     }),
     corsOrigins: Object.freeze((e.CORS_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean)),
+    metricsToken: e.METRICS_TOKEN ? e.METRICS_TOKEN : undefined,
   });
 }

@@ -1,14 +1,29 @@
 // Probes and metrics:
 //   GET /healthz   200 while the process serves and can serve claims (database answers, migrations applied)
 //   GET /readyz    the same, and 503 as soon as a shutdown begins (take the instance out of rotation)
-//   GET /metrics   Prometheus metrics
+//   GET /metrics   Prometheus metrics; with METRICS_TOKEN set, only for `Authorization: Bearer <token>`
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type express from 'express';
 import type { Database } from './db/client';
 import { pendingMigrations } from './db/migrate';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 
-export function healthRoutes(app: express.Express, options: { db: Database; metrics: Metrics; logger: Logger; draining(): boolean }): void {
+const sha256 = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
+
+/**
+ * Whether `authorization` is `Bearer <token>`. Compared in constant time: both sides are hashed
+ * first, so neither the token's characters nor its length show in the time taken.
+ */
+export function bearerMatches(authorization: string | undefined, token: string): boolean {
+  const presented = /^Bearer +(\S+) *$/i.exec(authorization ?? '')?.[1] ?? '';
+  return timingSafeEqual(sha256(presented), sha256(token));
+}
+
+export function healthRoutes(
+  app: express.Express,
+  options: { db: Database; metrics: Metrics; logger: Logger; draining(): boolean; metricsToken?: string },
+): void {
   const { db, metrics, logger } = options;
   const databaseReady = async (): Promise<{ ready: boolean; body: Record<string, unknown> }> => {
     try {
@@ -31,7 +46,11 @@ export function healthRoutes(app: express.Express, options: { db: Database; metr
     const { ready, body } = await databaseReady();
     res.status(ready ? 200 : 503).json(body);
   });
-  app.get('/metrics', async (_req, res) => {
+  app.get('/metrics', async (req, res) => {
+    if (options.metricsToken !== undefined && !bearerMatches(req.get('authorization'), options.metricsToken)) {
+      res.status(401).set('WWW-Authenticate', 'Bearer realm="metrics"').type('text').send('/metrics requires Authorization: Bearer <METRICS_TOKEN>.\n');
+      return;
+    }
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
 }

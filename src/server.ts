@@ -20,7 +20,7 @@ import type { Config } from './config';
 import { createServices, type OperationContext } from './context';
 import type { Database } from './db/client';
 import { createFormatError } from './formatError';
-import { GRAPHIQL_HTML, graphiqlAssets } from './graphiql';
+import { graphiqlAssets, graphiqlPage } from './graphiql';
 import { healthRoutes } from './health';
 import { graphqlRoute } from './http';
 import { createLiveUpdates } from './live';
@@ -31,6 +31,7 @@ import { rateLimitingPlugin } from './plugins/rateLimiting';
 import { createOperationControls } from './operations';
 import { createRateLimits } from './rateLimit';
 import { resolvers } from './resolvers';
+import { consoleSecurityHeaders } from './securityHeaders';
 import { startHoldSweeper } from './sweeper';
 import { subscriptionServer } from './ws';
 
@@ -46,7 +47,7 @@ export interface TesseraServer {
 }
 
 type ServerConfig = Pick<Config, 'env' | 'adminApiKey' | 'shutdownGraceMs'> &
-  Partial<Pick<Config, 'holdSweepIntervalMs' | 'apiKeyCacheTtlMs' | 'claimBatchMax' | 'rateLimit' | 'graphql' | 'corsOrigins'>>;
+  Partial<Pick<Config, 'holdSweepIntervalMs' | 'apiKeyCacheTtlMs' | 'claimBatchMax' | 'rateLimit' | 'graphql' | 'corsOrigins' | 'metricsToken'>>;
 
 /** What the tests and main.ts leave out takes these values (the documented defaults). */
 const DEFAULT_LIMITS = {
@@ -115,16 +116,13 @@ export async function createServer(options: {
   });
   await apollo.start();
 
-  healthRoutes(app, { db, metrics, logger, draining: () => draining });
+  healthRoutes(app, { db, metrics, logger, draining: () => draining, metricsToken: config.metricsToken });
   app.use('/graphiql', graphiqlAssets());
   // The operators' console: a static bundle built from npm packages by `npm install`
   // (scripts/build-console.js); it talks to /graphql like any client.
-  app.use('/console', express.static(CONSOLE_DIST, { index: 'index.html', maxAge: '1m' }));
+  app.use('/console', consoleSecurityHeaders(), express.static(CONSOLE_DIST, { index: 'index.html', maxAge: '1m' }));
   app.get('/console', (_req, res) => res.status(503).type('text').send('The console is not built: run npm run build:console.'));
-  app.get('/graphql', (req, res, next) => {
-    if (req.accepts(['application/json', 'text/html']) === 'text/html') res.type('html').send(GRAPHIQL_HTML);
-    else next();
-  });
+  app.get('/graphql', graphiqlPage());
   graphqlRoute(app, apollo, { db, admit, logger, metrics, corsOrigins: config.corsOrigins ?? [] });
 
   const sweeper = startHoldSweeper(db, logger, metrics, config.holdSweepIntervalMs ?? 1000);

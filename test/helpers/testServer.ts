@@ -71,7 +71,7 @@ export async function startTestServer(
   options: {
     database?: Partial<Config['database']>;
     logger?: Logger;
-    config?: Partial<Pick<Config, 'env' | 'apiKeyCacheTtlMs' | 'holdSweepIntervalMs' | 'claimBatchMax' | 'rateLimit' | 'graphql' | 'corsOrigins'>>;
+    config?: Partial<Pick<Config, 'env' | 'apiKeyCacheTtlMs' | 'holdSweepIntervalMs' | 'claimBatchMax' | 'rateLimit' | 'graphql' | 'corsOrigins' | 'metricsToken'>>;
     redis?: Redis;
     /** Use this database instead of a fresh one (several servers on one database). */
     databaseUrl?: string;
