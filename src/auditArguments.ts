@@ -3,16 +3,29 @@
 // Secrets never pass here (no admin mutation takes one), and bulk data (loadTickets' codes) becomes
 // a count.
 import type { JsonValue } from './db/json';
+import { unstorable } from './validation';
 
 const MAX_STRING = 200;
 const MAX_LIST = 20;
 const MAX_DEPTH = 6;
 const MAX_BYTES = 4096;
 
+/**
+ * A string as it can be stored: jsonb refuses NUL and unpaired surrogates (a row refused would lose
+ * the whole entry), so such a string is stored as what is wrong with it; a long one keeps its first
+ * characters — whole code points, never half an emoji — and its length.
+ */
+function text(value: string): JsonValue {
+  const wrong = unstorable(value);
+  if (wrong) return { unstorable: wrong, length: value.length };
+  if (value.length <= MAX_STRING) return value;
+  return { start: Array.from(value).slice(0, 64).join(''), length: value.length };
+}
+
 function summarize(value: unknown, depth: number): JsonValue {
   if (value === null || value === undefined) return null;
   if (value instanceof Date) return value.toISOString();
-  if (typeof value === 'string') return value.length > MAX_STRING ? { start: value.slice(0, 64), length: value.length } : value;
+  if (typeof value === 'string') return text(value);
   if (typeof value === 'number' || typeof value === 'boolean') return value;
   if (typeof value === 'bigint') return value.toString();
   if (depth >= MAX_DEPTH) return { truncated: true };
@@ -20,9 +33,9 @@ function summarize(value: unknown, depth: number): JsonValue {
   if (typeof value === 'object') {
     const entries = Object.entries(value as Record<string, unknown>);
     if (entries.length > MAX_LIST) return { keys: entries.length };
-    return Object.fromEntries(entries.map(([k, v]) => [k.slice(0, MAX_STRING), summarize(v, depth + 1)]));
+    return Object.fromEntries(entries.map(([k, v]) => [unstorable(k) ? `(${unstorable(k)} in a key)` : Array.from(k).slice(0, MAX_STRING).join(''), summarize(v, depth + 1)]));
   }
-  return String(value).slice(0, MAX_STRING);
+  return text(String(value));
 }
 
 /** The arguments to store with an audit row: at most MAX_BYTES of JSON. */

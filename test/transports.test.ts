@@ -296,6 +296,17 @@ describe('the audit comes from what ran', () => {
     expect(rows.at(-1)).toMatchObject({ outcome: 'BAD_USER_INPUT', arguments: { input: { name: { start: 'y'.repeat(64), length: 300 } } } });
   });
 
+  test('arguments jsonb cannot store are audited as what is wrong with them, and long ones cut at whole characters', async () => {
+    const emoji = '😀'.repeat(150);
+    const created = await server.gql(ADMIN_KEY, 'mutation($n: String!) { createPartner(input: { name: $n }) { partner { id } } }', { n: `a${emoji}` });
+    expect(created.body.errors).toBeUndefined();
+    const nul = await server.gql(ADMIN_KEY, 'mutation($n: String!) { createPartner(input: { name: $n }) { apiKey } }', { n: 'bad\u0000name' });
+    expect(codes(nul.body.errors)).toEqual(['BAD_USER_INPUT']);
+    const rows = (await auditRows('createPartner')).slice(-2);
+    expect(rows[0]).toMatchObject({ outcome: 'OK', arguments: { input: { name: { start: `a${'😀'.repeat(63)}`, length: 301 } } } });
+    expect(rows[1]).toMatchObject({ outcome: 'BAD_USER_INPUT', arguments: { input: { name: { unstorable: 'NUL', length: 8 } } } });
+  });
+
   test("the audit row's request id is the server's own; a well-formed client id is kept beside it", async () => {
     const campaignId = await server.createCampaign();
     const send = (requestId: string) =>

@@ -1,7 +1,7 @@
 // graphql-ws clients for the tests: a real socket to a real server, optionally from another
 // loopback address (127.0.0.2, …) so that per-address limits can tell clients apart.
 import http from 'node:http';
-import { createClient, type Client, type ExecutionResult } from 'graphql-ws';
+import { createClient, type Client, type FormattedExecutionResult } from 'graphql-ws';
 import WebSocket from 'ws';
 
 export interface SocketClient {
@@ -41,9 +41,9 @@ export function runOverSocket(
   payload: { query: string; variables?: Record<string, unknown>; operationName?: string },
   take = 1,
   timeoutMs = 5_000,
-): Promise<{ results: ExecutionResult[]; error?: unknown }> {
+): Promise<{ results: FormattedExecutionResult<Record<string, unknown>, unknown>[]; error?: unknown }> {
   return new Promise((resolve) => {
-    const results: ExecutionResult[] = [];
+    const results: FormattedExecutionResult<Record<string, unknown>, unknown>[] = [];
     let done = false;
     const finish = (error?: unknown) => {
       if (done) return;
@@ -65,8 +65,8 @@ export function runOverSocket(
 }
 
 /** The GraphQL errors an operation ended with over the socket ([] when it ended well). */
-export function socketErrors(outcome: { results: ExecutionResult[]; error?: unknown }): { message: string; extensions?: Record<string, unknown> }[] {
-  const fromResults = outcome.results.flatMap((r) => (r.errors ?? []) as { message: string; extensions?: Record<string, unknown> }[]);
+export function socketErrors(outcome: { results: FormattedExecutionResult<Record<string, unknown>, unknown>[]; error?: unknown }): { message: string; extensions?: Record<string, unknown> }[] {
+  const fromResults = outcome.results.flatMap((r) => (r.errors ?? []) as unknown as { message: string; extensions?: Record<string, unknown> }[]);
   const fromError = Array.isArray(outcome.error) ? (outcome.error as { message: string; extensions?: Record<string, unknown> }[]) : [];
   return [...fromResults, ...fromError];
 }
