@@ -20,6 +20,8 @@ import { OPERATOR_PARTNER_ID } from '../src/auth';
 import { DEFAULT_WEB_CONCURRENCY } from '../src/config';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/db/embedded';
 import { migrate } from '../src/db/migrate';
+import { childrenOf, untilEveryWorkerServes } from '../test/helpers/process';
+import { ticketsLiveTwice } from '../test/helpers/sql';
 import { ADMIN_KEY, freePort, gql, httpLoad, ROOT, sequentialLatency, Server, sqlLoad, type LoadResult } from './harness';
 
 const quick = process.argv.includes('--quick');
@@ -28,10 +30,14 @@ const FILL_SECONDS = quick ? 2 : 4;
 const BIG = quick ? 100_000 : 1_000_000;
 const CONNECTIONS = [1, 16, 64];
 
-const CLAIM = (campaignId: string) =>
+/** A claim of run `run`: its holder names the run, so the run's allocations are counted apart from every other's. */
+const CLAIM = (campaignId: string, run: string) =>
   JSON.stringify({
-    query: `mutation { claimTicket(input: { campaignId: "${campaignId}", holder: "bench" }) { allocation { id sequence ticket { code } } error { code } } }`,
+    query: `mutation { claimTicket(input: { campaignId: "${campaignId}", holder: "${run}" }) { allocation { id sequence ticket { code } } error { code } } }`,
   });
+let runs = 0;
+/** The holder of the next claim run. */
+const nextRun = () => `bench-${(runs += 1)}`;
 const TYPENAME = JSON.stringify({ query: '{ __typename }' });
 
 /** The floor: the bare single-statement claim on Tessera's own schema (pick, update, insert). */
@@ -122,9 +128,9 @@ async function main(): Promise<void> {
       record(`ceiling: { __typename } with a partner key, ${c} connections`, `${fmt(ceiling[c]!.requestsPerSecond)}/s  p50 ${ms(ceiling[c]!.p50)}  p99 ${ms(ceiling[c]!.p99)}`);
     }
     for (const c of CONNECTIONS) {
-      const before = await settledCount(sql, pool);
-      claims[c] = await httpLoad({ url: server.url, key: partnerKey, body: CLAIM(pool), connections: c, seconds: SECONDS, okPattern: '"allocation":{"id"' });
-      const stored = (await settledCount(sql, pool)) - before;
+      const run = nextRun();
+      claims[c] = await httpLoad({ url: server.url, key: partnerKey, body: CLAIM(pool, run), connections: c, seconds: SECONDS, okPattern: '"allocation":{"id"' });
+      const stored = await claimedBy(sql, run);
       const r = claims[c]!;
       record(
         `claimTicket over HTTP, ${c} connections`,
@@ -140,9 +146,10 @@ async function main(): Promise<void> {
     for (const id of cool) await gql(server.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${id}", count: 2000) { loaded } }`);
     await Promise.all(cool.map((id) => open(id)));
     await sql.query('VACUUM ANALYZE tickets');
-    const coolBefore = await settledCount(sql, null);
-    const spread = await httpLoad({ url: server.url, key: partnerKey, body: CLAIM(cool[0]!), bodies: cool.map(CLAIM), connections: 64, seconds: SECONDS, okPattern: '"allocation":{"id"' });
-    const spreadProblem = checkClaims(spread, (await settledCount(sql, null)) - coolBefore, 64);
+    const spreadRun = nextRun();
+    const spreadBodies = cool.map((id) => CLAIM(id, spreadRun));
+    const spread = await httpLoad({ url: server.url, key: partnerKey, body: spreadBodies[0]!, bodies: spreadBodies, connections: 64, seconds: SECONDS, okPattern: '"allocation":{"id"' });
+    const spreadProblem = checkClaims(spread, await claimedBy(sql, spreadRun), 64);
     if (spreadProblem) failures.push(`claims over 64 campaigns: ${spreadProblem}`);
     record(
       'claimTicket over HTTP, 64 connections spread over 64 campaigns',
@@ -153,18 +160,22 @@ async function main(): Promise<void> {
     // alternating runs, so that drift in the machine's speed falls on both alike.
     const workers = Math.max(2, os.availableParallelism());
     const clustered = new Server(await freePort(), { ...serverEnv, WEB_CONCURRENCY: String(workers) });
+    const ours = new Set(childrenOf(process.pid));
     await clustered.start();
-    await new Promise((resolve) => setTimeout(resolve, 2000)); // every worker listening, not just the first
     try {
+      // Every worker serving, not just the first (/readyz answers as soon as one does).
+      const primary = childrenOf(process.pid).filter((pid) => !ours.has(pid));
+      if (primary.length !== 1) throw new Error(`cannot tell the clustered server's process among ${primary.join(', ')}`);
+      await untilEveryWorkerServes(primary[0]!, clustered.port, workers);
       const byWorkers = new Map<number, LoadResult[]>([
         [1, []],
         [workers, []],
       ]);
       for (let round = 0; round < 2; round += 1) {
         for (const [n, target] of [[1, server], [workers, clustered]] as const) {
-          const before = await settledCount(sql, pool);
-          const r = await httpLoad({ url: target.url, key: partnerKey, body: CLAIM(pool), connections: 64, seconds: SECONDS, okPattern: '"allocation":{"id"' });
-          const problem = checkClaims(r, (await settledCount(sql, pool)) - before, 64);
+          const run = nextRun();
+          const r = await httpLoad({ url: target.url, key: partnerKey, body: CLAIM(pool, run), connections: 64, seconds: SECONDS, okPattern: '"allocation":{"id"' });
+          const problem = checkClaims(r, await claimedBy(sql, run), 64);
           if (problem) failures.push(`claims with ${n} workers: ${problem}`);
           byWorkers.get(n)!.push(r);
         }
@@ -192,9 +203,9 @@ async function main(): Promise<void> {
     const p50s: Record<number, number> = {};
     for (const fill of [0, 0.5, 0.9, 0.99]) {
       await fillTo(sql, big, fill, BIG);
-      const before = await settledCount(sql, big);
-      const r = await httpLoad({ url: server.url, key: partnerKey, body: CLAIM(big), connections: 16, seconds: FILL_SECONDS, okPattern: '"allocation":{"id"' });
-      const stored = (await settledCount(sql, big)) - before;
+      const run = nextRun();
+      const r = await httpLoad({ url: server.url, key: partnerKey, body: CLAIM(big, run), connections: 16, seconds: FILL_SECONDS, okPattern: '"allocation":{"id"' });
+      const stored = await claimedBy(sql, run);
       const problem = checkClaims(r, stored, 16);
       if (problem) failures.push(`claims at ${fill * 100}% fill: ${problem}`);
       p50s[fill] = r.p50;
@@ -210,10 +221,7 @@ async function main(): Promise<void> {
     const partners = await sequentialLatency(server.url, ADMIN_KEY, 'query($id: ID!) { campaign(id: $id) { partnerStats { partner { id } allocated held quota } } }', { id: big }, 10);
     record(`campaign.partnerStats on ${fmt(BIG)} tickets`, `p50 ${ms(partners.p50)}  p99 ${ms(partners.p99)}`);
 
-    const twice = (await sql.query(
-      `SELECT count(*)::int AS n FROM (SELECT campaign_id, ticket_id FROM allocations WHERE status IN ('ACTIVE', 'HELD')
-        GROUP BY 1, 2 HAVING count(*) > 1) d`,
-    )).rows[0].n;
+    const twice = (await ticketsLiveTwice(sql, null)).length;
     if (twice > 0) failures.push(`${twice} tickets have two live allocations`);
     record('tickets with two live allocations (must be 0)', String(twice));
 
@@ -235,7 +243,9 @@ async function main(): Promise<void> {
 /**
  * Nothing lost, nothing duplicated: every acknowledged claim is stored, and at most one claim per
  * connection was stored without being acknowledged (autocannon stops reading when its time is up,
- * with one request in flight per connection, which the server still completes).
+ * with one request in flight per connection, which the server still completes). Both hold whenever
+ * the run's allocations are counted: acknowledged ones are committed before they are answered, and
+ * the ones still in flight can only add up to the bound.
  */
 function checkClaims(r: LoadResult, stored: number, connections: number): string | null {
   if (stored < r.ok) return `${r.ok} acknowledged but only ${stored} stored`;
@@ -249,18 +259,9 @@ async function countAllocations(sql: Client, campaignId: string | null): Promise
   return (await sql.query('SELECT count(*)::int AS n FROM allocations WHERE $1::uuid IS NULL OR campaign_id = $1', [campaignId])).rows[0].n;
 }
 
-/**
- * The count once the claims still in flight from a finished run have committed (it stops moving):
- * otherwise the previous run's last claims would land in the next run's window.
- */
-async function settledCount(sql: Client, campaignId: string | null): Promise<number> {
-  let last = await countAllocations(sql, campaignId);
-  for (;;) {
-    await new Promise((resolve) => setTimeout(resolve, 250));
-    const now = await countAllocations(sql, campaignId);
-    if (now === last) return now;
-    last = now;
-  }
+/** Allocations made by the claims of run `run` (its holder), whichever campaign. */
+async function claimedBy(sql: Client, run: string): Promise<number> {
+  return (await sql.query('SELECT count(*)::int AS n FROM allocations WHERE holder = $1', [run])).rows[0].n;
 }
 
 /** Allocates tickets in bulk (as the operator) until `fill` of `total` are allocated. */

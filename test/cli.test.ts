@@ -11,6 +11,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ADMIN_KEY, CLAIM, startTestServer, type TestServer } from './helpers/testServer';
+import { sleep } from './helpers/time';
 
 const BIN = path.resolve(__dirname, '../bin/tessera.js');
 const RUN_TIMEOUT_MS = 30_000;
@@ -202,8 +203,6 @@ async function startProxy(decide: (n: number, body: string) => Promise<ProxyActi
     },
   };
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function waitFor(condition: () => boolean, what: string, ms = 15_000): Promise<void> {
   const deadline = Date.now() + ms;

@@ -3,9 +3,11 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createClient, type Client } from 'graphql-ws';
-import Redis from 'ioredis';
+import type Redis from 'ioredis';
 import WebSocket from 'ws';
+import { connectTestRedis, REDIS_URL } from './helpers/redis';
 import { ADMIN_KEY, CLAIM, createTestDatabase, startTestServer, type TestServer } from './helpers/testServer';
+import { until, type UntilOptions } from './helpers/time';
 
 const LIVE = readFileSync(path.resolve(__dirname, '../contract/ops/live.graphql'), 'utf8');
 
@@ -46,13 +48,8 @@ function watch(client: Client, id: string) {
   return { updates, errors, stop };
 }
 
-async function until(predicate: () => boolean, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error('timed out waiting');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+/** Updates are stamped as they arrive: looking every 20 ms only bounds how long a test waits. */
+const LOOK: Omit<UntilOptions, 'message'> = { timeoutMs: 5_000, intervalMs: 20 };
 
 let server: TestServer;
 beforeAll(async () => {
@@ -66,11 +63,11 @@ test('the admin gets the stats at once, then an update within a second of a clai
   const client = connect(server, ADMIN_KEY);
   const live = watch(client, campaignId);
   try {
-    await until(() => live.updates.length >= 1);
+    await until(() => live.updates.length >= 1, { ...LOOK, message: 'the first stats' });
     expect(live.updates[0]!.stats).toMatchObject({ total: 10, allocated: 0, available: 10, held: 0, fillRate: 0 });
     const claimedAt = Date.now();
     await server.gql(partner.apiKey, CLAIM, { input: { campaignId, holder: 'live' } });
-    await until(() => live.updates.some((u) => u.stats.allocated === 1));
+    await until(() => live.updates.some((u) => u.stats.allocated === 1), { ...LOOK, message: 'an update with the claim' });
     const update = live.updates.find((u) => u.stats.allocated === 1)!;
     expect(update.at - claimedAt).toBeLessThan(1000);
     expect(update.stats).toMatchObject({ total: 10, allocated: 1, available: 9, fillRate: 0.1 });
@@ -87,10 +84,10 @@ test('a burst of claims is pushed at most a few times a second, ending on the fi
   const client = connect(server, ADMIN_KEY);
   const live = watch(client, campaignId);
   try {
-    await until(() => live.updates.length >= 1);
+    await until(() => live.updates.length >= 1, { ...LOOK, message: 'the first stats' });
     const started = Date.now();
     await Promise.all(Array.from({ length: 150 }, (_, i) => server.gql(partner.apiKey, CLAIM, { input: { campaignId, holder: `b${i}` } })));
-    await until(() => live.updates.at(-1)!.stats.allocated === 150);
+    await until(() => live.updates.at(-1)!.stats.allocated === 150, { ...LOOK, message: 'an update with all 150 claims' });
     const during = live.updates.filter((u) => u.at >= started);
     const seconds = Math.max(0.25, (during.at(-1)!.at - started) / 1000);
     expect(during.length).toBeLessThanOrEqual(Math.ceil(seconds * 4) + 2);
@@ -107,7 +104,7 @@ test('a partner may not subscribe (FORBIDDEN), and a connection without a key is
   const client = connect(server, partner.apiKey);
   const live = watch(client, campaignId);
   try {
-    await until(() => live.errors.length > 0);
+    await until(() => live.errors.length > 0, { ...LOOK, message: "the partner's subscription to be refused" });
     expect(JSON.stringify(live.errors)).toMatch(/FORBIDDEN/);
   } finally {
     live.stop();
@@ -116,7 +113,7 @@ test('a partner may not subscribe (FORBIDDEN), and a connection without a key is
   const anonymous = connect(server, null);
   const refused = watch(anonymous, campaignId);
   try {
-    await until(() => refused.errors.length > 0);
+    await until(() => refused.errors.length > 0, { ...LOOK, message: 'the connection without a key to be refused' });
     expect(refused.updates).toEqual([]);
   } finally {
     refused.stop();
@@ -125,33 +122,28 @@ test('a partner may not subscribe (FORBIDDEN), and a connection without a key is
 });
 
 describe('across two instances sharing Redis', () => {
-  const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-  let redis: Redis;
-  let reachable = true;
+  let redis: Redis | null;
+  let other: Redis | undefined;
   let a: TestServer;
   let b: TestServer;
   beforeAll(async () => {
-    redis = new Redis(url, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 1000 });
-    redis.on('error', () => undefined);
-    try {
-      await redis.connect();
-    } catch {
-      reachable = false;
-      return;
-    }
+    redis = await connectTestRedis();
+    if (!redis) return;
     const database = await createTestDatabase();
     a = await startTestServer({ redis, databaseUrl: database.url });
-    b = await startTestServer({ redis: redis.duplicate(), databaseUrl: database.url });
+    other = redis.duplicate();
+    b = await startTestServer({ redis: other, databaseUrl: database.url });
   });
   afterAll(async () => {
     await a?.stop();
     await b?.stop();
-    redis.disconnect();
+    redis?.disconnect();
+    other?.disconnect();
   });
 
   test('a claim served by one instance reaches a subscriber on the other within a second', async () => {
-    if (!reachable) {
-      console.warn(`Redis at ${url} is not reachable: the cross-instance subscription test is skipped.`);
+    if (!redis) {
+      console.warn(`Redis at ${REDIS_URL} is not reachable: the cross-instance subscription test is skipped.`);
       return;
     }
     const partner = await a.createPartner();
@@ -159,10 +151,10 @@ describe('across two instances sharing Redis', () => {
     const client = connect(b, ADMIN_KEY);
     const live = watch(client, campaignId);
     try {
-      await until(() => live.updates.length >= 1);
+      await until(() => live.updates.length >= 1, { ...LOOK, message: 'the first stats' });
       const claimedAt = Date.now();
       await a.gql(partner.apiKey, CLAIM, { input: { campaignId, holder: 'far' } });
-      await until(() => live.updates.some((u) => u.stats.allocated === 1));
+      await until(() => live.updates.some((u) => u.stats.allocated === 1), { ...LOOK, message: 'an update with the claim' });
       expect(live.updates.find((u) => u.stats.allocated === 1)!.at - claimedAt).toBeLessThan(1000);
     } finally {
       live.stop();

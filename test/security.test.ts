@@ -1,7 +1,9 @@
 // The hardened API surface: documents refused before they run, rate limits in memory and through
 // Redis, key revocation and rotation, the audit log, CORS, introspection and error masking.
-import Redis from 'ioredis';
+import type Redis from 'ioredis';
+import { connectTestRedis, REDIS_URL } from './helpers/redis';
 import { ADMIN_KEY, CLAIM, createTestDatabase, startTestServer, type ClaimPayload, type TestServer } from './helpers/testServer';
+import { until } from './helpers/time';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -136,21 +138,12 @@ describe('rate limits', () => {
 });
 
 describe('rate limits shared through Redis', () => {
-  const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-  let redis: Redis;
-  let reachable = true;
+  let redis: Redis | null;
   let a: TestServer;
   let b: TestServer;
   beforeAll(async () => {
-    redis = new Redis(url, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 1000 });
-    redis.on('error', () => undefined);
-    try {
-      await redis.connect();
-      await redis.ping();
-    } catch {
-      reachable = false;
-      return;
-    }
+    redis = await connectTestRedis();
+    if (!redis) return;
     const database = await createTestDatabase();
     a = await startTestServer({ redis, databaseUrl: database.url, config: { rateLimit: { pointsPerSecond: 20_000, burstPoints: 0, authFailuresPerMinute: 60 } } });
     b = await startTestServer({ redis, databaseUrl: database.url, config: { rateLimit: { pointsPerSecond: 20_000, burstPoints: 0, authFailuresPerMinute: 60 } } });
@@ -158,12 +151,12 @@ describe('rate limits shared through Redis', () => {
   afterAll(async () => {
     await a?.stop();
     await b?.stop();
-    redis.disconnect();
+    redis?.disconnect();
   });
 
   test('two instances sharing Redis enforce one limit for a key', async () => {
-    if (!reachable) {
-      console.warn(`Redis at ${url} is not reachable: the shared rate-limit test is skipped (Tessera then counts in memory).`);
+    if (!redis) {
+      console.warn(`Redis at ${REDIS_URL} is not reachable: the shared rate-limit test is skipped (Tessera then counts in memory).`);
       return;
     }
     const partner = await a.createPartner('Shared');
@@ -202,9 +195,15 @@ describe('API keys', () => {
   test('lastUsedAt records when a key was used, and partners are listed for the admin only', async () => {
     const partner = await server.createPartner('Used');
     await server.gql(partner.apiKey, '{ __typename }');
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    const list = await server.gql(ADMIN_KEY, '{ partners(first: 100) { totalCount edges { node { id name lastUsedAt } } } }');
-    const row = list.body.data!.partners.edges.find((e: any) => e.node.id === partner.id);
+    // The use is recorded after the request has been answered: wait for it to show in the list.
+    const row = await until(
+      async () => {
+        const list = await server.gql(ADMIN_KEY, '{ partners(first: 100) { totalCount edges { node { id name lastUsedAt } } } }');
+        const found = list.body.data!.partners.edges.find((e: any) => e.node.id === partner.id);
+        return found?.node.lastUsedAt ? found : null;
+      },
+      { message: "the partner's lastUsedAt in the partners list", timeoutMs: 5_000, intervalMs: 20 },
+    );
     expect(row.node.lastUsedAt).toEqual(expect.any(String));
     expect((await server.gql(partner.apiKey, '{ partners { totalCount } }')).body.errors![0]!.extensions!.code).toBe('FORBIDDEN');
   });

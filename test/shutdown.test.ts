@@ -1,22 +1,24 @@
 // SIGTERM: the real `npm start` process stops accepting, lets the claim in flight finish, closes
 // its pool and exits 0.
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import path from 'node:path';
+import { Pool } from 'pg';
 import { withClient } from './helpers/env';
-import { accepts, ROOT, startProcess } from './helpers/process';
-import { ADMIN_KEY, CLAIM, createTestDatabase } from './helpers/testServer';
+import { postGraphQL } from './helpers/graphql';
+import { accepts, childrenOf, ROOT, startProcess, untilEveryWorkerServes } from './helpers/process';
+import { ADMIN_KEY, assertPoolInvariants, CLAIM, createTestDatabase } from './helpers/testServer';
+import { until, untilSessionsWaitForLock } from './helpers/time';
 
 test('SIGTERM lets an in-flight claim finish, refuses new connections, and exits 0', async () => {
   const database = await createTestDatabase();
   const { child, port, exited } = await startProcess(database.url);
-  const url = `http://127.0.0.1:${port}/graphql`;
-  const post = (key: string, query: string, variables?: unknown) =>
-    fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify({ query, variables }) }).then(
-      async (res) => ({ status: res.status, body: (await res.json()) as any }),
-    );
+  const post = (key: string, query: string, variables?: unknown) => postGraphQL<any>(`http://127.0.0.1:${port}/graphql`, key, query, variables);
+  // Sessions looked at from outside the blocker's transaction (which would see one snapshot of them).
+  const observer = new Pool({ connectionString: database.url, max: 1 });
+  observer.on('error', () => undefined);
   try {
-    const partner = (await post(ADMIN_KEY, 'mutation { createPartner(input: { name: "P" }) { partner { id } apiKey } }')).body.data.createPartner;
-    const campaignId = (await post(ADMIN_KEY, 'mutation { createCampaign(input: { name: "C" }) { campaign { id } } }')).body.data.createCampaign.campaign.id;
+    const partner = (await post(ADMIN_KEY, 'mutation { createPartner(input: { name: "P" }) { partner { id } apiKey } }')).body.data!.createPartner;
+    const campaignId = (await post(ADMIN_KEY, 'mutation { createCampaign(input: { name: "C" }) { campaign { id } } }')).body.data!.createCampaign.campaign.id;
     await post(ADMIN_KEY, `mutation { generateTickets(campaignId: "${campaignId}", count: 5) { loaded } }`);
     await post(ADMIN_KEY, `mutation { openCampaign(id: "${campaignId}") { campaign { id } } }`);
 
@@ -25,14 +27,19 @@ test('SIGTERM lets an in-flight claim finish, refuses new connections, and exits
       await blocker.query('BEGIN');
       await blocker.query('SELECT pg_advisory_xact_lock(1, hashtext($1::uuid::text))', [campaignId]);
       const inFlight = post(partner.apiKey, CLAIM, { input: { campaignId, holder: 'in-flight' } });
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await untilSessionsWaitForLock(observer, 1, { message: 'the claim to wait for the campaign gate' });
       child.kill('SIGTERM');
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
+      // While the claim still waits, the listener closes: a new connection is refused.
+      await until(() => fetch(`http://127.0.0.1:${port}/healthz`).then(() => false, () => true), {
+        message: 'new connections to be refused after SIGTERM',
+        timeoutMs: 5_000,
+        intervalMs: 20,
+      });
+      await untilSessionsWaitForLock(observer, 1, { message: 'the claim to be waiting still', timeoutMs: 0 });
       await blocker.query('ROLLBACK');
       const answer = await inFlight;
       expect(answer.status).toBe(200);
-      expect(answer.body.data.claimTicket.allocation.holder).toBe('in-flight');
+      expect(answer.body.data!.claimTicket.allocation.holder).toBe('in-flight');
     });
     expect(await exited).toBe(0);
     await withClient(database.url, async (c) => {
@@ -41,6 +48,7 @@ test('SIGTERM lets an in-flight claim finish, refuses new connections, and exits
     });
   } finally {
     child.kill('SIGKILL');
+    await observer.end();
     await database.drop();
   }
 });
@@ -70,19 +78,12 @@ test('without DATABASE_URL the server starts its embedded PostgreSQL, and SIGTER
 test('WEB_CONCURRENCY=2: two workers serve one port, a SIGKILLed worker is replaced, SIGTERM stops the cluster', async () => {
   const database = await createTestDatabase();
   const { child, port, exited } = await startProcess(database.url, { WEB_CONCURRENCY: '2' });
+  // A connection handed to the worker as it is killed may never be answered: a client's timeout.
   const post = (key: string, query: string, variables?: unknown) =>
-    // A connection handed to the worker as it is killed may never be answered: a client's timeout.
-    fetch(`http://127.0.0.1:${port}/graphql`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-      body: JSON.stringify({ query, variables }),
-      signal: AbortSignal.timeout(10_000),
-    }).then(
-      async (res) => (await res.json()) as any,
-    );
+    postGraphQL<any>(`http://127.0.0.1:${port}/graphql`, key, query, variables, { timeoutMs: 10_000 }).then((r) => r.body);
   const workers = () => childrenOf(child.pid!);
   try {
-    await until(() => workers().length === 2);
+    await untilEveryWorkerServes(child.pid!, port, 2);
     const partner = (await post(ADMIN_KEY, 'mutation { createPartner(input: { name: "P" }) { apiKey } }')).data.createPartner;
     const campaignId = (await post(ADMIN_KEY, 'mutation { createCampaign(input: { name: "C" }) { campaign { id } } }')).data.createCampaign.campaign.id;
     await post(ADMIN_KEY, `mutation { generateTickets(campaignId: "${campaignId}", count: 20) { loaded } }`);
@@ -94,20 +95,13 @@ test('WEB_CONCURRENCY=2: two workers serve one port, a SIGKILLed worker is repla
     process.kill(victim!, 'SIGKILL');
     const settled = await Promise.allSettled(storm);
     const acknowledged = settled.flatMap((r) => (r.status === 'fulfilled' && r.value.data?.claimTicket.allocation ? [r.value.data.claimTicket.allocation.id] : []));
-    await until(() => workers().length === 2 && !workers().includes(victim!));
+    await until(() => workers().length === 2 && !workers().includes(victim!), { message: 'the killed worker to be replaced' });
     const after = await Promise.all(Array.from({ length: 15 }, (_, i) => claim(`b-${i}`)));
     expect(after.some((r) => r.data?.claimTicket.allocation)).toBe(true);
 
     await withClient(database.url, async (c) => {
-      const { rows } = await c.query(
-        `SELECT count(*)::int AS live, count(DISTINCT ticket_id)::int AS tickets,
-                (SELECT count(*)::int FROM tickets WHERE campaign_id = $1 AND status = 'ALLOCATED') AS allocated
-           FROM allocations WHERE campaign_id = $1 AND status = 'ACTIVE'`,
-        [campaignId],
-      );
-      expect(rows[0].live).toBe(rows[0].tickets);
-      expect(rows[0].live).toBe(rows[0].allocated);
-      expect(rows[0].live).toBeLessThanOrEqual(20);
+      // No ticket twice, every allocated ticket with its one allocation, nothing beyond the 20.
+      expect(await assertPoolInvariants(c, campaignId)).toMatchObject({ total: 20 });
       const found = await c.query('SELECT count(*)::int AS n FROM allocations WHERE id = ANY($1::uuid[])', [acknowledged]);
       expect(found.rows[0].n).toBe(acknowledged.length);
     });
@@ -118,24 +112,3 @@ test('WEB_CONCURRENCY=2: two workers serve one port, a SIGKILLed worker is repla
     await database.drop();
   }
 }, 60_000);
-
-/** Process ids whose parent is `pid` (from /proc, so no procps needed). */
-function childrenOf(pid: number): number[] {
-  return readdirSync('/proc')
-    .filter((entry) => /^\d+$/.test(entry))
-    .filter((entry) => {
-      try {
-        // /proc/N/stat: "N (comm) state ppid ..."; comm may contain spaces, so split after the last ')'.
-        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-        return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1] === String(pid);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
-
-async function until(condition: () => boolean): Promise<void> {
-  for (let i = 0; i < 100 && !condition(); i += 1) await new Promise((resolve) => setTimeout(resolve, 100));
-  expect(condition()).toBe(true);
-}

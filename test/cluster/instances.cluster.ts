@@ -4,9 +4,12 @@
 // in different processes with different pools, so nothing can lean on one process's memory. Every
 // verdict is read from the database itself.
 import { readMigrations } from '../../src/db/migrate';
+import { closeRace } from '../helpers/closeRace';
 import { withClient } from '../helpers/env';
-import { accepts, freePort, ROOT, startProcess, type TesseraProcess } from '../helpers/process';
+import { graphqlData, postGraphQL } from '../helpers/graphql';
+import { accepts, freePort, ROOT, startProcess, untilEveryWorkerServes, type TesseraProcess } from '../helpers/process';
 import { ADMIN_KEY, assertPoolInvariants, CLAIM, createTestDatabase, type ClaimPayload } from '../helpers/testServer';
+import { until } from '../helpers/time';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -25,28 +28,16 @@ let ports: number[];
 const instances: TesseraProcess[] = [];
 const startInstance = (port: number) => startProcess(database.url, { PORT: String(port), NODE_ENV: 'production', WEB_CONCURRENCY: '1' });
 
-interface Answer {
-  status: number;
-  body: { data?: any; errors?: { message: string; extensions?: { code?: string } }[] };
-}
+const graphqlAt = (port: number) => `http://127.0.0.1:${port}/graphql`;
 let next = 0;
+/** The next instance in turn. */
+const nextInstance = () => graphqlAt(ports[next++ % ports.length]!);
+/** A connection that reaches an instance as it is killed may never be answered: a client's timeout. */
+const TIMEOUT = { timeoutMs: 15_000 };
 /** One GraphQL request to the next instance in turn. Rejects on a connection error or timeout. */
-async function post(key: string, query: string, variables?: Record<string, unknown>): Promise<Answer> {
-  const port = ports[next++ % ports.length]!;
-  const res = await fetch(`http://127.0.0.1:${port}/graphql`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-    body: JSON.stringify({ query, variables }),
-    // A connection that reaches an instance as it is killed may never be answered.
-    signal: AbortSignal.timeout(15_000),
-  });
-  return { status: res.status, body: (await res.json()) as Answer['body'] };
-}
-async function must(key: string, query: string, variables?: Record<string, unknown>): Promise<any> {
-  const { body } = await post(key, query, variables);
-  if (body.errors?.length || !body.data) throw new Error(`GraphQL failed: ${JSON.stringify(body)}`);
-  return body.data;
-}
+const post = (key: string, query: string, variables?: Record<string, unknown>) => postGraphQL<any>(nextInstance(), key, query, variables, TIMEOUT);
+/** A request to the next instance in turn that must succeed: its data. */
+const must = (key: string, query: string, variables?: Record<string, unknown>) => graphqlData<any>(nextInstance(), key, query, variables, TIMEOUT);
 const createPartner = async (name: string): Promise<string> =>
   (await must(ADMIN_KEY, 'mutation($name: String!) { createPartner(input: { name: $name }) { apiKey } }', { name })).createPartner.apiKey;
 async function openCampaign(tickets: number, input: Record<string, unknown> = {}): Promise<string> {
@@ -81,7 +72,18 @@ test('three instances started at once on a fresh database apply the migrations e
     await blocker.query('SELECT pg_advisory_lock($1)', [MIGRATE_LOCK_KEY]);
     const starting = ports.map((port) => startInstance(port));
     starting.forEach((p) => p.catch(() => undefined)); // judged below
-    await new Promise((resolve) => setTimeout(resolve, 4_000));
+    await until(
+      async () => {
+        const { rows } = await blocker.query(
+          `SELECT count(*)::int AS n FROM pg_locks
+            WHERE locktype = 'advisory' AND NOT granted AND classid = 0 AND objid = $1 AND objsubid = 1
+              AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+          [MIGRATE_LOCK_KEY],
+        );
+        return rows[0].n === INSTANCES;
+      },
+      { message: `all ${INSTANCES} instances to wait for the migration lock`, timeoutMs: 60_000 },
+    );
     for (const port of ports) expect(await accepts(port)).toBe(false);
     const applied = await blocker.query(`SELECT count(*)::int AS n FROM pg_tables WHERE tablename = '_prisma_migrations'`);
     expect(applied.rows[0].n).toBe(0); // nobody went round the lock
@@ -165,31 +167,17 @@ test('quota and group races across instances: a quota of 5 gives 5; 20 claimTick
 test('close race: once closeCampaign has returned on one instance, no claim commits on any', async () => {
   const keys = await Promise.all([createPartner('C1'), createPartner('C2'), createPartner('C3')]);
   const campaignId = await openCampaign(5000);
-  let closeReturnedAt = Infinity;
-  const granted: string[] = [];
-  const sentAfterClose: string[] = [];
   // 30 clients claiming one after another, round-robin over the instances, until a claim sent after
-  // close returned is refused.
-  const client = async (k: number) => {
-    for (let i = 0; ; i += 1) {
-      const sentAt = Date.now();
-      const answer = (await claim(keys[k % 3]!, { campaignId, holder: `c${k}-${i}` }))?.claimTicket;
-      if (answer?.allocation) granted.push(answer.allocation.id);
-      if (sentAt > closeReturnedAt) sentAfterClose.push(answer?.error?.code ?? 'ALLOCATED');
-      if (answer?.error?.code === 'CAMPAIGN_NOT_OPEN') {
-        if (sentAt > closeReturnedAt) return; // refused before close's answer reached us: once more after it
-        continue;
-      }
-      if (!answer?.allocation) throw new Error(`unexpected answer ${JSON.stringify(answer)}`);
-    }
-  };
-  const clients = Array.from({ length: 30 }, (_, k) => client(k));
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  // close returned is refused; the close goes out once the storm is under way.
+  const { granted, sentAfterClose, closeReturned, done } = closeRace(30, async (k, i) =>
+    (await post(keys[k % 3]!, CLAIM, { input: { campaignId, holder: `c${k}-${i}` } })).body,
+  );
+  await until(() => granted.length >= 100, { message: 'the storm to be under way (100 claims granted)', timeoutMs: 20_000 });
   const closed = await must(ADMIN_KEY, 'mutation($id: ID!) { closeCampaign(id: $id) { campaign { status stats { allocated } } } }', { id: campaignId });
-  closeReturnedAt = Date.now();
+  closeReturned();
   const atClose = await allocations(campaignId);
   expect(closed.closeCampaign.campaign.status).toBe('CLOSED');
-  await Promise.all(clients);
+  await done;
   // Nothing committed after close returned, whichever instance the claim reached; the stats close
   // answered are the final ones; every claim sent after it was refused.
   expect(await allocations(campaignId)).toBe(atClose);
@@ -205,6 +193,7 @@ test('SIGKILL of one instance mid-storm, restart, retries by key: every key one 
   const keys = await Promise.all([createPartner('K1'), createPartner('K2'), createPartner('K3')]);
   const campaignId = await openCampaign(400);
   type Outcome = { kind: 'ok'; ticket: string } | { kind: 'refused'; code: string } | { kind: 'unknown' };
+  let answered = 0;
   const attempt = async (i: number): Promise<Outcome> => {
     try {
       const a = await claim(keys[i % 3]!, { campaignId, holder: `h${i}`, idempotencyKey: `k${i}` });
@@ -217,8 +206,14 @@ test('SIGKILL of one instance mid-storm, restart, retries by key: every key one 
   };
   const CLAIMS = 600;
   const victim = 1;
-  const storm = Array.from({ length: CLAIMS }, (_, i) => attempt(i));
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  const storm = Array.from({ length: CLAIMS }, (_, i) =>
+    attempt(i).then((o) => {
+      answered += 1;
+      return o;
+    }),
+  );
+  // The kill lands once a tenth of the storm is answered: most of it, on every instance, still to come.
+  await until(() => answered >= CLAIMS / 10, { message: `${CLAIMS / 10} claims of the storm answered`, timeoutMs: 30_000, intervalMs: 5 });
   instances[victim]!.child.kill('SIGKILL');
   await instances[victim]!.exited;
   const first = await Promise.all(storm);
@@ -268,18 +263,13 @@ test('SIGKILL of one instance mid-storm, restart, retries by key: every key one 
 test('a key revoked through one instance is refused by all three within API_KEY_CACHE_TTL_MS (5 s)', async () => {
   const key = await createPartner('Revoked');
   const partnerId = (await sql.query(`SELECT id FROM partners WHERE name = 'Revoked'`)).rows[0].id as string;
-  const typename = (port: number) =>
-    fetch(`http://127.0.0.1:${port}/graphql`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-      body: '{"query":"{ __typename }"}',
-    }).then((r) => r.status);
+  const typename = (port: number) => postGraphQL(graphqlAt(port), key, '{ __typename }').then((r) => r.status);
   for (const port of ports) expect(await typename(port)).toBe(200); // every instance has it cached now
   const revokedAt = Date.now();
   await must(ADMIN_KEY, 'mutation($id: ID!) { revokeApiKey(partnerId: $id) { partner { id } } }', { id: partnerId });
   const refusedAfter: number[] = [];
   for (const port of ports) {
-    while ((await typename(port)) !== 401 && Date.now() - revokedAt < 10_000) await new Promise((resolve) => setTimeout(resolve, 100));
+    await until(async () => (await typename(port)) === 401, { message: `the instance on port ${port} to refuse the revoked key`, timeoutMs: 10_000, intervalMs: 100 });
     refusedAfter.push(Date.now() - revokedAt);
   }
   for (const ms of refusedAfter) expect(ms).toBeLessThan(5_000 + 1_000);
@@ -299,7 +289,7 @@ test('one WEB_CONCURRENCY=2 instance without Redis: one rate limit across its wo
   });
   instances.push(instance);
   try {
-    await new Promise((resolve) => setTimeout(resolve, 2_000)); // the second worker too
+    await untilEveryWorkerServes(instance.child.pid!, port, 2); // the second worker too
     // A new connection per request: the primary hands connections to its workers in turn.
     const once = (apiKey: string, body: string) =>
       new Promise<number>((resolve, reject) => {
@@ -315,7 +305,9 @@ test('one WEB_CONCURRENCY=2 instance without Redis: one rate limit across its wo
       });
 
     // Live: the subscription sits on one worker; claims arrive on both (one new connection each). Each
-    // one shows within a second — well inside the 2 s re-read, so the signal crossed between workers.
+    // one shows within a second of its answer — well inside the 2 s re-read, so the signal crossed
+    // between workers. (From the answer, not the sending: a worker that has only just started may be
+    // slow to answer its first claim, which says nothing about the signal.)
     const client = createClient({ url: `ws://127.0.0.1:${port}/graphql`, webSocketImpl: WebSocket, connectionParams: { Authorization: `Bearer ${ADMIN_KEY}` }, retryAttempts: 0 });
     let allocated = -1;
     const stop = client.subscribe<{ campaignStats: { allocated: number } }>(
@@ -323,12 +315,12 @@ test('one WEB_CONCURRENCY=2 instance without Redis: one rate limit across its wo
       { next: (v) => (allocated = v.data?.campaignStats.allocated ?? allocated), error: () => undefined, complete: () => undefined },
     );
     try {
-      await until(() => allocated === 0, 5_000);
+      await until(() => allocated === 0, { message: 'the first stats', timeoutMs: 5_000, intervalMs: 20 });
       for (const [i, claimer] of claimers.entries()) {
-        const sent = Date.now();
         expect(await once(claimer, JSON.stringify({ query: CLAIM, variables: { input: { campaignId, holder: `live${i}` } } }))).toBe(200);
-        await until(() => allocated === i + 1, 5_000);
-        expect(Date.now() - sent).toBeLessThan(1_000);
+        const answered = Date.now();
+        await until(() => allocated === i + 1, { message: `the update with claim ${i + 1}`, timeoutMs: 5_000, intervalMs: 20 });
+        expect(Date.now() - answered).toBeLessThan(1_000);
       }
     } finally {
       stop();
@@ -345,14 +337,6 @@ test('one WEB_CONCURRENCY=2 instance without Redis: one rate limit across its wo
   }
 }, 60_000);
 
-async function until(predicate: () => boolean, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error('timed out waiting');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 test('three `npm start` without DATABASE_URL in one folder share one embedded PostgreSQL and one generated admin key; the last one out stops it', async () => {
   // Under the project folder: PostgreSQL runs as its own OS user and must be able to reach it.
   mkdirSync(path.join(ROOT, '.tessera'), { recursive: true });
@@ -367,15 +351,12 @@ test('three `npm start` without DATABASE_URL in one folder share one embedded Po
     expect(owners).toHaveLength(1);
     expect(started.filter((p) => p.output().includes('joined the embedded PostgreSQL'))).toHaveLength(2);
     // The banner is written just after the "serving" log line that startProcess waits for.
-    await until(() => started.every((p) => p.output().includes('Admin API key: ')), 10_000);
+    await until(() => started.every((p) => p.output().includes('Admin API key: ')), { message: "every instance's banner", timeoutMs: 10_000, intervalMs: 20 });
     const keys = started.map((p) => /Admin API key: (\S+)/.exec(p.output())?.[1]);
     expect(new Set(keys).size).toBe(1);
     const adminKey = keys[0]!;
 
-    const at = (p: TesseraProcess, key: string, query: string) =>
-      fetch(`http://127.0.0.1:${p.port}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify({ query }) }).then(
-        async (r) => (await r.json()) as any,
-      );
+    const at = (p: TesseraProcess, key: string, query: string) => postGraphQL<any>(graphqlAt(p.port), key, query).then((r) => r.body);
     const partnerKey = (await at(started[0]!, adminKey, 'mutation { createPartner(input: { name: "E" }) { apiKey } }')).data.createPartner.apiKey as string;
     const id = (await at(started[1]!, adminKey, 'mutation { createCampaign(input: { name: "E" }) { campaign { id } } }')).data.createCampaign.campaign.id as string;
     await at(started[2]!, adminKey, `mutation { generateTickets(campaignId: "${id}", count: 5) { loaded } }`);

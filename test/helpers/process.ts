@@ -1,9 +1,12 @@
 // Tessera as operators run it: `node --import tsx src/main.ts` in a child process, for the tests of
 // start-up, shutdown and several instances on one database.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
-import { ADMIN_KEY } from './testServer';
+import { ADMIN_KEY } from './graphql';
+import { until, type UntilOptions } from './time';
 
 export { accepts } from '../../src/db/embedded';
 
@@ -18,15 +21,20 @@ export interface TesseraProcess {
   output(): string;
 }
 
+/** `npm start`'s entry point in a child process, its output piped; `databaseUrl` null: no DATABASE_URL at all. */
+function spawnMain(databaseUrl: string | null, extraEnv: Record<string, string>) {
+  const env: NodeJS.ProcessEnv = { ...process.env, ADMIN_API_KEY: ADMIN_KEY, PORT: '0', NODE_ENV: 'development', LOG_LEVEL: 'info', ...extraEnv };
+  if (databaseUrl) env.DATABASE_URL = databaseUrl;
+  else delete env.DATABASE_URL;
+  return spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
 /**
  * Starts `npm start`'s entry point and resolves once it logs that it serves (its port read from that
  * line, so PORT=0 works); rejects if it exits first. `databaseUrl` null: no DATABASE_URL at all.
  */
 export function startProcess(databaseUrl: string | null, extraEnv: Record<string, string> = {}): Promise<TesseraProcess> {
-  const env: NodeJS.ProcessEnv = { ...process.env, ADMIN_API_KEY: ADMIN_KEY, PORT: '0', NODE_ENV: 'development', LOG_LEVEL: 'info', ...extraEnv };
-  if (databaseUrl) env.DATABASE_URL = databaseUrl;
-  else delete env.DATABASE_URL;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawnMain(databaseUrl, extraEnv);
   // 'close', not 'exit': by then everything it printed has been read (its last log lines too).
   const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
   let output = '';
@@ -62,10 +70,7 @@ export function runToExit(
   extraEnv: Record<string, string> = {},
   timeoutMs = 30_000,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const env: NodeJS.ProcessEnv = { ...process.env, ADMIN_API_KEY: ADMIN_KEY, PORT: '0', NODE_ENV: 'development', LOG_LEVEL: 'info', ...extraEnv };
-  if (databaseUrl) env.DATABASE_URL = databaseUrl;
-  else delete env.DATABASE_URL;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawnMain(databaseUrl, extraEnv);
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -77,4 +82,92 @@ export function runToExit(
       resolve({ code, stdout, stderr });
     }),
   );
+}
+
+/** Process ids whose parent is `pid` (from /proc, so no procps needed). */
+export function childrenOf(pid: number): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((entry) => {
+      try {
+        // /proc/N/stat: "N (comm) state ppid ..."; comm may contain spaces, so split after the last ')'.
+        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+        return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1] === String(pid);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+/**
+ * Waits until a WEB_CONCURRENCY=`workers` Tessera (its primary `primaryPid`, serving `port` on this
+ * machine) has `workers` workers and every one of them serves: holds `workers` connections open at
+ * once — the primary hands new connections round-robin to the workers that listen, so each serving
+ * worker gets one — and looks in /proc for a worker that owns none. Resolves with the workers' ids.
+ */
+export async function untilEveryWorkerServes(primaryPid: number, port: number, workers: number, options: Partial<UntilOptions> = {}): Promise<number[]> {
+  return until(
+    async () => {
+      const pids = childrenOf(primaryPid);
+      if (pids.length !== workers) return null;
+      const agent = new http.Agent({ keepAlive: true });
+      try {
+        await Promise.all(Array.from({ length: workers }, () => readyz(port, agent)));
+        const accepted = acceptedSockets(port);
+        return pids.every((pid) => socketsOf(pid).some((inode) => accepted.has(inode))) ? pids : null;
+      } finally {
+        agent.destroy();
+      }
+    },
+    { timeoutMs: 30_000, intervalMs: 50, ...options, message: options.message ?? `all ${workers} workers of process ${primaryPid} to serve port ${port}` },
+  );
+}
+
+/** GET /readyz on a connection of `agent`'s, answered (whatever its status). */
+function readyz(port: number, agent: http.Agent): Promise<void> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port, path: '/readyz', agent }, (res) => {
+        res.resume();
+        res.on('end', () => resolve());
+      })
+      .on('error', reject);
+  });
+}
+
+/** Socket inodes of the established TCP connections whose local port is `port` (IPv4 and IPv6). */
+function acceptedSockets(port: number): Set<string> {
+  const inodes = new Set<string>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text: string;
+    try {
+      text = readFileSync(table, 'utf8');
+    } catch {
+      continue; // no IPv6 here
+    }
+    // "sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode ...", addresses as HEX:PORT.
+    for (const line of text.split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      if (fields.length < 10 || fields[3] !== '01') continue; // 01: ESTABLISHED
+      if (parseInt(fields[1]!.split(':')[1]!, 16) === port) inodes.add(fields[9]!);
+    }
+  }
+  return inodes;
+}
+
+/** Socket inodes among `pid`'s open files. */
+function socketsOf(pid: number): string[] {
+  try {
+    return readdirSync(`/proc/${pid}/fd`).flatMap((fd) => {
+      try {
+        const inode = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`))?.[1];
+        return inode ? [inode] : [];
+      } catch {
+        return []; // closed meanwhile
+      }
+    });
+  } catch {
+    return []; // exited meanwhile
+  }
 }

@@ -8,15 +8,11 @@ import { createDatabase, type Database } from '../../src/db/client';
 import { createLogger, type Logger } from '../../src/logger';
 import { createServer, type TesseraServer } from '../../src/server';
 import { databaseUrl, RUN_ENV, SERVER_ENV, TEMPLATE_ENV, withClient } from './env';
+import { ADMIN_KEY, graphqlData, postGraphQL, type GraphQLResponse } from './graphql';
+import { COUNTER_TOTALS_SQL, TICKET_COUNTS_SQL, type Queryable, type TicketCounts } from './sql';
 import { sleep } from './time';
 
-export const ADMIN_KEY = 'test-admin-key-0123456789';
-
-export interface GraphQLResponse<T = Record<string, any>> {
-  status: number;
-  headers: Headers;
-  body: { data?: T | null; errors?: { message: string; path?: string[]; extensions?: Record<string, any> }[] };
-}
+export { ADMIN_KEY, type GraphQLResponse } from './graphql';
 
 export interface TestServer {
   readonly url: string;
@@ -93,17 +89,8 @@ export async function startTestServer(
   const sql = new Pool({ connectionString: database.url, max: 4 });
   sql.on('error', () => undefined);
 
-  const gql: TestServer['gql'] = async (key, query, variables) => {
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
-    if (key !== null) headers.authorization = `Bearer ${key}`;
-    const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ query, variables }) });
-    return { status: res.status, headers: res.headers, body: (await res.json()) as GraphQLResponse<never>['body'] };
-  };
-  const must = async <T>(key: string, query: string, variables?: Record<string, unknown>): Promise<T> => {
-    const res = await gql<T>(key, query, variables);
-    if (res.body.errors?.length || !res.body.data) throw new Error(`GraphQL failed: ${JSON.stringify(res.body)}`);
-    return res.body.data;
-  };
+  const gql: TestServer['gql'] = (key, query, variables) => postGraphQL(url, key, query, variables);
+  const must = <T>(key: string, query: string, variables?: Record<string, unknown>): Promise<T> => graphqlData<T>(url, key, query, variables);
 
   const helpers: TestServer = {
     url,
@@ -178,42 +165,41 @@ export interface ClaimPayload {
   };
 }
 
-/** Invariants checked in the database itself, after any storm. */
-export async function assertPoolInvariants(sql: Pool, campaignId: string): Promise<{ total: number; allocated: number; available: number }> {
+/**
+ * Invariants checked in the database itself, after any storm: read in one statement, so in one
+ * snapshot — a hold the sweeper ends meanwhile is seen before or after, never half.
+ */
+export async function assertPoolInvariants(sql: Queryable, campaignId: string): Promise<{ total: number; allocated: number; available: number }> {
   const { rows } = await sql.query(
-    `SELECT count(*)::int AS total,
-            count(*) FILTER (WHERE status = 'ALLOCATED')::int AS allocated,
-            count(*) FILTER (WHERE status = 'HELD')::int AS held,
-            count(*) FILTER (WHERE status = 'AVAILABLE')::int AS available
-       FROM tickets WHERE campaign_id = $1`,
+    `WITH ticket_counts AS (${TICKET_COUNTS_SQL}),
+          counter_totals AS (${COUNTER_TOTALS_SQL}),
+          live_allocations AS (
+            SELECT count(*)::int AS live, count(DISTINCT ticket_id)::int AS distinct_tickets
+              FROM allocations WHERE campaign_id = $1 AND status IN ('ACTIVE', 'HELD')),
+          mismatched AS (
+            SELECT count(*)::int AS n FROM tickets t
+              LEFT JOIN allocations a ON a.campaign_id = t.campaign_id AND a.ticket_id = t.id AND a.status IN ('ACTIVE', 'HELD')
+             WHERE t.campaign_id = $1
+               AND ((t.status = 'AVAILABLE') <> (a.id IS NULL)
+                 OR (t.status = 'ALLOCATED' AND a.status <> 'ACTIVE')
+                 OR (t.status = 'HELD' AND a.status <> 'HELD')))
+     SELECT row_to_json(ticket_counts) AS stats, row_to_json(counter_totals) AS counters, live_allocations.*, mismatched.n AS mismatched
+       FROM ticket_counts, counter_totals, live_allocations, mismatched`,
     [campaignId],
   );
-  const stats = rows[0];
-  const live = await sql.query(
-    `SELECT count(*)::int AS live, count(DISTINCT ticket_id)::int AS distinct_tickets
-       FROM allocations WHERE campaign_id = $1 AND status IN ('ACTIVE', 'HELD')`,
-    [campaignId],
-  );
+  const { stats, counters, live, distinct_tickets, mismatched } = rows[0] as {
+    stats: TicketCounts;
+    counters: Omit<TicketCounts, 'available'>;
+    live: number;
+    distinct_tickets: number;
+    mismatched: number;
+  };
   // No ticket twice; every ALLOCATED ticket has exactly one live allocation and vice versa.
-  expect(live.rows[0].live).toBe(live.rows[0].distinct_tickets);
-  expect(live.rows[0].live).toBe(stats.allocated + stats.held);
-  const mismatched = await sql.query(
-    `SELECT count(*)::int AS n FROM tickets t
-       LEFT JOIN allocations a ON a.campaign_id = t.campaign_id AND a.ticket_id = t.id AND a.status IN ('ACTIVE', 'HELD')
-      WHERE t.campaign_id = $1
-        AND ((t.status = 'AVAILABLE') <> (a.id IS NULL)
-          OR (t.status = 'ALLOCATED' AND a.status <> 'ACTIVE')
-          OR (t.status = 'HELD' AND a.status <> 'HELD'))`,
-    [campaignId],
-  );
-  expect(mismatched.rows[0].n).toBe(0);
+  expect(live).toBe(distinct_tickets);
+  expect(live).toBe(stats.allocated + stats.held);
+  expect(mismatched).toBe(0);
   expect(stats.allocated + stats.held + stats.available).toBe(stats.total);
   // The stats counters (kept by triggers) agree with the tickets themselves.
-  const counters = await sql.query(
-    `SELECT sum(total)::int AS total, sum(allocated)::int AS allocated, sum(held)::int AS held
-       FROM campaign_counters WHERE campaign_id = $1`,
-    [campaignId],
-  );
-  expect(counters.rows[0]).toEqual({ total: stats.total, allocated: stats.allocated, held: stats.held });
+  expect(counters).toEqual({ total: stats.total, allocated: stats.allocated, held: stats.held });
   return stats;
 }
