@@ -1,6 +1,7 @@
 // Auth boundaries: who may call what. Every bad key gets the same 401; a partner is kept to its own
 // allocations and away from the admin operations; a partner's key is stored only as its SHA-256.
 import { createHash, randomBytes } from 'node:crypto';
+import { allocationWithTicket } from './helpers/sql';
 import { ADMIN_KEY, CLAIM, startTestServer, type ClaimPayload, type GraphQLResponse, type TestServer } from './helpers/testServer';
 
 let server: TestServer;
@@ -43,15 +44,7 @@ async function claimAs(key: string, holder: string, campaign = campaignId): Prom
   return res.body.data!.claimTicket.allocation!.id;
 }
 
-async function allocationRow(id: string): Promise<{ status: string; ticket_status: string }> {
-  const { rows } = await server.sql.query(
-    `SELECT a.status, t.status AS ticket_status
-       FROM allocations a JOIN tickets t ON t.campaign_id = a.campaign_id AND t.id = a.ticket_id
-      WHERE a.id = $1`,
-    [id],
-  );
-  return rows[0];
-}
+const allocationRow = (id: string) => allocationWithTicket(server.sql, id);
 
 /** Counts and digests of every table: nothing a refused request could have touched may differ. */
 async function snapshot(): Promise<Record<string, unknown>> {

@@ -1,5 +1,6 @@
 // closeCampaign is linearizable: once it has returned, no further claim commits — and it is not
 // starved by a storm of claims (docs/CORRECTNESS.md §4).
+import { closeRace } from './helpers/closeRace';
 import { assertPoolInvariants, ADMIN_KEY, CLAIM, startTestServer, type ClaimPayload, type TestServer } from './helpers/testServer';
 import { until, untilSessionsWaitForLock } from './helpers/time';
 
@@ -17,35 +18,20 @@ test('no claim commits after closeCampaign has returned, and close goes through 
   const TICKETS = 5000;
   const partners = await Promise.all([server.createPartner('P1'), server.createPartner('P2'), server.createPartner('P3')]);
   const campaignId = await server.openCampaignWith(TICKETS);
-  let closeReturned = false;
-  const granted: string[] = [];
-  const sentAfterClose: string[] = [];
 
   // 30 clients claiming one after another until a claim each sent after close returned is refused:
-  // the storm is still going when close returns, however fast or slow this machine is.
-  const client = async (k: number) => {
-    for (let i = 0; ; i += 1) {
-      const afterClose = closeReturned;
-      const r = await server.gql<ClaimPayload>(partners[k % 3]!.apiKey, CLAIM, { input: { campaignId, holder: `c${k}-${i}` } });
-      const answer = r.body.data?.claimTicket;
-      if (answer?.allocation) granted.push(answer.allocation.id);
-      if (afterClose) sentAfterClose.push(answer?.error?.code ?? (answer?.allocation ? 'ALLOCATED' : JSON.stringify(r.body)));
-      if (answer?.error?.code === 'CAMPAIGN_NOT_OPEN') {
-        if (afterClose) return;
-        continue; // refused before close's answer reached us: once more after it
-      }
-      // Anything else — SOLD_OUT after a starved close, an error — fails the test.
-      if (!answer?.allocation) throw new Error(`unexpected answer ${JSON.stringify(r.body)}`);
-    }
-  };
-  const clients = Array.from({ length: 30 }, (_, k) => client(k));
+  // the storm is still going when close returns, however fast or slow this machine is. SOLD_OUT
+  // after a starved close, or an error, fails the test.
+  const { granted, sentAfterClose, closeReturned, done } = closeRace(30, async (k, i) =>
+    (await server.gql<ClaimPayload>(partners[k % 3]!.apiKey, CLAIM, { input: { campaignId, holder: `c${k}-${i}` } })).body,
+  );
   await until(() => granted.length >= 100, { message: 'the storm to be under way (100 claims granted)', timeoutMs: 20_000 });
   const closed = await server.gql(ADMIN_KEY, CLOSE, { id: campaignId });
-  closeReturned = true;
+  closeReturned();
   const atClose = await count(campaignId);
   expect(closed.body.data!.closeCampaign.campaign.status).toBe('CLOSED');
 
-  await Promise.all(clients);
+  await done;
   // Nothing committed after close returned, and every claim sent after it was refused.
   expect(await count(campaignId)).toBe(atClose);
   expect(sentAfterClose.length).toBeGreaterThanOrEqual(30);

@@ -2,6 +2,7 @@
 // confirmHold makes it ACTIVE while the hold lasts; an expired hold's ticket is back in the pool
 // from that instant — in every read and for every claim — with or without the sweeper.
 import { assertPoolInvariants, ADMIN_KEY, CLAIM, startTestServer, type ClaimPayload, type TestServer } from './helpers/testServer';
+import { allocationWithTicket, ticketsLiveTwice } from './helpers/sql';
 import { expireHolds, setHoldExpiry, sleep, until } from './helpers/time';
 
 let server: TestServer;
@@ -57,15 +58,7 @@ async function allocation(key: string, id: string) {
   expect(res.body.errors).toBeUndefined();
   return res.body.data!.allocation;
 }
-async function dbAllocation(id: string): Promise<{ status: string; ticket_status: string }> {
-  const { rows } = await server.sql.query(
-    `SELECT a.status::text, t.status::text AS ticket_status
-       FROM allocations a JOIN tickets t ON t.campaign_id = a.campaign_id AND t.id = a.ticket_id
-      WHERE a.id = $1`,
-    [id],
-  );
-  return rows[0];
-}
+const dbAllocation = (id: string) => allocationWithTicket(server.sql, id);
 
 test('holdTicket answers a HELD allocation that expires ttlSeconds from now, and its ticket is HELD', async () => {
   const partner = await server.createPartner();
@@ -339,11 +332,7 @@ describe('forty parallel holds on a pool of ten, then expired', () => {
       [campaignId],
     );
     expect(Object.fromEntries(rows.map((r) => [r.status, r.n]))).toEqual({ ACTIVE: 10, EXPIRED: 10 });
-    const twice = await server.sql.query(
-      `SELECT ticket_id FROM allocations WHERE campaign_id = $1 AND status IN ('HELD', 'ACTIVE') GROUP BY ticket_id HAVING count(*) > 1`,
-      [campaignId],
-    );
-    expect(twice.rows).toEqual([]);
+    expect(await ticketsLiveTwice(server.sql, campaignId)).toEqual([]);
     expect(await assertPoolInvariants(server.sql, campaignId)).toMatchObject({ total: 10, allocated: 10, available: 0 });
   });
 });

@@ -4,8 +4,8 @@
 // mid-run. No request may fail unexpectedly or hang, PostgreSQL must detect no deadlock, and the
 // database must be consistent afterwards.
 import { randomInt, randomUUID } from 'node:crypto';
+import { deadlocks, quotaCounters, ticketsLiveTwice } from './helpers/sql';
 import { assertPoolInvariants, ADMIN_KEY, startTestServer, type TestServer } from './helpers/testServer';
-import { until } from './helpers/time';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -78,35 +78,6 @@ async function send(log: Outcome[], key: string, op: Op, variables: Record<strin
   }
   log.push({ op, ms: performance.now() - started, status: reply.status, outcome: reply.outcome });
   return reply;
-}
-
-/**
- * Deadlocks PostgreSQL detected in the server's database. Each idle server backend is asked to
- * flush its counts first — it does so as it goes idle, before it answers; a backend the pool has
- * let go flushes as it exits, before it leaves pg_stat_activity: wait until those are gone.
- */
-async function deadlocks(s: TestServer): Promise<number> {
-  const clients = await Promise.all(Array.from({ length: s.db.pool.idleCount }, () => s.db.pool.connect()));
-  try {
-    await Promise.all(clients.map((c) => c.query('SELECT pg_stat_force_next_flush()')));
-  } finally {
-    clients.forEach((c) => c.release());
-  }
-  await until(
-    async () => {
-      const { rows } = await s.sql.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'tessera'`);
-      return rows[0].n <= s.db.pool.totalCount;
-    },
-    { message: "the server's closed connections to leave pg_stat_activity", timeoutMs: 5_000, intervalMs: 20 },
-  );
-  const client = await s.sql.connect();
-  try {
-    await client.query('SELECT pg_stat_clear_snapshot()');
-    const { rows } = await client.query('SELECT deadlocks::int AS n FROM pg_stat_database WHERE datname = current_database()');
-    return rows[0].n as number;
-  } finally {
-    client.release();
-  }
 }
 
 describe('64 clients mixing claims, holds, confirmations, group claims and releases on one pool', () => {
@@ -197,11 +168,7 @@ describe('64 clients mixing claims, holds, confirmations, group claims and relea
   });
 
   test('no ticket has two live allocations, and ticket statuses match the live allocations', async () => {
-    const twice = await server.sql.query(
-      `SELECT ticket_id FROM allocations WHERE campaign_id = $1 AND status IN ('HELD', 'ACTIVE') GROUP BY ticket_id HAVING count(*) > 1`,
-      [campaignId],
-    );
-    expect(twice.rows).toEqual([]);
+    expect(await ticketsLiveTwice(server.sql, campaignId)).toEqual([]);
     await assertPoolInvariants(server.sql, campaignId);
   });
 
@@ -213,13 +180,7 @@ describe('64 clients mixing claims, holds, confirmations, group claims and relea
   });
 
   test('the quota counter equals the real count of live allocations, within the quota', async () => {
-    const { rows } = await server.sql.query(
-      `SELECT q.live - (SELECT count(*) FROM partner_quota_credits k WHERE k.campaign_id = q.campaign_id AND k.partner_id = q.partner_id)::int AS live, q.quota,
-              (SELECT count(*) FROM allocations a
-                WHERE a.campaign_id = q.campaign_id AND a.partner_id = q.partner_id AND a.status IN ('HELD', 'ACTIVE'))::int AS real
-         FROM partner_quotas q WHERE q.campaign_id = $1`,
-      [campaignId],
-    );
+    const rows = await quotaCounters(server.sql, campaignId);
     expect(rows).toHaveLength(1);
     expect(rows[0].live).toBe(rows[0].real);
     expect(rows[0].real).toBeLessThanOrEqual(QUOTA);

@@ -1,6 +1,7 @@
 // Partner quotas: setPartnerQuota caps a partner's live (HELD or ACTIVE) allocations in a campaign,
 // exactly, also under parallel claims; the counter behind it (partner_quotas.live) never drifts
 // from the allocations it counts (docs/CORRECTNESS.md §10).
+import { deadlocks, quotaCounters } from './helpers/sql';
 import { ADMIN_KEY, CLAIM, startTestServer, type ClaimPayload, type TestServer } from './helpers/testServer';
 import { expireHolds, until, untilSessionsWaitForLock } from './helpers/time';
 
@@ -64,16 +65,9 @@ function on(s: TestServer) {
      * HELD/ACTIVE allocations there, for every quota row.
      */
     async expectCountersExact(campaignId: string) {
-      const { rows } = await s.sql.query(
-        `SELECT q.partner_id,
-                q.live - (SELECT count(*) FROM partner_quota_credits k WHERE k.campaign_id = q.campaign_id AND k.partner_id = q.partner_id)::int AS live,
-                (SELECT count(*) FROM allocations a
-                  WHERE a.campaign_id = q.campaign_id AND a.partner_id = q.partner_id AND a.status IN ('HELD', 'ACTIVE'))::int AS real
-           FROM partner_quotas q WHERE q.campaign_id = $1`,
-        [campaignId],
-      );
+      const rows = await quotaCounters(s.sql, campaignId);
       for (const row of rows) expect({ partner: row.partner_id, live: row.live }).toEqual({ partner: row.partner_id, live: row.real });
-      return rows as { partner_id: string; live: number; real: number }[];
+      return rows;
     },
   };
 }
@@ -88,37 +82,6 @@ const liveOf = async (s: TestServer, campaignId: string, partnerId: string) =>
     ])
   ).rows[0].n as number;
 const statsOf = (rows: PartnerStatsRow[], partnerId: string) => rows.find((r) => r.partner.id === partnerId);
-
-/**
- * Deadlocks PostgreSQL has detected in the server's database. Each server backend keeps its
- * counts until it flushes them (at most once a second when idle): ask every idle one to flush —
- * a backend flushes forced statistics when it goes idle, before it answers, so they are in once
- * the query has returned. A backend the pool has let go flushes as it exits, before it leaves
- * pg_stat_activity: wait until those are gone.
- */
-async function deadlocks(s: TestServer): Promise<number> {
-  const clients = await Promise.all(Array.from({ length: s.db.pool.idleCount }, () => s.db.pool.connect()));
-  try {
-    await Promise.all(clients.map((c) => c.query('SELECT pg_stat_force_next_flush()')));
-  } finally {
-    clients.forEach((c) => c.release());
-  }
-  await until(
-    async () => {
-      const { rows } = await s.sql.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'tessera'`);
-      return rows[0].n <= s.db.pool.totalCount;
-    },
-    { message: "the server's closed connections to leave pg_stat_activity", timeoutMs: 5_000, intervalMs: 20 },
-  );
-  const client = await s.sql.connect();
-  try {
-    await client.query('SELECT pg_stat_clear_snapshot()');
-    const { rows } = await client.query('SELECT deadlocks::int AS n FROM pg_stat_database WHERE datname = current_database()');
-    return rows[0].n as number;
-  } finally {
-    client.release();
-  }
-}
 
 /** Makes the sweeper's statement a no-op in this server's database (only there). */
 async function stopSweeper(s: TestServer): Promise<void> {

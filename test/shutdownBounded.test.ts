@@ -4,6 +4,7 @@
 // guards against was intermittent (docs/RELIABILITY.md).
 import { spawn } from 'node:child_process';
 import path from 'node:path';
+import { postGraphQL } from './helpers/graphql';
 import { ROOT, startProcess, type TesseraProcess } from './helpers/process';
 import { ADMIN_KEY, CLAIM, createTestDatabase } from './helpers/testServer';
 import { sleep, until } from './helpers/time';
@@ -18,12 +19,7 @@ beforeAll(async () => {
 afterAll(() => database.drop());
 
 const post = (port: number, key: string, query: string, variables?: unknown) =>
-  fetch(`http://127.0.0.1:${port}/graphql`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-    body: JSON.stringify({ query, variables }),
-    signal: AbortSignal.timeout(10_000),
-  }).then(async (res) => ({ status: res.status, body: (await res.json()) as any }));
+  postGraphQL<any>(`http://127.0.0.1:${port}/graphql`, key, query, variables, { timeoutMs: 10_000 });
 
 /** Closes this process's ends of the server's stdout and stderr: its log reader is gone. */
 function dropReader(server: TesseraProcess): void {

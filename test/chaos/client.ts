@@ -1,6 +1,7 @@
 // The chaos client: sends claims over HTTP like any partner would, and classifies each answer the
 // way a Jepsen history does — ok (which allocation and ticket), refused (which code), or unknown
 // (timeout, connection reset, 5xx, unexpected GraphQL error): the claim may or may not have happened.
+import { graphqlData } from '../helpers/graphql';
 
 export type Outcome =
   | { kind: 'ok'; allocationId: string; ticketCode: string; sequence: number }
@@ -55,14 +56,6 @@ export async function sendClaim(
 }
 
 /** An admin or partner GraphQL call that must succeed (set-up and stats reads). */
-export async function gql<T = any>(url: string, key: string, query: string, variables?: Record<string, unknown>, timeoutMs = 10_000): Promise<T> {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-    body: JSON.stringify({ query, variables }),
-    signal: AbortSignal.timeout(timeoutMs),
-  });
-  const body = (await res.json()) as { data?: T; errors?: unknown[] };
-  if (!res.ok || body.errors?.length || !body.data) throw new Error(`GraphQL call failed (${res.status}): ${JSON.stringify(body).slice(0, 300)}`);
-  return body.data;
+export function gql<T = any>(url: string, key: string, query: string, variables?: Record<string, unknown>, timeoutMs = 10_000): Promise<T> {
+  return graphqlData<T>(url, key, query, variables, { timeoutMs });
 }

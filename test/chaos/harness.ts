@@ -3,11 +3,11 @@
 // retry-until-answered loop. The scenarios themselves are in scenarios.ts.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
 import path from 'node:path';
 import { Pool } from 'pg';
 import type { EmbeddedDatabase } from '../../src/db/embedded';
 import { migrate } from '../../src/db/migrate';
+import { databaseUrl } from '../helpers/env';
 import { sleep, until } from '../helpers/time';
 import { gql, sendClaim, type ClaimRequest } from './client';
 import { History, type Invocation } from './history';
@@ -15,22 +15,7 @@ import { History, type Invocation } from './history';
 export const ADMIN_KEY = 'chaos-admin-key-0123456789';
 const ROOT = path.resolve(__dirname, '../..');
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
-}
-
-export function databaseUrl(serverUrl: string, database: string): string {
-  const url = new URL(serverUrl);
-  url.pathname = `/${database}`;
-  return url.toString();
-}
+export { freePort } from '../helpers/process';
 
 /** A fresh, migrated database on `serverUrl`; `drop` removes it. */
 export async function scratchDatabase(serverUrl: string, label: string): Promise<{ url: string; name: string; sql: Pool; drop(): Promise<void> }> {

@@ -2,6 +2,7 @@
 // idempotency key; each attempt's outcome is recorded. After the run the checker compares the
 // history with what the API and the database say — by SQL, not by trusting the server.
 import type { Pool } from 'pg';
+import { counterTotals, ticketCounts } from '../helpers/sql';
 import type { ClaimRequest, Outcome } from './client';
 
 export interface Attempt {
@@ -76,14 +77,7 @@ export async function checkHistory(history: History, sql: Pool, campaignId: stri
       WHERE a.campaign_id = $1`,
     [campaignId],
   );
-  const { rows: [tickets] } = await sql.query(
-    `SELECT count(*)::int AS total,
-            count(*) FILTER (WHERE status = 'ALLOCATED')::int AS allocated,
-            count(*) FILTER (WHERE status = 'HELD')::int AS held,
-            count(*) FILTER (WHERE status = 'AVAILABLE')::int AS available
-       FROM tickets WHERE campaign_id = $1`,
-    [campaignId],
-  );
+  const tickets = await ticketCounts(sql, campaignId);
   const live = allocations.filter((a) => a.status === 'ACTIVE' || a.status === 'HELD');
 
   // No ticket held by two live allocations; tickets and allocations agree.
@@ -92,10 +86,7 @@ export async function checkHistory(history: History, sql: Pool, campaignId: stri
   for (const [code, n] of byCode) if (n > 1) fail(`ticket ${code} has ${n} live allocations`);
   if (live.length !== tickets.allocated + tickets.held) fail(`${live.length} live allocations but ${tickets.allocated + tickets.held} tickets allocated or held`);
   if (tickets.allocated + tickets.held + tickets.available !== tickets.total) fail('final stats: allocated + held + available != total');
-  const { rows: [counters] } = await sql.query(
-    'SELECT sum(total)::int AS total, sum(allocated)::int AS allocated, sum(held)::int AS held FROM campaign_counters WHERE campaign_id = $1',
-    [campaignId],
-  );
+  const counters = await counterTotals(sql, campaignId);
   if (counters.total !== tickets.total || counters.allocated !== tickets.allocated || counters.held !== tickets.held) {
     fail(`stats counters drifted: ${JSON.stringify(counters)} against tickets ${JSON.stringify(tickets)}`);
   }
