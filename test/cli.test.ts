@@ -384,7 +384,7 @@ describe('the API key', () => {
     const campaignId = await server.createCampaign();
     const file = codesFile(tempDir(), ['P-1', 'P-2']);
     const run = await tessera(['load', '--campaign', campaignId, '--file', file, '--url', base, '--key', partner.apiKey]);
-    expectOneError(run, 1, /^tessera: the API key from --key is not allowed to do this; the admin key is needed \(FORBIDDEN: This operation needs the admin key\.\)/);
+    expectOneError(run, 1, /^tessera: the API key from --key is not allowed to do this; the admin key is needed \(FORBIDDEN: This operation needs an operator key with the OPERATOR role \(or the admin key\)\.\)/);
   });
 });
 
