@@ -31,6 +31,11 @@ export class Server {
   ) {
     this.url = `http://127.0.0.1:${port}/graphql`;
   }
+  /** The server process's id while it runs (`npm run soak` reads its RSS from /proc). */
+  get pid(): number | undefined {
+    const child = this.child;
+    return child && child.exitCode === null && child.signalCode === null ? child.pid : undefined;
+  }
   async start(): Promise<void> {
     this.child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
       cwd: ROOT,
