@@ -163,3 +163,9 @@ export function claimSql(p: ClaimTicketParams): Prisma.Sql {
       LEFT JOIN taken k ON k.id = a.ticket_id
       LEFT JOIN campaigns cp ON a.id IS NOT NULL AND cp.id = ${c}`;
 }
+
+/** The statement as PostgreSQL receives it: text with $n parameters, and their values (the bench's pgbench script is made from it). */
+export function claimStatement(p: ClaimTicketParams): { text: string; values: unknown[] } {
+  const sql = claimSql(p);
+  return { text: sql.text, values: sql.values };
+}
