@@ -76,11 +76,14 @@ export function createLogger(options: { level?: string; env: string }): Logger {
 export async function drainStdout(ms = 1000): Promise<void> {
   if (stdoutClosed || process.stdout.writableLength === 0) return;
   await new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    timer.unref();
-    process.stdout.once('drain', () => {
+    const done = () => {
       clearTimeout(timer);
+      process.stdout.off('drain', done).off('error', done).off('close', done);
       resolve();
-    });
+    };
+    const timer = setTimeout(done, ms);
+    timer.unref();
+    // Drained, or the reader is gone (EPIPE): either way nothing more will be written.
+    process.stdout.once('drain', done).once('error', done).once('close', done);
   });
 }

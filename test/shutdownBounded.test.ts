@@ -27,17 +27,20 @@ function dropReader(server: TesseraProcess): void {
   server.child.stderr!.destroy();
 }
 
-/** The time from `signal` to the process's exit, and how it exited. */
+/** The time from `signal` to the process's exit (its 'exit' event, not its pipes' close), and its exit code. */
 async function stopTimed(server: TesseraProcess, signal: NodeJS.Signals): Promise<{ ms: number; code: number | null }> {
+  const exit = new Promise<{ at: number; code: number | null }>((resolve) => {
+    if (server.child.exitCode !== null || server.child.signalCode !== null) resolve({ at: performance.now(), code: server.child.exitCode });
+    else server.child.once('exit', (code) => resolve({ at: performance.now(), code }));
+  });
   const started = performance.now();
   server.child.kill(signal);
-  const code = await Promise.race([server.exited, sleep(GRACE_MS + 10_000).then(() => 'hung' as const)]);
-  const ms = performance.now() - started;
-  if (code === 'hung') {
+  const exited = await Promise.race([exit, sleep(GRACE_MS + 10_000).then(() => 'hung' as const)]);
+  if (exited === 'hung') {
     server.child.kill('SIGKILL');
-    throw new Error(`the server was still running ${Math.round(ms)} ms after ${signal}`);
+    throw new Error(`the server was still running ${Math.round(performance.now() - started)} ms after ${signal}`);
   }
-  return { ms, code };
+  return { ms: exited.at - started, code: exited.code };
 }
 
 describe.each([
