@@ -202,7 +202,7 @@ ALTER TABLE tickets ADD CONSTRAINT tickets_pkey PRIMARY KEY (campaign_id, id);
 
 CREATE INDEX allocations_active_timeline_idx ON public.allocations USING btree (campaign_id, COALESCE(confirmed_at, allocated_at)) WHERE (status = 'ACTIVE'::allocation_status);
 
-CREATE UNIQUE INDEX allocations_campaign_id_partner_id_idempotency_key_request_inde ON public.allocations USING btree (campaign_id, partner_id, idempotency_key, request_index);
+CREATE UNIQUE INDEX allocations_campaign_id_partner_id_idempotency_key_request_inde ON public.allocations USING btree (campaign_id, partner_id, idempotency_key, request_index) WHERE (idempotency_key IS NOT NULL);
 
 CREATE INDEX allocations_campaign_id_partner_id_sequence_idx ON public.allocations USING btree (campaign_id, partner_id, sequence);
 
@@ -216,7 +216,7 @@ CREATE INDEX allocations_live_by_holder_idx ON public.allocations USING btree (c
 
 CREATE UNIQUE INDEX allocations_one_live_per_ticket ON public.allocations USING btree (campaign_id, ticket_id) WHERE (status = ANY (ARRAY['HELD'::allocation_status, 'ACTIVE'::allocation_status]));
 
-CREATE INDEX allocations_partner_id_idempotency_key_idx ON public.allocations USING btree (partner_id, idempotency_key);
+CREATE INDEX allocations_partner_id_idempotency_key_idx ON public.allocations USING btree (partner_id, idempotency_key) WHERE (idempotency_key IS NOT NULL);
 
 CREATE INDEX audit_log_at_idx ON public.audit_log USING btree (at DESC, id DESC);
 
@@ -323,18 +323,12 @@ CREATE OR REPLACE FUNCTION public.tessera_count_allocations()
  LANGUAGE plpgsql
 AS $function$
 BEGIN
-    IF TG_OP = 'INSERT' THEN
-        PERFORM tessera_apply_allocation_delta(array_agg((campaign_id, partner_id, status,
-                    date_trunc('minute', COALESCE(confirmed_at, allocated_at), 'UTC'), 1)::tessera_allocation_delta))
-           FROM rows_in WHERE status IN ('ACTIVE', 'HELD');
-    ELSE
-        PERFORM tessera_apply_allocation_delta(array_agg(d))
-           FROM (SELECT (campaign_id, partner_id, status, date_trunc('minute', COALESCE(confirmed_at, allocated_at), 'UTC'), 1)::tessera_allocation_delta AS d
-                   FROM rows_in WHERE status IN ('ACTIVE', 'HELD')
-                 UNION ALL
-                 SELECT (campaign_id, partner_id, status, date_trunc('minute', COALESCE(confirmed_at, allocated_at), 'UTC'), -1)::tessera_allocation_delta
-                   FROM rows_out WHERE status IN ('ACTIVE', 'HELD')) x;
-    END IF;
+    PERFORM tessera_apply_allocation_delta(array_agg(d))
+       FROM (SELECT (campaign_id, partner_id, status, date_trunc('minute', COALESCE(confirmed_at, allocated_at), 'UTC'), 1)::tessera_allocation_delta AS d
+               FROM rows_in WHERE status IN ('ACTIVE', 'HELD')
+             UNION ALL
+             SELECT (campaign_id, partner_id, status, date_trunc('minute', COALESCE(confirmed_at, allocated_at), 'UTC'), -1)::tessera_allocation_delta
+               FROM rows_out WHERE status IN ('ACTIVE', 'HELD')) x;
     RETURN NULL;
 END
 $function$;
@@ -478,9 +472,7 @@ $function$;
 
 CREATE TRIGGER allocations_count_changed AFTER UPDATE ON public.allocations REFERENCING OLD TABLE AS rows_out NEW TABLE AS rows_in FOR EACH STATEMENT EXECUTE FUNCTION tessera_count_allocations();
 
-CREATE TRIGGER allocations_count_inserted AFTER INSERT ON public.allocations REFERENCING NEW TABLE AS rows_in FOR EACH STATEMENT EXECUTE FUNCTION tessera_count_allocations();
-
-CREATE TRIGGER allocations_count_live AFTER INSERT OR UPDATE OF status ON public.allocations FOR EACH ROW EXECUTE FUNCTION tessera_count_live();
+CREATE TRIGGER allocations_count_live AFTER UPDATE OF status ON public.allocations FOR EACH ROW EXECUTE FUNCTION tessera_count_live();
 
 CREATE TRIGGER tickets_count_deleted AFTER DELETE ON public.tickets REFERENCING OLD TABLE AS rows_out FOR EACH STATEMENT EXECUTE FUNCTION tessera_count_tickets();
 

@@ -47,18 +47,18 @@ export function createServices(
     onError?: (error: unknown) => void;
   },
 ): Services {
-  const maxBatch = options.claimBatchMax ?? 1;
-  const batcher =
-    maxBatch > 1
-      ? new ClaimBatcher(db, {
-          maxBatch,
-          maxWaitMs: db.options.poolTimeoutMs,
-          maxWaiting: db.options.poolMaxWaiting,
-          onBatch: (size) => options.metrics?.batchSize.observe(size),
-        })
-      : undefined;
+  const batcher = new ClaimBatcher(db, {
+    maxBatch: options.claimBatchMax ?? 1,
+    // Claim statements at once from this process: beyond this many, claims wait and go together.
+    // Half the pool leaves room for reads, and on the 2-core machines here PostgreSQL cannot run
+    // more than a few statements at once anyway (docs/BENCHMARKS.md).
+    maxInFlight: Math.max(1, Math.floor(db.options.poolSize / 2)),
+    maxWaitMs: db.options.poolTimeoutMs,
+    maxWaiting: db.options.poolMaxWaiting,
+    onBatch: (size) => options.metrics?.batchSize.observe(size),
+  });
   return {
-    allocations: new AllocationService(db, options.metrics, batcher, options.live),
+    allocations: new AllocationService(db, batcher, options.metrics, options.live),
     allocationRecords: new AllocationRecordService(db, options.live),
     campaigns: new CampaignService(db, options.live),
     partners: new PartnerService(db, options.adminApiKey, options.apiKeyCacheTtlMs, options.onError, options.live),
@@ -68,12 +68,9 @@ export function createServices(
 
 export async function createContext(db: Database, services: Services, live: LiveUpdates, authorization: string | undefined): Promise<Context> {
   const viewer = await authenticate(authorization, services.partners);
-  const loaders = createLoaders(db, services);
-  if (viewer.kind === 'partner') {
-    // The caller's own partner (name, id) answers allocation.partner without a query; its other
-    // fields load on demand (resolvers/Partner.ts).
-    loaders.partner.prime(viewer.partnerId, viewer.partner);
-    services.partners.touch(viewer.partnerId);
-  }
-  return { viewer, loaders, services, db, live };
+  if (viewer.kind !== 'partner') return { viewer, loaders: createLoaders(db, services), services, db, live };
+  services.partners.touch(viewer.partnerId);
+  // The caller's own partner (name, id) answers allocation.partner without a query; its other
+  // fields load on demand (resolvers/Partner.ts).
+  return { viewer, loaders: createLoaders(db, services, viewer.partner), services, db, live };
 }

@@ -227,15 +227,10 @@ describe('stats', () => {
     const id = await server.openCampaignWith(8, { name: 'Stats' });
     await claim(id, 's1');
     await claim(id, 's2');
-    // A hold, made by hand until holds have a mutation: one ticket HELD with a HELD allocation.
-    await server.sql.query(
-      `WITH t AS (UPDATE tickets SET status = 'HELD'
-                   WHERE campaign_id = $1 AND id = (SELECT min(id) FROM tickets WHERE campaign_id = $1 AND status = 'AVAILABLE')
-                   RETURNING campaign_id, id)
-       INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, status, expires_at)
-       SELECT campaign_id, id, $2, 'held-by-hand', 'HELD', now() + interval '1 hour' FROM t`,
-      [id, partner.id],
-    );
+    const hold = await server.gql(partner.apiKey, 'mutation($input: HoldTicketInput!) { holdTicket(input: $input) { allocation { id } error { code } } }', {
+      input: { campaignId: id, holder: 'held', ttlSeconds: 3600 },
+    });
+    expect(hold.body.data!.holdTicket.allocation).not.toBeNull();
     const { stats } = (await ok(CAMPAIGN, { id })).campaign;
     expect(stats).toEqual({ total: 8, allocated: 2, held: 1, available: 5, fillRate: 0.25 });
     expect(stats.allocated + stats.held + stats.available).toBe(stats.total);

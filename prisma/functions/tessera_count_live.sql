@@ -1,11 +1,12 @@
 -- Keeps partner_quotas.live exact (the why of the count and of the credit rows: partner_quotas in
--- the baseline migration). A trigger rather than code in each statement, so that no path that makes
--- an allocation live or dead (claim, hold, takeover of an expired hold, release, sweeper) can forget
--- it. A campaign without quotas pays one primary-key probe of a small table per allocation write.
+-- the baseline migration). A trigger on every status change, so that no path that makes an
+-- allocation dead (release, sweeper, takeover of an expired hold) can forget it. A campaign without
+-- quotas pays one primary-key probe of a small table per status change.
 --
--- Becoming live: +1 straight into `live` — only a claim makes an allocation live, and it already
--- holds the partner's quota row (tessera_claim_gate locks it). Stopping being live: an append-only
--- credit row (inserts never wait), which the gate subtracts and tessera_expire_holds folds in.
+-- Becoming live: only an insert makes an allocation live, and the claim statement that inserts it
+-- adds it to `live` itself, in the same statement (src/db/countAllocations.ts; it already holds the
+-- partner's quota row: tessera_claim_gate locks it). Stopping being live: an append-only credit row
+-- (inserts never wait), which the gate subtracts and tessera_expire_holds folds in.
 CREATE OR REPLACE FUNCTION "tessera_count_live"() RETURNS trigger
   LANGUAGE plpgsql
 AS $$
@@ -28,5 +29,5 @@ $$;
 -- Dropped and created again in the transaction that applies this file (src/db/migrate.ts), so no
 -- allocation write ever runs without it. (CREATE OR REPLACE TRIGGER would need PostgreSQL 14.)
 DROP TRIGGER IF EXISTS "allocations_count_live" ON "allocations";
-CREATE TRIGGER "allocations_count_live" AFTER INSERT OR UPDATE OF "status" ON "allocations"
+CREATE TRIGGER "allocations_count_live" AFTER UPDATE OF "status" ON "allocations"
     FOR EACH ROW EXECUTE FUNCTION "tessera_count_live"();

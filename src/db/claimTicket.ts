@@ -32,9 +32,10 @@
 // roll back. The same statement with a plain FOR UPDATE, from the start of the index (one order for
 // every waiter: no deadlock), waits for each and takes what comes back. It never waits on a hold.
 import { Prisma } from '../generated/prisma/client';
-import type { Db } from './client';
+import type { Pool } from 'pg';
 import type { JsonValue } from './json';
 import { ALLOCATION_COLUMNS, toAllocation, type AllocationRow } from './allocationRow';
+import { COUNT_ALLOCATED } from './countAllocations';
 import { pickTickets, takeTickets } from './pickTickets';
 import { CAMPAIGN_COLUMNS, campaignOf, type CampaignColumns } from './campaignColumns';
 import type { AllocationModel, CampaignModel, TicketModel } from '../models';
@@ -86,11 +87,16 @@ export type ClaimOutcome =
   | { kind: 'SHORT'; contended: boolean; held: boolean }
   | { kind: 'CAMPAIGN_NOT_FOUND' | 'CAMPAIGN_NOT_OPEN' | 'HOLDER_LIMIT_REACHED' | 'PARTNER_QUOTA_REACHED' };
 
-/** The statement, not yet sent: run it with `prisma.$transaction([...])`, read it with readClaim. */
-export function claimTicket(db: Db, p: ClaimTicketParams): ClaimStatement {
-  return db.$queryRaw<ClaimedRow[]>(claimSql(p));
+/**
+ * Runs the statement — one statement, so one transaction of its own — as a named, server-side
+ * prepared statement through `pg` (see claimGroup.ts on why not Prisma's raw-query path). Its text
+ * depends only on the kind and the wait mode; everything else is a parameter.
+ */
+export async function claimTicket(pool: Pool, p: ClaimTicketParams): Promise<ClaimedRow[]> {
+  const sql = claimSql(p);
+  const { rows } = await pool.query<ClaimedRow>({ name: `tessera_claim_${p.kind}_${p.wait ? 'wait' : 'skip'}_1`, text: sql.text, values: sql.values });
+  return rows;
 }
-export type ClaimStatement = Prisma.PrismaPromise<ClaimedRow[]>;
 
 export function readClaim(rows: ClaimedRow[], campaignId: string): ClaimOutcome {
   const row = rows[0];
@@ -140,7 +146,8 @@ export function claimSql(p: ClaimTicketParams): Prisma.Sql {
              (row_number() OVER (ORDER BY k.id) - 1)::integer
         FROM taken k
       RETURNING ${Prisma.raw(ALLOCATION_COLUMNS)}
-    )
+    ),
+    ${Prisma.raw(COUNT_ALLOCATED)}
     SELECT g.verdict, g.prior_campaign_id, g.prior_allocation_id, a.*, k.code AS ticket_code,
            ${CAMPAIGN_COLUMNS},
            -- Only when nothing was taken (lazily: these sub-selects run only in that case).

@@ -1,5 +1,6 @@
-// The pick and the take: the part of the claim statement that the single claim (claimTicket.ts) and
-// the group claim (claimBatch.ts) share, kept here once. Both statements are
+// The pick and the take of the single claim's statement (claimTicket.ts: holds, multi-ticket claims,
+// and the second look of claimTicket requests), which takes over expired holds and can wait for
+// tickets in flight. The statement is
 //
 //   WITH <gate> , ${pickTickets(…)} [, <all-or-nothing check>] , ${takeTickets(…)} , <allocations> …
 //

@@ -1,25 +1,30 @@
-// Natural batching of single claims, per campaign and per process: while one claim statement for a
-// campaign is in flight, the claims that arrive for it wait; when it returns, they all go together
-// as one group statement (db/claimBatch.ts). A claim alone is sent at once, as the single claim
-// it is — no window, no added latency at low load. Under load the added wait is at most one
-// statement, and a batch holds at most `maxBatch` claims.
+// Group claims, per process: claimTicket requests that arrive while the database is busy with other
+// claims share a statement and a commit, whichever campaign they are for.
 //
-// Nothing correctness depends on lives here: the batch is only a way of sending claims; every
-// decision is taken by the database, request by request, and whatever the group statement cannot
-// decide (see claimBatch.ts) goes back to the single claim.
-import type { Database } from '../db/client';
-import { claimBatch, readBatch, type BatchOutcome, type BatchRequest } from '../db/claimBatch';
-import { isConnectionLost } from '../db/pgErrors';
+// At most `maxInFlight` claim statements run at once. A request that arrives while fewer are in
+// flight goes at once, alone (db/claimOne.ts): no window, no added latency at low load. Those that
+// arrive while `maxInFlight` are in flight wait; as soon as one returns, the waiting ones go
+// together — up to `maxBatch` — as one group statement (db/claimGroup.ts). Under load the added wait
+// is at most one statement.
+//
+// Nothing correctness depends on lives here: a group is only a way of sending claims. Every decision
+// is taken by the database, request by request, and whatever the first look cannot decide goes to the
+// single claim's second look (services/allocation.ts).
 import { randomPickStart } from '../db/pickTickets';
+import { claimGroup, readGroup, type FirstLook, type GroupRequest } from '../db/claimGroup';
+import { claimOne, readOne } from '../db/claimOne';
+import type { Database } from '../db/client';
+import { isConnectionLost } from '../db/pgErrors';
 
-export type Submitted = Omit<BatchRequest, 'holderRank' | 'partnerRank'>;
+export type Submitted = Omit<GroupRequest, 'holderRank' | 'partnerRank' | 'start'>;
 
 /**
- * SINGLE: it went alone; send it as a single claim. RETRY: the batch failed in a way a single claim
- * may repeat. BUSY: it waited longer than the pool's acquire timeout, or the queue was full — the
- * same answer (UNAVAILABLE, retry) as a request that found no free connection; nothing was done.
+ * The first look's answer, or: RETRY — the statement failed in a way the second look may repeat;
+ * FAILED — the connection died under a request without a key (it may have committed: not repeated);
+ * BUSY — it waited longer than the pool's acquire timeout, or the queue was full: the same answer
+ * (UNAVAILABLE, retry) as a request that found no free connection; nothing was done.
  */
-export type BatchAnswer = BatchOutcome | { kind: 'SINGLE' } | { kind: 'RETRY' } | { kind: 'BUSY' } | { kind: 'FAILED'; error: unknown };
+export type BatchAnswer = FirstLook | { kind: 'RETRY' } | { kind: 'BUSY' } | { kind: 'FAILED'; error: unknown };
 
 interface Waiting {
   request: Submitted;
@@ -27,41 +32,32 @@ interface Waiting {
   timer: NodeJS.Timeout;
 }
 
-interface CampaignQueue {
-  inFlight: boolean;
-  waiting: Waiting[];
-}
-
-
 export class ClaimBatcher {
-  private readonly queues = new Map<string, CampaignQueue>();
+  private inFlight = 0;
+  private waiting: Waiting[] = [];
 
   constructor(
     private readonly db: Database,
     private readonly options: {
+      /** Most requests one group statement serves (CLAIM_BATCH_MAX); 1: every claim alone. */
       maxBatch: number;
+      /** Most claim statements at once from this process. */
+      maxInFlight: number;
       /** Longest wait in the queue (the pool's acquire timeout: a claim waits no longer here than there). */
       maxWaitMs: number;
-      /** Most claims waiting per campaign (the pool's max waiting); 0: no limit. */
+      /** Most claims waiting (the pool's max waiting); 0: no limit. */
       maxWaiting: number;
       onBatch?: (size: number) => void;
     },
   ) {}
 
-  submit(campaignId: string, request: Submitted): Promise<BatchAnswer> {
+  submit(request: Submitted): Promise<BatchAnswer> {
     return new Promise((resolve) => {
-      let queue = this.queues.get(campaignId);
-      if (!queue) {
-        queue = { inFlight: false, waiting: [] };
-        this.queues.set(campaignId, queue);
-      }
-      if (!queue.inFlight && queue.waiting.length === 0) {
-        // Alone: it goes as a single claim, and the campaign counts as busy until it is answered.
-        queue.inFlight = true;
-        resolve({ kind: 'SINGLE' });
+      if (this.inFlight < this.options.maxInFlight && this.waiting.length === 0) {
+        this.send([{ request, resolve, timer: undefined as unknown as NodeJS.Timeout }]);
         return;
       }
-      if (this.options.maxWaiting > 0 && queue.waiting.length >= this.options.maxWaiting) {
+      if (this.options.maxWaiting > 0 && this.waiting.length >= this.options.maxWaiting) {
         resolve({ kind: 'BUSY' });
         return;
       }
@@ -69,56 +65,44 @@ export class ClaimBatcher {
         request,
         resolve,
         timer: setTimeout(() => {
-          const q = this.queues.get(campaignId);
-          if (q) q.waiting = q.waiting.filter((w) => w !== waiting);
+          this.waiting = this.waiting.filter((w) => w !== waiting);
           resolve({ kind: 'BUSY' });
         }, this.options.maxWaitMs),
       };
-      queue.waiting.push(waiting);
+      this.waiting.push(waiting);
     });
   }
 
-  /** The caller of a SINGLE answer reports here when its claim is done, so the next batch can go. */
-  done(campaignId: string): void {
-    const queue = this.queues.get(campaignId);
-    if (!queue) return;
-    queue.inFlight = false;
-    this.flush(campaignId, queue);
+  private flush(): void {
+    while (this.inFlight < this.options.maxInFlight && this.waiting.length > 0) {
+      // Two requests with one idempotency key never share a statement: the second waits for the next.
+      const batch: Waiting[] = [];
+      const rest: Waiting[] = [];
+      const keys = new Set<string>();
+      for (const w of this.waiting) {
+        const key = w.request.idempotencyKey === null ? null : `${w.request.partnerId}:${w.request.idempotencyKey}`;
+        if (batch.length >= this.options.maxBatch || (key !== null && keys.has(key))) rest.push(w);
+        else {
+          clearTimeout(w.timer);
+          batch.push(w);
+          if (key !== null) keys.add(key);
+        }
+      }
+      this.waiting = rest;
+      this.send(batch);
+    }
   }
 
-  private flush(campaignId: string, queue: CampaignQueue): void {
-    if (queue.inFlight) return;
-    if (queue.waiting.length === 0) {
-      this.queues.delete(campaignId);
-      return;
-    }
-    // Two requests with one idempotency key never share a statement: the second waits for the next.
-    const batch: Waiting[] = [];
-    const rest: Waiting[] = [];
-    const keys = new Set<string>();
-    for (const w of queue.waiting) {
-      const key = w.request.idempotencyKey === null ? null : `${w.request.partnerId}:${w.request.idempotencyKey}`;
-      if (batch.length >= this.options.maxBatch || (key !== null && keys.has(key))) rest.push(w);
-      else {
-        clearTimeout(w.timer);
-        batch.push(w);
-        if (key !== null) keys.add(key);
-      }
-    }
-    queue.waiting = rest;
-    queue.inFlight = true;
-    if (batch.length === 1) {
-      batch[0]!.resolve({ kind: 'SINGLE' });
-      return;
-    }
-    this.options.onBatch?.(batch.length);
+  private send(batch: Waiting[]): void {
+    this.inFlight += 1;
     const requests = rank(batch.map((w) => w.request));
-    this.db.prisma
-      .$transaction([claimBatch(this.db.prisma, campaignId, requests, randomPickStart())])
-      .then(([rows]) => {
-        const outcomes = readBatch(rows, requests);
-        batch.forEach((w, i) => w.resolve(outcomes[i]!));
-      })
+    if (batch.length > 1) this.options.onBatch?.(batch.length);
+    const answered =
+      requests.length === 1
+        ? claimOne(this.db.pool, requests[0]!).then((row) => [readOne(row, requests[0]!)])
+        : claimGroup(this.db.pool, requests).then((rows) => readGroup(rows, requests));
+    answered
+      .then((answers) => batch.forEach((w, i) => w.resolve(answers[i]!)))
       .catch((error: unknown) => {
         // The statement failed as a whole. If the connection died it may have committed: a keyed
         // request can ask again (its key finds what was done); one without a key must not.
@@ -126,22 +110,29 @@ export class ClaimBatcher {
         for (const w of batch) w.resolve(lost && w.request.idempotencyKey === null ? { kind: 'FAILED', error } : { kind: 'RETRY' });
       })
       .finally(() => {
-        queue.inFlight = false;
-        this.flush(campaignId, queue);
+        this.inFlight -= 1;
+        this.flush();
       });
   }
 }
 
-/** The k-th request of a holder (of a partner) in the batch is checked with quantity k. */
-function rank(requests: Submitted[]): BatchRequest[] {
+/**
+ * The k-th request of a holder (of a partner) in a campaign in the group is checked with quantity k,
+ * so that the group's requests count each other; one pick start per campaign.
+ */
+function rank(requests: Submitted[]): GroupRequest[] {
   const holders = new Map<string, number>();
   const partners = new Map<string, number>();
+  const starts = new Map<string, number>();
   return requests.map((r) => {
-    const holderKey = `${r.partnerId}\u0000${r.holder}`;
+    const holderKey = `${r.campaignId}\u0000${r.partnerId}\u0000${r.holder}`;
+    const partnerKey = `${r.campaignId}\u0000${r.partnerId}`;
     const holderRank = (holders.get(holderKey) ?? 0) + 1;
-    const partnerRank = (partners.get(r.partnerId) ?? 0) + 1;
+    const partnerRank = (partners.get(partnerKey) ?? 0) + 1;
     holders.set(holderKey, holderRank);
-    partners.set(r.partnerId, partnerRank);
-    return { ...r, holderRank, partnerRank };
+    partners.set(partnerKey, partnerRank);
+    let start = starts.get(r.campaignId);
+    if (start === undefined) starts.set(r.campaignId, (start = randomPickStart()));
+    return { ...r, holderRank, partnerRank, start };
   });
 }
