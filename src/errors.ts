@@ -88,7 +88,7 @@ export interface ClaimError {
 
 export const CLAIM_MESSAGES: Record<ClaimErrorCode, string> = {
   SOLD_OUT: 'The campaign is sold out: no ticket is available and none is held.',
-  ALL_HELD: 'No ticket is available now, but held tickets may return to the pool: retry later.',
+  ALL_HELD: 'No ticket is available now, but held tickets (or tickets other claims are taking) may return to the pool: retry later.',
   CAMPAIGN_NOT_FOUND: 'No campaign has this id.',
   CAMPAIGN_NOT_OPEN: 'The campaign is not open for claims (draft, closed, or outside its opensAt/closesAt window).',
   HOLDER_LIMIT_REACHED: "This holder already has the campaign's perHolderLimit of live allocations from this partner.",

@@ -1,8 +1,9 @@
-// docs/CORRECTNESS.md §5: "mixed operations deadlock where each alone is fine". 64 clients run a random
-// mix of claims, holds, confirmations, multi-ticket claims and releases against one small pool for
-// a few seconds — three partners, one of them under a quota, a per-holder limit, holds that lapse
-// mid-run. No request may fail unexpectedly or hang, PostgreSQL must detect no deadlock, and the
-// database must be consistent afterwards.
+// docs/CORRECTNESS.md §5: "mixed operations deadlock where each alone is fine". 64 clients, then 256,
+// run a random mix of claims, holds, confirmations, multi-ticket claims and releases against one
+// small pool — at least 3,000 requests — three partners, one of them under a quota, a per-holder
+// limit, holds that lapse mid-run. Every request gets a definite answer (its payload: a ticket or a
+// refusal code; never UNAVAILABLE while the database is up), none hangs, PostgreSQL detects no
+// deadlock, and the database is consistent afterwards.
 import { randomInt, randomUUID } from 'node:crypto';
 import { deadlocks, quotaCounters, ticketsLiveTwice } from './helpers/sql';
 import { assertPoolInvariants, ADMIN_KEY, startTestServer, type TestServer } from './helpers/testServer';
@@ -13,8 +14,9 @@ beforeAll(async () => {
 });
 afterAll(() => server.stop());
 
-const CLIENTS = 64;
 const RUN_MS = 5_000;
+/** At least this many requests, whatever RUN_MS allowed (a slow machine runs longer). */
+const MIN_REQUESTS = 3_000;
 const TICKETS = 60;
 const PER_HOLDER_LIMIT = 3;
 const QUOTA = 20;
@@ -80,7 +82,7 @@ async function send(log: Outcome[], key: string, op: Op, variables: Record<strin
   return reply;
 }
 
-describe('64 clients mixing claims, holds, confirmations, group claims and releases on one pool', () => {
+describe.each([64, 256])('%i clients mixing claims, holds, confirmations, group claims and releases on one pool', (CLIENTS) => {
   let campaignId: string;
   let partners: { id: string; apiKey: string }[];
   const log: Outcome[] = [];
@@ -108,7 +110,7 @@ describe('64 clients mixing claims, holds, confirmations, group claims and relea
       const active: string[] = [];
       const keyed = () => (randomInt(3) === 0 ? { idempotencyKey: randomUUID() } : {});
       const take = (list: string[]) => list.splice(randomInt(list.length), 1)[0]!;
-      while (Date.now() < endAt) {
+      while (Date.now() < endAt || log.length < MIN_REQUESTS) {
         const dice = randomInt(100);
         if (dice < 22) {
           const r = await send(log, partner.apiKey, 'claimTicket', { input: { campaignId, holder: holder(), ...keyed() } });
@@ -133,7 +135,7 @@ describe('64 clients mixing claims, holds, confirmations, group claims and relea
       }
     };
     await Promise.all(Array.from({ length: CLIENTS }, (_, i) => client(i)));
-  }, 60_000);
+  }, 120_000);
 
   test('the run did real work of every kind', () => {
     const ok = (op: Op) => log.filter((o) => o.op === op && o.outcome === 'OK').length;
@@ -143,12 +145,9 @@ describe('64 clients mixing claims, holds, confirmations, group claims and relea
     }
   });
 
-  test('no request failed with INTERNAL_SERVER_ERROR or anything else unexpected: each got its payload or UNAVAILABLE', () => {
-    const unexpected = log.filter((o) => {
-      if (o.outcome === 'OK') return false;
-      if (o.outcome === 'GRAPHQL:UNAVAILABLE') return o.status !== 503;
-      return !EXPECTED_REFUSALS[o.op].includes(o.outcome);
-    });
+  test('every request got a definite answer: a ticket or an expected refusal, never UNAVAILABLE or anything unexpected', () => {
+    expect(log.length).toBeGreaterThanOrEqual(MIN_REQUESTS);
+    const unexpected = log.filter((o) => o.outcome !== 'OK' && !EXPECTED_REFUSALS[o.op].includes(o.outcome));
     const summary = unexpected.reduce<Record<string, number>>((acc, o) => ({ ...acc, [`${o.op} ${o.status} ${o.outcome}`]: (acc[`${o.op} ${o.status} ${o.outcome}`] ?? 0) + 1 }), {});
     expect(summary).toEqual({});
   });

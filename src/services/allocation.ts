@@ -56,8 +56,6 @@ const refusal = (code: ClaimErrorCode, message?: string): Allocated => ({ alloca
 
 /** Extra attempts after a deadlock, or for a keyed claim whose connection died under it. */
 const CONNECTION_LOST_RETRIES = 2;
-/** Looks at a contended pool (each a waiting one and a fresh one) before answering UNAVAILABLE. */
-const CONTENDED_ROUNDS = 3;
 
 export class AllocationService {
   constructor(
@@ -190,28 +188,35 @@ export class AllocationService {
     return this.single(ctx, r, campaignId, requestHash);
   }
 
-  /** The single claim statement, asked again while the pool is contended (see the file's head). */
+  /**
+   * The single claim statement — the second look of a claimTicket request, the only look of a hold
+   * or a multi-ticket claim — until its answer is definite:
+   *   1. SKIP LOCKED: takes what is free (AVAILABLE tickets, then expired holds);
+   *   2. if too few were free but more looked claimable — locked by claims in flight that may roll
+   *      back — it waits for exactly those rows (plain FOR UPDATE, docs/CORRECTNESS.md §3): each one
+   *      comes back (a rollback: it takes it) or turns out taken; then
+   *   3. it looks once more with a fresh snapshot (what the waited-on claims gave back is invisible
+   *      to the statement that waited). Found nothing free, and nothing locked: SOLD_OUT, or ALL_HELD
+   *      while holds may lapse. Still contended — new claims keep taking what others give back — it
+   *      answers ALL_HELD: nothing is free now, tickets in flight may come back, retry. Never
+   *      SOLD_OUT while a ticket could still come back (that would under-allocate), and never
+   *      UNAVAILABLE while the database answers: at most three statements, no queue of its own.
+   */
   private async single(ctx: RequestContext, r: Request, campaignId: string, requestHash: string | null): Promise<Allocated> {
     const partnerId = ctx.viewer.partnerId;
     let wait = false;
-    for (let round = 0; round < 2 * CONTENDED_ROUNDS; ) {
+    let waited = false;
+    for (let keyRaces = 0; ; ) {
       let outcome: ClaimOutcome;
       try {
-        const rows = await claimTicket(this.db.pool, {
-          ...r,
-          campaignId,
-          partnerId,
-          requestHash,
-          start: wait ? 0 : randomPickStart(),
-          wait,
-        });
+        const rows = await claimTicket(this.db.pool, { ...r, campaignId, partnerId, requestHash, start: wait ? 0 : randomPickStart(), wait });
         outcome = readClaim(rows, campaignId);
       } catch (error) {
         // Backstop only: the gate serializes requests with one key, so the unique index on
         // (campaign, partner, key, index) should never fire; if it does, asking again finds PRIOR.
         const info = pgErrorInfo(error);
-        if (info.code === PG.UNIQUE_VIOLATION && info.constraint === 'allocations_campaign_id_partner_id_idempotency_key_request_index_key' && round < 2) {
-          round += 1;
+        if (info.code === PG.UNIQUE_VIOLATION && info.constraint === 'allocations_campaign_id_partner_id_idempotency_key_request_index_key' && keyRaces < 2) {
+          keyRaces += 1;
           continue;
         }
         throw error;
@@ -225,27 +230,20 @@ export class AllocationService {
         case 'PRIOR':
           return this.replay(ctx, outcome.campaignId, r.idempotencyKey!, requestHash);
         case 'SHORT':
-          round += 1;
           if (wait) {
-            // After waiting, look again with a fresh snapshot: what the waited-on claims released
-            // (a rollback, an ended hold) is invisible to the statement that waited.
             wait = false;
+            waited = true;
             continue;
           }
-          if (outcome.contended) {
-            // Tickets still look claimable but are locked by requests in flight that may roll back:
-            // wait for them rather than refuse (docs/CORRECTNESS.md §3).
+          if (outcome.contended && !waited) {
             wait = true;
             continue;
           }
-          return this.shortage(r, outcome.held);
+          return this.shortage(r, outcome.held || outcome.contended);
         default:
           return refusal(outcome.kind);
       }
     }
-    throw apiError(ErrorCode.UNAVAILABLE, 'The campaign is being claimed too fast to answer this request now; retry shortly.', {
-      retryable: true,
-    });
   }
 
   private shortage(r: Request, held: boolean): Allocated {
