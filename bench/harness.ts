@@ -1,7 +1,10 @@
 // Building blocks of `npm run bench`: a PostgreSQL to measure on, a Tessera process started the way
-// `npm start` starts it, HTTP load with autocannon, SQL load with pg.
-import { spawn, type ChildProcess } from 'node:child_process';
+// `npm start` starts it, the other servers the bench compares it with (child processes of their
+// own), HTTP load with autocannon, SQL load with pgbench or with pg.
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { Pool } from 'pg';
@@ -72,6 +75,58 @@ export class Server {
   }
 }
 
+/**
+ * Another HTTP server to measure against (bench/ceilings/): `node --import tsx <script>` with PORT,
+ * in a process of its own, ready when it prints `ready`.
+ */
+export class ChildServer {
+  private child: ChildProcess | null = null;
+  private output = '';
+  readonly url: string;
+  constructor(
+    private readonly script: string,
+    readonly port: number,
+  ) {
+    this.url = `http://127.0.0.1:${port}/graphql`;
+  }
+  async start(): Promise<void> {
+    const child = spawn(process.execPath, ['--import', 'tsx', this.script], {
+      cwd: ROOT,
+      env: { ...process.env, PORT: String(this.port), NODE_ENV: 'production' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.child = child;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${this.script} did not start: ${this.output}`)), 30_000);
+      const onData = (d: Buffer) => {
+        this.output = (this.output + d.toString()).slice(-4000);
+        if (/^ready$/m.test(this.output)) {
+          clearTimeout(timer);
+          resolve();
+        }
+      };
+      child.stdout!.on('data', onData);
+      child.stderr!.on('data', onData);
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`${this.script} exited with ${code}: ${this.output}`));
+      });
+    });
+  }
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    await new Promise((resolve) => {
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      child.once('exit', () => {
+        clearTimeout(timer);
+        resolve(undefined);
+      });
+      child.kill('SIGTERM');
+    });
+  }
+}
+
 export async function gql<T = any>(url: string, key: string, query: string, variables?: Record<string, unknown>): Promise<T> {
   const res = await fetch(url, {
     method: 'POST',
@@ -136,9 +191,12 @@ export function httpLoad(o: { url: string; key: string; body: string; bodies?: s
   });
 }
 
-/** SQL load: `connections` pg clients running `text` in a loop for `seconds`. */
-export async function sqlLoad(o: { url: string; connections: number; seconds: number; text: string; params: () => unknown[] }): Promise<LoadResult> {
-  const pool = new Pool({ connectionString: o.url, max: o.connections });
+/**
+ * SQL load: `connections` pg clients running `text` in a loop for `seconds`, as one named (server-side
+ * prepared) statement; `options` are the connections' startup options (like PGOPTIONS).
+ */
+export async function sqlLoad(o: { url: string; connections: number; seconds: number; text: string; params: () => unknown[]; options?: string }): Promise<LoadResult> {
+  const pool = new Pool({ connectionString: o.url, max: o.connections, ...(o.options ? { options: o.options } : {}) });
   pool.on('error', () => undefined);
   const latencies: number[] = [];
   let errors = 0;
@@ -181,4 +239,81 @@ export async function sequentialLatency(url: string, key: string, query: string,
   samples.sort((a, b) => a - b);
   const at = (q: number) => Math.round(samples[Math.min(samples.length - 1, Math.floor(q * samples.length))]! * 100) / 100;
   return { p50: at(0.5), p99: at(0.99) };
+}
+
+/** pgbench's version line, or null when it is not installed. */
+export function pgbenchVersion(): string | null {
+  try {
+    const r = spawnSync('pgbench', ['--version'], { encoding: 'utf8' });
+    return r.status === 0 ? r.stdout.trim() : null;
+  } catch {
+    return null;
+  }
+}
+
+export interface PgbenchResult {
+  /** Transactions completed (pgbench's count). */
+  transactions: number;
+  failed: number;
+  /** pgbench's tps, without the initial connection time. */
+  tps: number;
+  /** Per-transaction latency from pgbench's transaction log (ms). */
+  p50: number;
+  p99: number;
+}
+
+/**
+ * `pgbench -n -M prepared -c clients -j 2 -T seconds -f script`, with a per-transaction log for the
+ * percentiles. `env` adds to the environment (PGOPTIONS). Fails when pgbench does (a client
+ * aborted on an error, for instance), with what it said.
+ */
+export async function pgbenchLoad(o: { url: string; clients: number; seconds: number; script: string; env?: Record<string, string> }): Promise<PgbenchResult> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tessera-pgbench-'));
+  try {
+    const scriptFile = path.join(dir, 'script.sql');
+    writeFileSync(scriptFile, o.script);
+    const args = ['-n', '-M', 'prepared', '-c', String(o.clients), '-j', String(Math.min(2, o.clients)), '-T', String(o.seconds), '-f', scriptFile, '-l', `--log-prefix=${path.join(dir, 'log')}`, o.url];
+    const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+      const child = spawn('pgbench', args, { env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      let err = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-8000)));
+      child.on('error', reject);
+      child.on('close', (c) => resolve({ code: c, stdout: out, stderr: err }));
+    });
+    const number = (re: RegExp) => Number(re.exec(stdout)?.[1] ?? NaN);
+    const transactions = number(/number of transactions actually processed: (\d+)/);
+    const tps = number(/tps = ([\d.]+) \(without initial connection time\)/);
+    const failed = number(/number of failed transactions: (\d+)/) || 0;
+    if (code !== 0 || !Number.isFinite(transactions) || !Number.isFinite(tps)) {
+      throw new Error(`pgbench failed (exit ${code}): ${stderr.trim().split('\n').slice(-5).join(' | ')} ${stdout.slice(-800)}`);
+    }
+    // Log lines: client_id transaction_no time script_no time_epoch time_us, time in µs (or
+    // "failed" / "skipped").
+    const latencies: number[] = [];
+    for (const file of readdirSync(dir).filter((f) => f.startsWith('log.'))) {
+      for (const line of readFileSync(path.join(dir, file), 'utf8').split('\n')) {
+        const us = Number(line.split(' ')[2]);
+        if (line && Number.isFinite(us)) latencies.push(us / 1000);
+      }
+    }
+    latencies.sort((a, b) => a - b);
+    const at = (q: number) => Math.round((latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0) * 100) / 100;
+    return { transactions, failed, tps, p50: at(0.5), p99: at(0.99) };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The commit measured, and whether src/, prisma/ or the packages had uncommitted changes. */
+export function codeVersion(): string {
+  const git = (...a: string[]) => execFileSync('git', a, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  try {
+    const sha = git('rev-parse', '--short', 'HEAD');
+    const dirty = git('status', '--porcelain', '--', 'src', 'prisma', 'package.json', 'package-lock.json');
+    return dirty ? `${sha} with uncommitted changes to src/, prisma/ or the packages` : sha;
+  } catch {
+    return 'unknown (not a git checkout)';
+  }
 }
