@@ -41,7 +41,11 @@ export function poolConfig(options: DatabaseOptions): PoolConfig {
     // took 1.1 ms of its 2.4 ms here; with the generic plan a claim took 1.0 ms. Safe because every
     // statement's plan is decided by its shape, not by statistics of one campaign: the claim's
     // pick_order exists only in its partial index (test/plan.test.ts checks the generic plan too).
-    options: '-c default_transaction_isolation=read\\ committed -c plan_cache_mode=force_generic_plan',
+    // No JIT: PostgreSQL compiles a plan whose estimated cost passes jit_above_cost with LLVM at
+    // every execution, and the group claim's plan does (its LIMITs are parameters): JIT turned its
+    // 5 ms for 32 claims into 1.3–2.1 s (2026-12-01). An OLTP statement never runs long enough to
+    // repay compiling it.
+    options: '-c default_transaction_isolation=read\\ committed -c plan_cache_mode=force_generic_plan -c jit=off',
     application_name: 'tessera',
   };
 }
