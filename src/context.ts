@@ -1,4 +1,4 @@
-// Per request: who is calling, the request's loaders, and the services.
+// Per operation: who is calling, the operation's loaders, and the services.
 import { AuditService } from './audit';
 import { authenticate } from './auth';
 import type { Database } from './db/client';
@@ -66,11 +66,19 @@ export function createServices(
   };
 }
 
-export async function createContext(db: Database, services: Services, live: LiveUpdates, authorization: string | undefined): Promise<Context> {
+/** One operation's context: who is calling (`authorization`), with its ids; throws UNAUTHENTICATED. */
+export async function createContext(
+  db: Database,
+  services: Services,
+  live: LiveUpdates,
+  authorization: string | undefined,
+  ids: { requestId: string; clientRequestId?: string },
+): Promise<OperationContext> {
   const viewer = await authenticate(authorization, services.partners);
-  if (viewer.kind !== 'partner') return { viewer, loaders: createLoaders(db, services), services, db, live };
-  services.partners.touch(viewer.partnerId);
-  // The caller's own partner (name, id) answers allocation.partner without a query; its other
-  // fields load on demand (resolvers/Partner.ts).
-  return { viewer, loaders: createLoaders(db, services, viewer.partner), services, db, live };
+  if (viewer.kind === 'partner') services.partners.touch(viewer.partnerId);
+  // A partner's own partner (name, id) answers allocation.partner without a query; its other fields
+  // load on demand (resolvers/Partner.ts). The loaders are made when first used (loaders.ts).
+  const loaders = createLoaders(db, services, viewer.kind === 'partner' ? viewer.partner : undefined);
+  const context: OperationContext = { viewer, loaders, services, db, live, requestId: ids.requestId };
+  return ids.clientRequestId ? { ...context, clientRequestId: ids.clientRequestId } : context;
 }

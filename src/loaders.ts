@@ -1,6 +1,7 @@
 // Per-request DataLoaders: every look-up a list of allocations needs (ticket, campaign, partner,
 // stats) is batched into one statement per kind, so listing 100 allocations costs a constant
-// number of queries (test/dataloader.test.ts counts them). Caches live for one request only.
+// number of queries (test/dataloader.test.ts counts them). Caches live for one request only, and a
+// loader is made only when the request first uses it.
 import DataLoader from 'dataloader';
 import type { Database } from './db/client';
 import { campaignStats } from './db/campaignStats';
@@ -12,16 +13,16 @@ import type { CampaignService } from './services/campaigns';
 import type { PartnerService } from './services/partners';
 
 export interface Loaders {
-  campaign: DataLoader<string, CampaignModel | null>;
-  stats: DataLoader<string, CampaignStatsModel>;
-  partner: DataLoader<string, PartnerModel | null>;
+  readonly campaign: DataLoader<string, CampaignModel | null>;
+  readonly stats: DataLoader<string, CampaignStatsModel>;
+  readonly partner: DataLoader<string, PartnerModel | null>;
   /** Every field of a partner, whatever `partner` was primed with. */
-  partnerDetails: DataLoader<string, PartnerModel | null>;
+  readonly partnerDetails: DataLoader<string, PartnerModel | null>;
   /** Keyed by `${campaignId}:${ticketId}`. */
-  ticket: DataLoader<string, TicketModel | null>;
-  allocation: DataLoader<string, AllocationModel | null>;
+  readonly ticket: DataLoader<string, TicketModel | null>;
+  readonly allocation: DataLoader<string, AllocationModel | null>;
   /** Per campaign (admin report; one statement per campaign asked about). */
-  partnerStats: DataLoader<string, PartnerStatsModel[]>;
+  readonly partnerStats: DataLoader<string, PartnerStatsModel[]>;
 }
 
 const EMPTY_STATS: CampaignStatsModel = { total: 0, allocated: 0, held: 0, available: 0, soldOutAt: null };
@@ -31,23 +32,69 @@ function byKey<T>(keys: readonly string[], items: T[], keyOf: (item: T) => strin
   return keys.map((key) => found.get(key) ?? null);
 }
 
-export function createLoaders(db: Database, services: { campaigns: CampaignService; partners: PartnerService }): Loaders {
-  return {
-    campaign: new DataLoader(async (ids) => byKey(ids, await services.campaigns.findByIds(ids), (c) => c.id)),
-    stats: new DataLoader(async (ids) => {
-      const stats = await campaignStats(db.prisma, ids);
+/**
+ * The request's loaders, each made the first time it is used: most operations (a claim, an empty
+ * query) use none or one of them, and the request pays for no others. `partner`, when given, is the
+ * caller's own partner, primed into the `partner` loader when that is made. (A class: its getters
+ * live on the prototype, where an object literal with getters would define them per request.)
+ */
+class RequestLoaders implements Loaders {
+  #campaign?: Loaders['campaign'];
+  #stats?: Loaders['stats'];
+  #partner?: Loaders['partner'];
+  #partnerDetails?: Loaders['partnerDetails'];
+  #ticket?: Loaders['ticket'];
+  #allocation?: Loaders['allocation'];
+  #partnerStats?: Loaders['partnerStats'];
+
+  constructor(
+    private readonly db: Database,
+    private readonly services: { campaigns: CampaignService; partners: PartnerService },
+    private readonly caller?: PartnerModel,
+  ) {}
+
+  get campaign(): Loaders['campaign'] {
+    return (this.#campaign ??= new DataLoader(async (ids) => byKey(ids, await this.services.campaigns.findByIds(ids), (c) => c.id)));
+  }
+
+  get stats(): Loaders['stats'] {
+    return (this.#stats ??= new DataLoader(async (ids) => {
+      const stats = await campaignStats(this.db.prisma, ids);
       return ids.map((id) => stats.get(id) ?? EMPTY_STATS);
-    }),
-    partner: new DataLoader(async (ids) => byKey(ids, await services.partners.findByIds(ids), (p) => p.id)),
-    partnerDetails: new DataLoader(async (ids) => byKey(ids, await services.partners.findByIds(ids), (p) => p.id)),
-    ticket: new DataLoader(async (keys) => {
+    }));
+  }
+
+  get partner(): Loaders['partner'] {
+    if (!this.#partner) {
+      this.#partner = new DataLoader(async (ids) => byKey(ids, await this.services.partners.findByIds(ids), (p) => p.id));
+      if (this.caller) this.#partner.prime(this.caller.id, this.caller);
+    }
+    return this.#partner;
+  }
+
+  get partnerDetails(): Loaders['partnerDetails'] {
+    return (this.#partnerDetails ??= new DataLoader(async (ids) => byKey(ids, await this.services.partners.findByIds(ids), (p) => p.id)));
+  }
+
+  get ticket(): Loaders['ticket'] {
+    return (this.#ticket ??= new DataLoader(async (keys) => {
       const parsed = keys.map((key) => {
         const [campaignId, ticketId] = key.split(':') as [string, string];
         return { campaignId, ticketId };
       });
-      return byKey(keys, await findTickets(db.prisma, parsed), (t) => `${t.campaignId}:${t.id}`);
-    }),
-    allocation: new DataLoader(async (ids) => byKey(ids, await findAllocationsByIds(db.prisma, ids), (a) => a.id)),
-    partnerStats: new DataLoader(async (ids) => Promise.all(ids.map((id) => partnerStats(db.prisma, id)))),
-  };
+      return byKey(keys, await findTickets(this.db.prisma, parsed), (t) => `${t.campaignId}:${t.id}`);
+    }));
+  }
+
+  get allocation(): Loaders['allocation'] {
+    return (this.#allocation ??= new DataLoader(async (ids) => byKey(ids, await findAllocationsByIds(this.db.prisma, ids), (a) => a.id)));
+  }
+
+  get partnerStats(): Loaders['partnerStats'] {
+    return (this.#partnerStats ??= new DataLoader(async (ids) => Promise.all(ids.map((id) => partnerStats(this.db.prisma, id)))));
+  }
+}
+
+export function createLoaders(db: Database, services: { campaigns: CampaignService; partners: PartnerService }, caller?: PartnerModel): Loaders {
+  return new RequestLoaders(db, services, caller);
 }

@@ -11,12 +11,14 @@
 // formatError.ts. The transports only carry bytes.
 import { ApolloArmor } from '@escape.tech/graphql-armor';
 import {
+  BREAK,
   GraphQLError,
   Kind,
   NoSchemaIntrospectionCustomRule,
   parse,
   specifiedRules,
   validate,
+  visit,
   type DocumentNode,
   type FragmentDefinitionNode,
   type GraphQLSchema,
@@ -94,11 +96,12 @@ export function createOperationControls(options: { limits: DocumentLimits; rateL
     },
     async admit(viewer, schema, document, operation, variables) {
       if (viewer?.kind !== 'partner') return;
-      const verdict = await rateLimits.consume(viewer.partnerId, operationCost(schema, document, operation, variables), viewer.rateLimit);
+      const verdict = await rateLimits.consume(viewer.partnerId, cachedOperationCost(schema, document, operation, variables), viewer.rateLimit);
       if (!verdict.allowed) throw rateLimited(verdict.retryAfterSeconds, 'This API key has used its rate limit; retry after the given seconds.');
     },
     record(entry) {
       for (const code of entry.codes) metrics.graphqlErrors.inc({ code });
+      if (!logger.isLevelEnabled('info')) return;
       logger.info(
         {
           transport: entry.transport,
@@ -116,6 +119,38 @@ export function createOperationControls(options: { limits: DocumentLimits; rateL
       );
     },
   };
+}
+
+/**
+ * Operations whose cost does not depend on their variables, with that cost. Apollo hands every
+ * request of one query text the same parsed document (its document cache), so the cost of an
+ * operation is worked out once — unless an @skip or @include there takes its `if` from a variable,
+ * when it is worked out for every request (`operationCost`).
+ */
+const fixedCosts = new WeakMap<OperationDefinitionNode, number>();
+
+/** Whether an @skip or @include in the document takes its condition from a variable. */
+function skipsByVariable(document: DocumentNode): boolean {
+  let found = false;
+  visit(document, {
+    Directive(node) {
+      if ((node.name.value === 'skip' || node.name.value === 'include') && node.arguments?.some((a) => a.value.kind !== Kind.BOOLEAN)) {
+        found = true;
+        return BREAK;
+      }
+      return undefined;
+    },
+  });
+  return found;
+}
+
+/** operationCost, remembered per operation when its variables cannot change it. */
+export function cachedOperationCost(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown>): number {
+  const known = fixedCosts.get(operation);
+  if (known !== undefined) return known;
+  const cost = operationCost(schema, document, operation, variables);
+  if (!skipsByVariable(document)) fixedCosts.set(operation, cost);
+  return cost;
 }
 
 /**

@@ -1,4 +1,6 @@
 // The HTTP surface around the API: health, GraphiQL offline, request limits, transport errors.
+import http from 'node:http';
+import { gzipSync } from 'node:zlib';
 import { createDatabase } from '../src/db/client';
 import { createLogger } from '../src/logger';
 import { createServer } from '../src/server';
@@ -102,4 +104,117 @@ test("every response carries the server's own request id, whatever id the client
   expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   const other = await server.gql(ADMIN_KEY, '{ __typename }');
   expect(other.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+});
+
+/** A POST written chunk by chunk (node:http, so a body can be chunked, compressed, or never sent). */
+function rawPost(url: string, headers: Record<string, string | number>, chunks: (string | Buffer)[] | null): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_KEY}`, ...headers } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (body += d));
+      res.on('end', () => {
+        resolve({ status: res.statusCode!, headers: res.headers, body });
+        req.destroy();
+      });
+    });
+    req.on('error', reject);
+    if (chunks === null) {
+      req.flushHeaders(); // headers only: the body never comes
+      return;
+    }
+    for (const chunk of chunks) req.write(chunk);
+    req.end();
+  });
+}
+
+const code = (body: string) => (JSON.parse(body) as { errors: { extensions: { code: string } }[] }).errors[0]!.extensions.code;
+
+describe('request bodies are read as body-parser reads them', () => {
+  const JSON_TYPE = { 'content-type': 'application/json' };
+  const QUERY = '{"query":"{ __typename }"}';
+  const typename = '{"data":{"__typename":"Query"}}\n';
+
+  test('a chunked body, one byte at a time, and a character split across chunks', async () => {
+    const split = Buffer.from('{"query":"{ __typename }","variables":{"name":"café"}}');
+    const bytes = [...split].map((b) => Buffer.from([b]));
+    const r = await rawPost(server.url, { ...JSON_TYPE, 'transfer-encoding': 'chunked' }, bytes);
+    expect([r.status, r.body]).toEqual([200, typename]);
+  });
+
+  test('a byte order mark and leading whitespace are allowed; a body that is not an object or an array is not JSON', async () => {
+    expect((await rawPost(server.url, JSON_TYPE, ['\ufeff' + QUERY])).body).toBe(typename);
+    expect((await rawPost(server.url, JSON_TYPE, [' \r\n\t' + QUERY])).body).toBe(typename);
+    for (const body of ['"{ __typename }"', '1', 'null', '   ']) {
+      const r = await rawPost(server.url, JSON_TYPE, [body]);
+      expect([r.status, code(r.body)]).toEqual([400, 'BAD_REQUEST']);
+    }
+  });
+
+  test('an empty body is an empty request, as Apollo words it', async () => {
+    const r = await rawPost(server.url, { ...JSON_TYPE, 'content-length': 0 }, []);
+    expect(r.status).toBe(400);
+    expect(JSON.parse(r.body).errors[0].message).toMatch(/POST body missing/);
+  });
+
+  test('gzip bodies are inflated, other charsets than UTF-* and unknown encodings are refused with 415', async () => {
+    expect((await rawPost(server.url, { ...JSON_TYPE, 'content-encoding': 'gzip' }, [gzipSync(QUERY)])).body).toBe(typename);
+    const latin1 = await rawPost(server.url, { 'content-type': 'application/json; charset=latin1' }, [QUERY]);
+    expect([latin1.status, code(latin1.body)]).toEqual([415, 'BAD_REQUEST']);
+    const unknown = await rawPost(server.url, { ...JSON_TYPE, 'content-encoding': 'zip' }, [QUERY]);
+    expect(unknown.status).toBe(415);
+  });
+
+  test('the 5 MB limit counts bytes: exactly 5 MB is read, one byte more is refused, chunked or not', async () => {
+    const padded = (size: number) => {
+      const empty = JSON.stringify({ query: '{ __typename }', variables: { pad: '' } });
+      return JSON.stringify({ query: '{ __typename }', variables: { pad: 'x'.repeat(size - empty.length) } });
+    };
+    expect((await rawPost(server.url, JSON_TYPE, [padded(5 * 1024 * 1024)])).status).toBe(200);
+    const over = await rawPost(server.url, JSON_TYPE, [padded(5 * 1024 * 1024 + 1)]);
+    expect([over.status, code(over.body)]).toEqual([413, 'PAYLOAD_TOO_LARGE']);
+    const body = padded(6 * 1024 * 1024);
+    const chunked = await rawPost(server.url, { ...JSON_TYPE, 'transfer-encoding': 'chunked' }, [body.slice(0, 3_000_000), body.slice(3_000_000)]);
+    expect([chunked.status, code(chunked.body)]).toEqual([413, 'PAYLOAD_TOO_LARGE']);
+    expect((await server.gql(ADMIN_KEY, '{ __typename }')).status).toBe(200);
+  });
+});
+
+test('with the database queue full, POST /graphql is answered 503 at once, before its body arrives', async () => {
+  const full = await createServer({
+    config: { env: 'test', adminApiKey: ADMIN_KEY, shutdownGraceMs: 100, holdSweepIntervalMs: 0 },
+    db: { ...server.db, saturated: () => true },
+    logger: createLogger({ env: 'test' }),
+  });
+  const { port } = await full.listen(0, '127.0.0.1');
+  try {
+    const url = `http://127.0.0.1:${port}/graphql`;
+    const r = await rawPost(url, { 'content-type': 'application/json', 'content-length': 1000 }, null);
+    expect(r.status).toBe(503);
+    expect(r.headers['retry-after']).toMatch(/^\d+$/);
+    expect(code(r.body)).toBe('UNAVAILABLE');
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    expect(metrics).toMatch(/^tessera_requests_shed_total 1$/m);
+  } finally {
+    await full.stop();
+  }
+});
+
+test('the other methods and spellings of /graphql reach Apollo through Express, as before', async () => {
+  const get = await fetch(`${server.url}?query=${encodeURIComponent('{ __typename }')}`, { headers: { authorization: `Bearer ${ADMIN_KEY}`, 'apollo-require-preflight': '1' } });
+  expect([get.status, await get.text()]).toEqual([200, '{"data":{"__typename":"Query"}}\n']);
+  expect(get.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  const put = await fetch(server.url, { method: 'PUT', headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_KEY}` }, body: '{"query":"{ __typename }"}' });
+  expect([put.status, put.headers.get('allow')]).toEqual([405, 'GET, POST']);
+  for (const path of ['/GRAPHQL', '/graphql/', '/graphql?operationName=']) {
+    const r = await fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_KEY}` }, body: '{"query":"{ __typename }"}' });
+    expect(r.status).toBe(200);
+  }
+  const head = await fetch(server.url, { method: 'HEAD', headers: { authorization: `Bearer ${ADMIN_KEY}` } });
+  expect(head.status).toBe(400); // Apollo's CSRF prevention: no content-type, no preflight header
+});
+
+test('GraphQL answers are never stored by a cache', async () => {
+  expect((await server.gql(ADMIN_KEY, '{ __typename }')).headers.get('cache-control')).toBe('no-store');
+  expect((await server.gql(null, '{ __typename }')).headers.get('cache-control')).toBe('no-store');
 });

@@ -93,6 +93,20 @@ describe('CORS', () => {
     expect((await preflight('https://console.example')).headers.get('access-control-allow-origin')).toBe('https://console.example');
     expect((await preflight('https://evil.example')).headers.get('access-control-allow-origin')).toBeNull();
   });
+
+  test('a request from an allow-listed origin has it echoed, another origin has not; both vary by Origin', async () => {
+    const post = (origin?: string) =>
+      fetch(server.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_KEY}`, ...(origin ? { origin } : {}) },
+        body: JSON.stringify({ query: '{ __typename }' }),
+      });
+    const allowed = await post('https://console.example');
+    expect([allowed.headers.get('access-control-allow-origin'), allowed.headers.get('vary')]).toEqual(['https://console.example', 'Origin']);
+    for (const other of [await post('https://evil.example'), await post()]) {
+      expect([other.headers.get('access-control-allow-origin'), other.headers.get('vary')]).toEqual([null, 'Origin']);
+    }
+  });
 });
 
 describe('rate limits', () => {

@@ -1,7 +1,11 @@
 // One set of controls for every transport: each finding of the probe of 2026-11-30, over HTTP and
 // over graphql-ws with a real socket, where both apply (docs/SECURITY.md, "Transports").
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { buildSchema, parse, type OperationDefinitionNode } from 'graphql';
 import { AUTH_FAILURE_FLOOR_MS } from '../src/admission';
+import { cachedOperationCost } from '../src/operations';
+import { SCHEMA_PATH } from '../src/server';
 import { ADMIN_KEY, CLAIM, createTestDatabase, startTestServer, type TestServer } from './helpers/testServer';
 import { until } from './helpers/time';
 import { connectSocket, postFrom, runOverSocket, socketErrors, type SocketClient } from './helpers/ws';
@@ -136,6 +140,22 @@ describe('rate limits and failed logins count on both transports', () => {
     expect(inline.status).toBe(429);
     const { rows } = await server.sql.query('SELECT count(*)::int AS n FROM allocations WHERE campaign_id = $1', [campaignId]);
     expect(rows[0].n).toBe(0);
+  });
+
+  test('an operation is charged what its variables make it cost, though its cost is remembered per document', () => {
+    const schema = buildSchema(readFileSync(SCHEMA_PATH, 'utf8'));
+    const cost = (query: string, variables: Record<string, unknown> = {}, document = parse(query)) =>
+      cachedOperationCost(schema, document, document.definitions[0] as OperationDefinitionNode, variables);
+    const CLAIMS = 'a: claimTicket(input: $i) { allocation { id } } b: claimTicket(input: $i) @include(if: $two) { allocation { id } }';
+    const byVariable = parse(`mutation($i: ClaimTicketInput!, $two: Boolean!) { ${CLAIMS} }`);
+    expect([false, true, false, true].map((two) => cost('', { two }, byVariable))).toEqual([5, 10, 5, 10]);
+    // In a fragment, the same.
+    const inFragment = parse(`mutation($i: ClaimTicketInput!, $two: Boolean!) { ...C } fragment C on Mutation { ${CLAIMS} }`);
+    expect([true, false].map((two) => cost('', { two }, inFragment))).toEqual([10, 5]);
+    // A literal condition cannot change: remembered, and the same every time.
+    const fixed = parse('mutation($i: ClaimTicketInput!) { a: claimTicket(input: $i) { allocation { id } } b: claimTicket(input: $i) @skip(if: true) { allocation { id } } }');
+    expect([cost('', {}, fixed), cost('', {}, fixed)]).toEqual([5, 5]);
+    expect(cost('{ __typename }')).toBe(1);
   });
 
   test('over the failed-login limit an address gets 429 for every key, the right one too, on both transports; other addresses are unaffected', async () => {
