@@ -1,10 +1,11 @@
-// Group claims: concurrent claimTicket requests for one campaign served by shared statements.
+// Group claims: concurrent claimTicket requests served by shared statements.
 // (Every race test in this suite runs with group claims on; these tests check the batching itself.)
 import { ADMIN_KEY, assertPoolInvariants, CLAIM, startTestServer, type ClaimPayload, type TestServer } from './helpers/testServer';
 
 let server: TestServer;
 beforeAll(async () => {
-  server = await startTestServer({ database: { poolSize: 8 }, config: { claimBatchMax: 32 } });
+  // A pool of 2: one claim statement in flight at a time (half the pool), so overlapping claims group.
+  server = await startTestServer({ database: { poolSize: 2 }, config: { claimBatchMax: 32 } });
 });
 afterAll(() => server.stop());
 
@@ -78,4 +79,26 @@ test('a pool smaller than the burst is sold out exactly: every ticket allocated 
   expect(results.filter((r) => r.body.data!.claimTicket.allocation)).toHaveLength(37);
   expect(results.filter((r) => r.body.data!.claimTicket.error?.code === 'SOLD_OUT')).toHaveLength(113);
   await assertPoolInvariants(server.sql, campaignId);
+});
+
+test('claims for different campaigns share group statements, each judged on its own campaign', async () => {
+  const partner = await server.createPartner();
+  const campaigns = await Promise.all(Array.from({ length: 8 }, () => server.openCampaignWith(15)));
+  // 20 claims per campaign for 15 tickets each: every campaign sells out, none over-allocates.
+  const results = await Promise.all(
+    campaigns.flatMap((campaignId, c) => Array.from({ length: 20 }, (_, i) => claim(partner.apiKey, { campaignId, holder: `x-${c}-${i}` }))),
+  );
+  const codes = results.map((r) => r.body.data!.claimTicket.allocation?.id ?? r.body.data!.claimTicket.error!.code);
+  expect(codes.filter((c) => c === 'SOLD_OUT')).toHaveLength(8 * 5);
+  // Rows inserted by one statement share its transaction id: some transaction wrote allocations of
+  // several campaigns.
+  const { rows } = await server.sql.query(
+    `SELECT max(n)::int AS widest FROM (SELECT xmin::text, count(DISTINCT campaign_id) AS n FROM allocations WHERE campaign_id = ANY($1::uuid[]) GROUP BY 1) x`,
+    [campaigns],
+  );
+  expect(rows[0].widest).toBeGreaterThan(1);
+  for (const campaignId of campaigns) {
+    const stats = await assertPoolInvariants(server.sql, campaignId);
+    expect(stats).toMatchObject({ total: 15, allocated: 15, available: 0 });
+  }
 });
