@@ -43,7 +43,7 @@ export function createAdmission(options: { db: Database; services: Services; liv
     const blockedFor = await rateLimits.authBlockedFor(request.address);
     if (blockedFor > 0) refuse(tooManyFailures(blockedFor), request, 429);
     try {
-      return await createContext(db, services, live, request.authorization, request);
+      return await createContext(db, services, live, request.authorization, { requestId: request.requestId, clientRequestId: request.clientRequestId, started });
     } catch (error) {
       if (error instanceof GraphQLError && error.extensions.code === ErrorCode.UNAUTHENTICATED) {
         const early = AUTH_FAILURE_FLOOR_MS - (performance.now() - started);

@@ -33,6 +33,8 @@ export interface OperationContext extends Context {
   readonly requestId: string;
   /** The client's x-request-id, when it sent a well-formed one: kept beside ours, never instead. */
   readonly clientRequestId?: string;
+  /** When the operation began (performance.now()), before its key was checked: the log's `ms` counts from here. */
+  readonly started: number;
 }
 
 export function createServices(
@@ -66,19 +68,19 @@ export function createServices(
   };
 }
 
-/** One operation's context: who is calling (`authorization`), with its ids; throws UNAUTHENTICATED. */
+/** One operation's context: who is calling (`authorization`), with its ids and start; throws UNAUTHENTICATED. */
 export async function createContext(
   db: Database,
   services: Services,
   live: LiveUpdates,
   authorization: string | undefined,
-  ids: { requestId: string; clientRequestId?: string },
+  ids: { requestId: string; clientRequestId?: string; started: number },
 ): Promise<OperationContext> {
   const viewer = await authenticate(authorization, services.partners);
   if (viewer.kind === 'partner') services.partners.touch(viewer.partnerId);
   // A partner's own partner (name, id) answers allocation.partner without a query; its other fields
   // load on demand (resolvers/Partner.ts). The loaders are made when first used (loaders.ts).
   const loaders = createLoaders(db, services, viewer.kind === 'partner' ? viewer.partner : undefined);
-  const context: OperationContext = { viewer, loaders, services, db, live, requestId: ids.requestId };
+  const context: OperationContext = { viewer, loaders, services, db, live, requestId: ids.requestId, started: ids.started };
   return ids.clientRequestId ? { ...context, clientRequestId: ids.clientRequestId } : context;
 }

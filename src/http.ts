@@ -133,7 +133,9 @@ function answerFailure(res: ServerResponse, error: unknown, logger: Pick<Logger,
 /** Apollo's copy of the request's headers (as @as-integrations/express5 makes it). */
 function headerMap(req: IncomingMessage): HeaderMap {
   const headers = new HeaderMap();
-  for (const [name, value] of Object.entries(req.headers)) {
+  const incoming = req.headers;
+  for (const name in incoming) {
+    const value = incoming[name];
     if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
   }
   return headers;

@@ -1,5 +1,5 @@
 // The controls every GraphQL operation passes, whatever transport brought it: written once, here,
-// and used by HTTP (Apollo's plugins and options, server.ts and plugins/) and WebSocket (ws.ts)
+// and used by HTTP (Apollo's options in server.ts, its plugin in plugins/) and WebSocket (ws.ts)
 // alike. A third transport takes the same object:
 //   parse     graphql-js's parser with the token limit
 //   validate  the specified rules, graphql-armor's limits (depth, aliases, cost, directives) and,

@@ -26,8 +26,7 @@ import { graphqlHandler, httpErrorHandler, isGraphQLPost } from './http';
 import { createLiveUpdates } from './live';
 import type { Logger } from './logger';
 import { createMetrics } from './metrics';
-import { operationLogPlugin } from './plugins/operationLog';
-import { rateLimitingPlugin } from './plugins/rateLimiting';
+import { operationControlsPlugin } from './plugins/operationControls';
 import { createOperationControls } from './operations';
 import { createRateLimits } from './rateLimit';
 import { resolvers } from './resolvers';
@@ -115,8 +114,7 @@ export async function createServer(options: {
       // No cache hints in this schema: every answer is no-store (http.ts says so), and no resolver is
       // wrapped to compute a cache policy per field.
       ApolloServerPluginCacheControlDisabled(),
-      operationLogPlugin(controls, logger),
-      rateLimitingPlugin(controls),
+      operationControlsPlugin(controls, logger),
     ],
   });
   await apollo.start();
