@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { ApolloServer } from '@apollo/server';
-import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginInlineTraceDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import { makeExecutableSchema } from '@graphql-tools/schema';
 import express from 'express';
@@ -96,7 +96,7 @@ export async function createServer(options: {
   const subscriptions = subscriptionServer(httpServer, schema, { admit, controls, formatError, live, logger, recheckMs: config.apiKeyCacheTtlMs ?? 0 });
 
   // Apollo runs the same controls (operations.ts) as the socket: its parser limit and validation
-  // rules come from them (the introspection rule among them), the plugins charge and log through them.
+  // rules come from them (the introspection rule among them), its plugin charges and logs through them.
   const apollo = new ApolloServer<OperationContext>({
     schema,
     formatError,
@@ -114,6 +114,8 @@ export async function createServer(options: {
       // No cache hints in this schema: every answer is no-store (http.ts says so), and no resolver is
       // wrapped to compute a cache policy per field.
       ApolloServerPluginCacheControlDisabled(),
+      // Not a federated subgraph: no trace to build (Apollo installs the plugin to check per request).
+      ApolloServerPluginInlineTraceDisabled(),
       operationControlsPlugin(controls, logger),
     ],
   });
