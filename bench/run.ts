@@ -28,6 +28,7 @@ import path from 'node:path';
 import { Client } from 'pg';
 import { OPERATOR_PARTNER_ID } from '../src/auth';
 import { DEFAULT_WEB_CONCURRENCY } from '../src/config';
+import { COUNT_ALLOCATED } from '../src/db/countAllocations';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/db/embedded';
 import { migrate } from '../src/db/migrate';
 import { childrenOf, untilEveryWorkerServes } from '../test/helpers/process';
@@ -47,7 +48,7 @@ const quick = process.argv.includes('--quick');
 const SECONDS = quick ? 2 : 5;
 const FILL_SECONDS = quick ? 2 : 4;
 /** Load on a ceiling server of its own before it is measured: a cold Node process answers at a fraction of its speed while V8 compiles. */
-const WARMUP_SECONDS = quick ? 1 : 3;
+const WARMUP_SECONDS = quick ? 1 : 2;
 const BIG = quick ? 100_000 : 1_000_000;
 const CONNECTIONS = [1, 16, 64];
 /** The floor and the statement alone are measured at these client counts. */
@@ -55,7 +56,7 @@ const SQL_CLIENTS = [16, 64] as const;
 /** Rows of the floor's bare table, and tickets of the statement's campaign: more than a run can claim. */
 const SQL_ROWS = quick ? 100_000 : 300_000;
 const SPREAD_CAMPAIGNS = 64;
-const SPREAD_TICKETS = quick ? 1_000 : 4_000;
+const SPREAD_TICKETS = quick ? 1_000 : 2_000;
 
 /** A claim of run `run`: its holder names the run, so the run's allocations are counted apart from every other's. */
 const CLAIM = (campaignId: string, run: string) =>
@@ -73,9 +74,10 @@ interface Row {
   value: string;
 }
 const rows: Row[] = [];
+const began = performance.now();
 const record = (what: string, value: string) => {
   rows.push({ what, value });
-  console.log(`${what.padEnd(72)} ${value}`);
+  console.log(`${`[${Math.round((performance.now() - began) / 1000)} s]`.padStart(8)} ${what.padEnd(72)} ${value}`);
 };
 interface Bar {
   what: string;
@@ -95,7 +97,6 @@ const sqlRate = (r: SqlClaimResult) => ({ rps: r.claimsPerSecond, p50: r.p50, p9
 const integrity = { lost: 0, duplicated: 0 };
 
 async function main(): Promise<void> {
-  const started = performance.now();
   const loadAtStart = os.loadavg()[0]!;
   let embedded: EmbeddedDatabase | undefined;
   let serverUrl = process.env.DATABASE_URL;
@@ -163,12 +164,12 @@ async function main(): Promise<void> {
 
     // The pools of the claim runs: one hot campaign big enough never to run dry, and 64 cool ones.
     const pool = await newCampaign('throughput');
-    await gql(server.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${pool}", count: ${quick ? 100_000 : 400_000}) { loaded } }`);
+    await gql(server.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${pool}", count: ${quick ? 100_000 : 300_000}) { loaded } }`);
     await open(pool);
     const cool = await Promise.all(Array.from({ length: SPREAD_CAMPAIGNS }, (_, i) => newCampaign(`cool ${i}`)));
     for (const id of cool) await gql(server.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${id}", count: ${SPREAD_TICKETS}) { loaded } }`);
     await Promise.all(cool.map((id) => open(id)));
-    await vacuum(sql);
+    await vacuum(sql, { analyze: true });
 
     // Ceilings: answers without a database, at 64 connections (Tessera's also at 1 and 16).
     // Tessera warmed up like the other two (bench/ceilings/ servers), on the same request.
@@ -293,7 +294,7 @@ async function main(): Promise<void> {
     // Flat claim cost as the pool fills (the big campaign, filled in bulk between runs: the dead
     // index entries of docs/PERFORMANCE.md pitfall 1 are all there — no VACUUM between these steps,
     // on purpose).
-    await vacuum(sql);
+    await vacuum(sql, { analyze: true });
     await open(big);
     const p50s: Record<number, number> = {};
     for (const fill of [0, 0.5, 0.9, 0.99]) {
@@ -345,7 +346,7 @@ async function main(): Promise<void> {
     await sql.end();
     if (embedded) await embedded.stop();
   }
-  const minutes = (performance.now() - started) / 60_000;
+  const minutes = (performance.now() - began) / 60_000;
   const loadAtEnd = os.loadavg()[0]!;
   console.log(`\n${minutes.toFixed(1)} minutes; load average ${loadAtStart.toFixed(2)} at the start, ${loadAtEnd.toFixed(2)} at the end`);
   if (failures.length > 0) {
@@ -355,9 +356,13 @@ async function main(): Promise<void> {
   if (!quick) writeResults({ ...machine, bars, minutes, loadAtStart, loadAtEnd });
 }
 
-/** VACUUM ANALYZE of the bench database: what autovacuum would do between phases (it is off on this machine's server). */
-async function vacuum(sql: Client): Promise<void> {
-  await sql.query('VACUUM ANALYZE');
+/**
+ * VACUUM of the bench database, what autovacuum would do between phases (it is off on this
+ * machine's server); with ANALYZE after the bulk loads (the claim's plan does not depend on
+ * statistics: docs/PERFORMANCE.md pitfall 2).
+ */
+async function vacuum(sql: Client, o: { analyze?: boolean } = {}): Promise<void> {
+  await sql.query(o.analyze ? 'VACUUM ANALYZE' : 'VACUUM');
 }
 
 /** A ceiling server of bench/ceilings/ in a process of its own: warmed up, `{ __typename }` at 64 connections, stopped. */
@@ -412,7 +417,11 @@ async function verify(sql: Client, r: LoadResult, run: string, campaigns: string
   return `lost ${lost}, duplicated ${duplicated}`;
 }
 
-/** Allocates tickets in bulk (as the operator) until `fill` of `total` are allocated. */
+/**
+ * Allocates tickets in bulk (as the operator) until `fill` of `total` are allocated, counted the way
+ * claim statements count what they insert (COUNT_ALLOCATED of src/db/countAllocations.ts), so the
+ * reads afterwards see the counters of a real fill.
+ */
 async function fillTo(sql: Client, campaignId: string, fill: number, total: number): Promise<void> {
   const target = Math.floor(fill * total);
   const current = (await sql.query('SELECT count(*)::int AS n FROM allocations WHERE campaign_id = $1', [campaignId])).rows[0].n as number;
@@ -420,9 +429,12 @@ async function fillTo(sql: Client, campaignId: string, fill: number, total: numb
   await sql.query(
     `WITH picked AS MATERIALIZED (SELECT id FROM tickets WHERE campaign_id = $1 AND status = 'AVAILABLE' ORDER BY random() LIMIT $2),
           claimed AS (UPDATE tickets t SET status = 'ALLOCATED' FROM picked p
-                       WHERE t.campaign_id = $1 AND t.id = p.id AND t.status = 'AVAILABLE' RETURNING t.campaign_id, t.id)
-     INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, status)
-     SELECT campaign_id, id, $3, 'bulk-fill', 'ACTIVE' FROM claimed`,
+                       WHERE t.campaign_id = $1 AND t.id = p.id AND t.status = 'AVAILABLE' RETURNING t.campaign_id, t.id),
+          allocated AS (INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, status)
+                        SELECT campaign_id, id, $3, 'bulk-fill', 'ACTIVE' FROM claimed
+                        RETURNING campaign_id, partner_id, status, allocated_at),
+          ${COUNT_ALLOCATED}
+     SELECT count(*) FROM allocated`,
     [campaignId, target - current, OPERATOR_PARTNER_ID],
   );
 }
