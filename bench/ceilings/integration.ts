@@ -1,19 +1,25 @@
-// The HTTP integration Tessera serves Apollo Server with (src/http.ts): the one place that names it
-// for the bench. When Tessera moves to another integration, change `INTEGRATION` and `serveApollo`
-// here, and the minimal Apollo ceiling of `npm run bench` (minimalApollo.ts) follows.
+// The HTTP integration Tessera serves Apollo Server with: the one place that names it for the bench.
+// Today that is apolloListener of src/http.ts — a node:http handler around Apollo's
+// executeHTTPGraphQLRequest, with the JSON body read as Tessera reads it and nothing of Tessera's own
+// (no CORS, shedding or authentication: graphqlHandler adds those). When Tessera moves to another
+// integration, change `INTEGRATION` and `serveApollo` here, and the minimal Apollo ceiling of
+// `npm run bench` (minimalApollo.ts) follows.
 import http from 'node:http';
 import type { ApolloServer, BaseContext } from '@apollo/server';
-import { expressMiddleware } from '@as-integrations/express5';
-import express from 'express';
+import { apolloListener } from '../../src/http';
 
 /** What the bench prints and writes beside the minimal Apollo ceiling. */
-export const INTEGRATION = '@as-integrations/express5 on Express 5';
+export const INTEGRATION = "Tessera's apolloListener: node:http around executeHTTPGraphQLRequest";
 
-/** Serves a started ApolloServer at POST /graphql on 127.0.0.1:`port`, the way the integration is meant to be used. */
+/** Serves a started ApolloServer at POST /graphql on 127.0.0.1:`port` with that integration, no context. */
 export function serveApollo(apollo: ApolloServer<BaseContext>, port: number): Promise<http.Server> {
-  const app = express();
-  app.use('/graphql', express.json(), expressMiddleware(apollo));
+  const listener = apolloListener(apollo, {
+    context: async () => ({}),
+    logger: { error: (...args: unknown[]) => console.error(...args) },
+  });
+  const server = http.createServer(listener);
   return new Promise((resolve, reject) => {
-    const server = app.listen(port, '127.0.0.1', (error?: Error) => (error ? reject(error) : resolve(server)));
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve(server));
   });
 }
