@@ -10,6 +10,9 @@
 //     (claimStatement()) — holds, claimTickets and a claimTicket's second look run it;
 //   - the first look alone: the statement a claimTicket request that arrives alone runs first
 //     (claimOne() of src/db/claimOne.ts), its text and values taken from claimOne itself;
+//   - a group alone: the statement GROUP_SIZE claimTicket requests in flight together share
+//     (claimGroup() of src/db/claimGroup.ts), taken from claimGroup itself — what a claim costs
+//     PostgreSQL when the batcher has grouped it, counted per ticket claimed;
 //   both on Tessera's migrated schema — one open campaign, one partner, the holder the HTTP bench
 //   uses, no idempotency key — with Tessera's connection settings (plan_cache_mode, isolation:
 //   src/db/client.ts).
@@ -21,6 +24,7 @@
 // this machine's PostgreSQL has autovacuum off.
 import { Client, type Pool } from 'pg';
 import { loadConfig } from '../src/config';
+import { claimGroup } from '../src/db/claimGroup';
 import { claimOne } from '../src/db/claimOne';
 import { claimStatement } from '../src/db/claimTicket';
 import { poolConfig } from '../src/db/client';
@@ -72,8 +76,13 @@ export function tesseraSessionOptions(url: string): string {
   return options;
 }
 
-/** An SQL literal for one of the statement's values. */
+/** Claims in one group statement of the group measurement. */
+export const GROUP_SIZE = 8;
+
+/** An SQL literal for one of the statement's values; the pick start, START_MARK, becomes pgbench's `:start`. */
 function literal(value: unknown): string {
+  if (value === START_MARK) return ':start';
+  if (Array.isArray(value)) return `ARRAY[${value.map(literal).join(', ')}]`;
   if (value === null || value === undefined) return 'NULL';
   if (typeof value === 'number' && Number.isFinite(value)) return String(value);
   if (typeof value === 'boolean') return value ? 'TRUE' : 'FALSE';
@@ -110,8 +119,8 @@ export interface ClaimSql {
   values: unknown[];
 }
 
-/** Which of Tessera's claim statements: claimStatement() of claimTicket.ts, or the first look of claimOne.ts. */
-export type Which = 'statement' | 'firstLook';
+/** Which of Tessera's claim statements: claimStatement() of claimTicket.ts, the first look of claimOne.ts, or a group of claimGroup.ts. */
+export type Which = 'statement' | 'firstLook' | 'group';
 
 /** The claim statement of src/db/claimTicket.ts for the bench's campaign, partner and holder. */
 function statementSql(campaignId: string, partnerId: string): ClaimSql {
@@ -144,8 +153,39 @@ async function firstLookSql(campaignId: string, partnerId: string): Promise<Clai
   return sent;
 }
 
-/** The values of one execution: the pick start drawn anew. */
-const valuesWithStart = (s: ClaimSql) => s.values.map((v) => (v === START_MARK ? randomPickStart() : v));
+/**
+ * The group statement of src/db/claimGroup.ts for GROUP_SIZE claims of the bench's holder in its
+ * one campaign, as claimGroup() itself sends it (caught on its way to the pool).
+ */
+async function groupSql(campaignId: string, partnerId: string): Promise<ClaimSql> {
+  let sent: ClaimSql | null = null;
+  const catcher = {
+    query: async (q: { text: string; values?: unknown[] }) => {
+      sent = { text: q.text, values: q.values ?? [] };
+      return { rows: [] };
+    },
+  } as unknown as Pool;
+  const requests = Array.from({ length: GROUP_SIZE }, (_, i) => ({
+    campaignId,
+    partnerId,
+    holder: HOLDER,
+    metadata: null,
+    idempotencyKey: null,
+    requestHash: null,
+    holderRank: i + 1,
+    partnerRank: i + 1,
+    start: START_MARK,
+  }));
+  await claimGroup(catcher, requests);
+  if (!sent) throw new Error('claimGroup() sent no statement: update bench/sqlClaims.ts');
+  return sent;
+}
+
+/** The values of one execution: the pick start drawn anew (one per execution, wherever it appears). */
+const valuesWithStart = (s: ClaimSql) => {
+  const start = randomPickStart();
+  return s.values.map((v) => (v === START_MARK ? start : Array.isArray(v) ? v.map((x) => (x === START_MARK ? start : x)) : v));
+};
 
 /**
  * The pgbench script of a claim statement: its text, comments stripped and lines joined, every $n
@@ -154,11 +194,11 @@ const valuesWithStart = (s: ClaimSql) => s.values.map((v) => (v === START_MARK ?
  */
 export function pgbenchScript(s: ClaimSql): string {
   const { text, values } = s;
-  if (!values.includes(START_MARK)) throw new Error('the claim statement has no parameter for its pick start any more: update bench/sqlClaims.ts');
+  if (!values.flat().includes(START_MARK)) throw new Error('the claim statement has no parameter for its pick start any more: update bench/sqlClaims.ts');
   const sql = oneLine(text).replace(/\$(\d+)\b/g, (_, n: string) => {
     const i = Number(n) - 1;
     if (i < 0 || i >= values.length) throw new Error(`the claim statement names $${n} but has ${values.length} values`);
-    return values[i] === START_MARK ? ':start' : literal(values[i]);
+    return literal(values[i]);
   });
   return `\\set start random(0, ${PICK_ORDER_MAX})\n${sql};\n`;
 }
@@ -212,7 +252,8 @@ export class SqlClaims {
 
   /** The statement `which` for this database's campaign and partner. */
   async claimSql(which: Which): Promise<ClaimSql> {
-    return which === 'statement' ? statementSql(this.campaignId, this.partnerId) : firstLookSql(this.campaignId, this.partnerId);
+    if (which === 'statement') return statementSql(this.campaignId, this.partnerId);
+    return which === 'firstLook' ? firstLookSql(this.campaignId, this.partnerId) : groupSql(this.campaignId, this.partnerId);
   }
 
   /**
