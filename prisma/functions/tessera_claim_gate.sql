@@ -1,5 +1,5 @@
 -- The claim gate, called once at the start of every claim statement (src/db/claimTicket.ts, and per
--- request by the group claim, src/db/claimBatch.ts).
+-- request by the first look, src/db/claimOne.ts, and the group claim, src/db/claimGroup.ts).
 --
 -- Why a function: it must take locks *before* it reads, and read with a snapshot taken *after*
 -- those locks. A VOLATILE function gets a fresh snapshot for each statement it runs (READ
@@ -27,7 +27,7 @@
 --
 -- With quantity 0 (confirmHold: a confirmation makes nothing newly live) only the campaign is
 -- checked — no holder or quota lock, so a confirmation never waits behind the partner's claims.
--- The holder and the quota get a quantity each: a group claim (src/db/claimBatch.ts) gives its k-th
+-- The holder and the quota get a quantity each: a group claim (src/db/claimGroup.ts) gives its k-th
 -- request of one holder (of one partner) the quantity k, so that requests of one batch count each
 -- other without having been inserted yet.
 --
