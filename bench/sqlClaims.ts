@@ -139,47 +139,44 @@ function statementSql(campaignId: string, partnerId: string): ClaimSql {
   });
 }
 
-/** The first look of src/db/claimOne.ts, as claimOne() itself sends it (caught on its way to the pool). */
-async function firstLookSql(campaignId: string, partnerId: string): Promise<ClaimSql> {
+/**
+ * The statement `send` hands to the pool, caught on its way there: Tessera's own code builds it,
+ * text and values, exactly as it would for PostgreSQL. `rows` is what the pool answers (claimOne
+ * checks that it got one row).
+ */
+async function caught(name: string, rows: unknown[], send: (pool: Pool) => Promise<unknown>): Promise<ClaimSql> {
   let sent: ClaimSql | null = null;
   const catcher = {
     query: async (q: { text: string; values?: unknown[] }) => {
       sent = { text: q.text, values: q.values ?? [] };
-      return { rows: [{}] };
+      return { rows };
     },
   } as unknown as Pool;
-  await claimOne(catcher, { campaignId, partnerId, holder: HOLDER, metadata: null, idempotencyKey: null, requestHash: null, holderRank: 1, partnerRank: 1, start: START_MARK });
-  if (!sent) throw new Error('claimOne() sent no statement: update bench/sqlClaims.ts');
+  await send(catcher);
+  if (!sent) throw new Error(`${name} sent no statement: update bench/sqlClaims.ts`);
   return sent;
 }
 
-/**
- * The group statement of src/db/claimGroup.ts for GROUP_SIZE claims of the bench's holder in its
- * one campaign, as claimGroup() itself sends it (caught on its way to the pool).
- */
-async function groupSql(campaignId: string, partnerId: string): Promise<ClaimSql> {
-  let sent: ClaimSql | null = null;
-  const catcher = {
-    query: async (q: { text: string; values?: unknown[] }) => {
-      sent = { text: q.text, values: q.values ?? [] };
-      return { rows: [] };
-    },
-  } as unknown as Pool;
-  const requests = Array.from({ length: GROUP_SIZE }, (_, i) => ({
-    campaignId,
-    partnerId,
-    holder: HOLDER,
-    metadata: null,
-    idempotencyKey: null,
-    requestHash: null,
-    holderRank: i + 1,
-    partnerRank: i + 1,
-    start: START_MARK,
-  }));
-  await claimGroup(catcher, requests);
-  if (!sent) throw new Error('claimGroup() sent no statement: update bench/sqlClaims.ts');
-  return sent;
-}
+/** One request of the bench's holder in its campaign; `rank` is its place among the group's requests of that holder. */
+const request = (campaignId: string, partnerId: string, rank: number) => ({
+  campaignId,
+  partnerId,
+  holder: HOLDER,
+  metadata: null,
+  idempotencyKey: null,
+  requestHash: null,
+  holderRank: rank,
+  partnerRank: rank,
+  start: START_MARK,
+});
+
+/** The first look of src/db/claimOne.ts, as claimOne() itself sends it. */
+const firstLookSql = (campaignId: string, partnerId: string) =>
+  caught('claimOne()', [{}], (pool) => claimOne(pool, request(campaignId, partnerId, 1)));
+
+/** The group statement of src/db/claimGroup.ts for GROUP_SIZE claims of the bench's holder in its one campaign, as claimGroup() itself sends it. */
+const groupSql = (campaignId: string, partnerId: string) =>
+  caught('claimGroup()', [], (pool) => claimGroup(pool, Array.from({ length: GROUP_SIZE }, (_, i) => request(campaignId, partnerId, i + 1))));
 
 /** The values of one execution: the pick start drawn anew (one per execution, wherever it appears). */
 const valuesWithStart = (s: ClaimSql) => {
