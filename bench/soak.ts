@@ -18,7 +18,6 @@
 // Uses DATABASE_URL's server when set (a database `tessera_soak` is dropped and created there), else
 // an embedded PostgreSQL in .tessera/soak-pgdata. Not part of `npm test`.
 import 'dotenv/config';
-import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -27,7 +26,7 @@ import { Client } from 'pg';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/db/embedded';
 import { migrate } from '../src/db/migrate';
 import { sleep, until } from '../test/helpers/time';
-import { ADMIN_KEY, freePort, gql, ROOT, Server } from './harness';
+import { ADMIN_KEY, codeVersion, freePort, gql, ROOT, Server } from './harness';
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -1004,18 +1003,6 @@ function printRow(r: Row): void {
 }
 function printTableFooter(): void {
   console.log('');
-}
-
-/** The code measured: its commit, and whether the server's code differed from it. */
-function codeVersion(): string {
-  const git = (...a: string[]) => execFileSync('git', a, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  try {
-    const sha = git('rev-parse', '--short', 'HEAD');
-    const dirty = git('status', '--porcelain', '--', 'src', 'prisma', 'package.json', 'package-lock.json');
-    return dirty ? `${sha} with uncommitted changes to src/, prisma/ or the packages` : sha;
-  } catch {
-    return 'unknown (not a git checkout)';
-  }
 }
 
 function writeDoc(o: { rows: Row[]; checks: Check[]; note: string; machine: string; passed: boolean; version: string; where: string; requests: number }): void {

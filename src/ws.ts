@@ -72,6 +72,19 @@ export function subscriptionServer(
 
   const open = new Set<SocketState>();
   const format = (errors: readonly GraphQLError[]) => errors.map((error) => options.formatError(error.toJSON(), error));
+  /** An operation is over (its errors, or its completion): its log line, and it leaves the socket's state. */
+  const finish = (state: SocketState, id: string, operation: OperationState, codes: string[]) => {
+    controls.record({
+      transport: 'ws',
+      requestId: operation.requestId,
+      viewer: operation.context?.viewer,
+      operationName: operation.name,
+      type: operation.type,
+      ms: performance.now() - operation.started,
+      codes,
+    });
+    state.operations.delete(id);
+  };
 
   /** Checks a socket's key again; closes the socket when it no longer authenticates. */
   const recheck = async (state: SocketState) => {
@@ -152,34 +165,13 @@ export function subscriptionServer(
         const operation = state?.operations.get(id);
         tagErrors(errors, operation?.requestId ?? 'unknown', logger);
         const formatted = format(errors);
-        if (state && operation) {
-          controls.record({
-            transport: 'ws',
-            requestId: operation.requestId,
-            viewer: operation.context?.viewer,
-            operationName: operation.name,
-            type: operation.type,
-            ms: performance.now() - operation.started,
-            codes: formatted.map((e) => String(e.extensions?.code ?? 'UNKNOWN')),
-          });
-          state.operations.delete(id);
-        }
+        if (state && operation) finish(state, id, operation, formatted.map((e) => String(e.extensions?.code ?? 'UNKNOWN')));
         return formatted;
       },
       onComplete: (ctx, id) => {
         const state = ctx.extra.state;
         const operation = state?.operations.get(id);
-        if (!state || !operation) return;
-        controls.record({
-          transport: 'ws',
-          requestId: operation.requestId,
-          viewer: operation.context?.viewer,
-          operationName: operation.name,
-          type: operation.type,
-          ms: performance.now() - operation.started,
-          codes: [],
-        });
-        state.operations.delete(id);
+        if (state && operation) finish(state, id, operation, []);
       },
     },
     wsServer,
