@@ -37,6 +37,9 @@ const config = {
     PartnerConnection: '../models#ConnectionModel<PartnerModel>',
     AuditEntry: '../models#AuditEntryModel',
     AuditEntryConnection: '../models#ConnectionModel<AuditEntryModel>',
+    WebhookEndpoint: '../models#WebhookEndpointModel',
+    WebhookDelivery: '../models#WebhookDeliveryModel',
+    WebhookDeliveryConnection: '../models#ConnectionModel<WebhookDeliveryModel>',
   },
 };
 

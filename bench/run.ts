@@ -10,7 +10,8 @@
 //     physical limit of one Node process), a minimal Apollo Server on Tessera's HTTP integration
 //     (bench/ceilings/), and Tessera's own empty authenticated query;
 //   - claimTicket over HTTP on one hot campaign (1, 16, 64 connections) and spread over 64
-//     campaigns, each checked for lost and duplicated tickets; one process against a cluster of
+//     campaigns, each checked for lost and duplicated tickets; the same with ten webhook endpoints
+//     configured against adjacent runs without (docs/WEBHOOKS.md); one process against a cluster of
 //     workers; claim latency as a 1,000,000-ticket pool fills; loading; the reads;
 // then the issue's bars, each with its figure, target and PASS/MISS. Prints a table and rewrites
 // the results section of docs/BENCHMARKS.md (between its bench markers).
@@ -38,6 +39,8 @@ import { ticketsLiveTwice } from '../test/helpers/sql';
 import { INTEGRATION } from './ceilings/integration';
 import { ADMIN_KEY, ChildServer, codeVersion, freePort, gql, httpLoad, pgbenchVersion, ROOT, sequentialLatency, Server, type LoadResult } from './harness';
 import { GROUP_SIZE, SqlClaims, type SqlClaimResult } from './sqlClaims';
+import { sealSecret } from '../src/webhooks/secrets';
+import { newWebhookSecret } from '../src/webhooks/signature';
 
 const KNOWN = new Set(['--quick', '--no-pgbench']);
 for (const a of process.argv.slice(2)) {
@@ -132,7 +135,8 @@ async function main(): Promise<void> {
   };
 
   // One process, whatever the default; rate limits far above what the bench sends (still counted).
-  const serverEnv = { DATABASE_URL: dbUrl.toString(), RATE_LIMIT_POINTS_PER_SECOND: '10000000' };
+  // WEBHOOK_SECRET_KEY: the webhook phase below configures endpoints, which production allows only with it.
+  const serverEnv = { DATABASE_URL: dbUrl.toString(), RATE_LIMIT_POINTS_PER_SECOND: '10000000', WEBHOOK_SECRET_KEY: BENCH_WEBHOOK_KEY.toString('base64') };
   const server = new Server(await freePort(), { ...serverEnv, WEB_CONCURRENCY: '1' });
   await server.start();
   console.log(
@@ -254,6 +258,30 @@ async function main(): Promise<void> {
         `${ratio(spread.requestsPerSecond, hot.requestsPerSecond)} hot  ${spreadCheck}`,
     );
 
+    // The claim path with webhooks configured (issue 15's bar): ten enabled endpoints of another
+    // partner, so every claim appends its event to the outbox and the dispatcher drains it, while
+    // none is routed to them (deliveries are the dispatcher's work, not the claim's). Adjacent runs
+    // with the endpoints disabled are the comparison, so the machine's drift falls on both alike.
+    const webhooks = await webhookPhase(sql, async (label) => {
+      const out: Partial<Record<'hot' | 'spread', LoadResult>> = {};
+      for (const [name, bodiesOf] of [
+        ['hot', (run: string) => [CLAIM(pool, run)]],
+        ['spread', (run: string) => cool.map((id) => CLAIM(id, run))],
+      ] as const) {
+        await vacuum(sql);
+        const run = nextRun();
+        const bodies = bodiesOf(run);
+        const r = await httpLoad({ url: server.url, key: partnerKey, body: bodies[0]!, bodies, connections: 64, seconds: SECONDS, okPattern: CLAIMED });
+        await verify(sql, r, run, name === 'hot' ? [pool] : cool, 64, `claims ${name}, ${label}`, failures);
+        record(`claimTicket ${name}, 64 connections, ${label}`, perSecond(http(r)));
+        out[name] = r;
+      }
+      return out as Record<'hot' | 'spread', LoadResult>;
+    });
+    for (const name of ['hot', 'spread'] as const) {
+      record(`claimTicket ${name}: with ten webhook endpoints ÷ without (adjacent runs)`, ratio(webhooks.on[name].requestsPerSecond, webhooks.off[name].requestsPerSecond));
+    }
+
     // One process or a cluster of workers (WEB_CONCURRENCY) beside PostgreSQL on this machine:
     // alternating runs, so that drift in the machine's speed falls on both alike.
     const workers = Math.max(2, os.availableParallelism());
@@ -340,6 +368,10 @@ async function main(): Promise<void> {
       atMost(`claimTicket ${name} (64 conn.) p99`, r.p99, 50);
     }
     atLeast("Tessera's ceiling ÷ minimal Apollo, 64 connections", ceiling[64]!.requestsPerSecond / apollo.requestsPerSecond, 0.7);
+    // Issue 15: "unchanged" — within what two adjacent runs of the same code differ by here.
+    for (const name of ['hot', 'spread'] as const) {
+      atLeast(`claimTicket ${name} with ten webhook endpoints ÷ without`, webhooks.on[name].requestsPerSecond / webhooks.off[name].requestsPerSecond, 0.9);
+    }
     bars.push({
       what: 'lost or duplicated tickets, every claim run',
       figure: `${integrity.lost} lost, ${integrity.duplicated} duplicated`,
@@ -500,6 +532,28 @@ function writeResults(o: {
   const doc = readFileSync(file, 'utf8');
   writeFileSync(file, doc.replace(/<!-- bench:begin -->[\s\S]*<!-- bench:end -->/, () => `<!-- bench:begin -->\n${body}\n<!-- bench:end -->`));
   console.log('results written to docs/BENCHMARKS.md');
+}
+
+/** The key the bench's servers seal webhook secrets with. */
+const BENCH_WEBHOOK_KEY = Buffer.alloc(32, 11);
+
+/**
+ * Runs `measure` with ten enabled webhook endpoints of a partner that claims nothing (its events are
+ * written and drained, none routed), then again with them disabled; the endpoints stay disabled.
+ */
+async function webhookPhase<T>(sql: Client, measure: (label: string) => Promise<T>): Promise<{ on: T; off: T }> {
+  const partner = (
+    await sql.query<{ id: string }>(`INSERT INTO partners (name, key_prefix, key_hash) VALUES ('bench webhooks', 'tsp_benchhooks', repeat('0', 64)) RETURNING id`)
+  ).rows[0]!.id;
+  await sql.query(
+    `INSERT INTO webhook_endpoints (partner_id, url, events, secret_sealed)
+     SELECT $1, 'http://127.0.0.1:9/hook-' || i, ARRAY['ALLOCATION_CREATED', 'CAMPAIGN_CLOSED'], $2 FROM generate_series(1, 10) i`,
+    [partner, sealSecret(newWebhookSecret(), BENCH_WEBHOOK_KEY)],
+  );
+  const on = await measure('ten webhook endpoints');
+  await sql.query('UPDATE webhook_endpoints SET enabled = false');
+  const off = await measure('no webhook endpoint');
+  return { on, off };
 }
 
 main().catch((error: unknown) => {

@@ -12,6 +12,8 @@ CREATE TYPE campaign_status AS ENUM ('DRAFT', 'OPEN', 'CLOSED');
 
 CREATE TYPE ticket_status AS ENUM ('AVAILABLE', 'HELD', 'ALLOCATED');
 
+CREATE TYPE webhook_delivery_status AS ENUM ('PENDING', 'DELIVERED', 'FAILED');
+
 CREATE TYPE tessera_allocation_delta AS (
     campaign_id uuid,
     partner_id uuid,
@@ -136,6 +138,46 @@ CREATE TABLE tickets (
     created_at timestamp(6) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP
 );
 
+CREATE TABLE webhook_deliveries (
+    id uuid NOT NULL DEFAULT gen_random_uuid(),
+    endpoint_id uuid NOT NULL,
+    event_id uuid NOT NULL,
+    event text NOT NULL,
+    allocation_id uuid,
+    event_created_at timestamp(6) with time zone NOT NULL,
+    body text NOT NULL,
+    status webhook_delivery_status NOT NULL DEFAULT 'PENDING'::webhook_delivery_status,
+    attempts integer NOT NULL DEFAULT 0,
+    last_status_code integer,
+    last_error text,
+    next_attempt_at timestamp(6) with time zone NOT NULL DEFAULT now(),
+    lease_until timestamp(6) with time zone,
+    delivered_at timestamp(6) with time zone,
+    created_at timestamp(6) with time zone NOT NULL DEFAULT now()
+);
+
+CREATE TABLE webhook_endpoints (
+    id uuid NOT NULL DEFAULT gen_random_uuid(),
+    partner_id uuid,
+    url text NOT NULL,
+    events text[] NOT NULL,
+    secret_sealed text NOT NULL,
+    enabled boolean NOT NULL DEFAULT true,
+    created_at timestamp(6) with time zone NOT NULL DEFAULT now(),
+    deleted_at timestamp(6) with time zone
+);
+
+CREATE TABLE webhook_events (
+    id uuid NOT NULL DEFAULT gen_random_uuid(),
+    type text NOT NULL,
+    campaign_id uuid NOT NULL,
+    partner_id uuid,
+    allocation_id uuid,
+    expires_at timestamp(6) with time zone,
+    data jsonb,
+    created_at timestamp(6) with time zone NOT NULL DEFAULT clock_timestamp()
+);
+
 -- Constraints
 
 ALTER TABLE allocations ADD CONSTRAINT allocations_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES campaigns(id) ON UPDATE CASCADE ON DELETE RESTRICT;
@@ -198,6 +240,20 @@ ALTER TABLE tickets ADD CONSTRAINT tickets_code_length CHECK (((char_length(code
 
 ALTER TABLE tickets ADD CONSTRAINT tickets_pkey PRIMARY KEY (campaign_id, id);
 
+ALTER TABLE webhook_deliveries ADD CONSTRAINT webhook_deliveries_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES webhook_endpoints(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+
+ALTER TABLE webhook_deliveries ADD CONSTRAINT webhook_deliveries_pkey PRIMARY KEY (id);
+
+ALTER TABLE webhook_endpoints ADD CONSTRAINT webhook_endpoints_deleted_disabled CHECK (((deleted_at IS NULL) OR (NOT enabled)));
+
+ALTER TABLE webhook_endpoints ADD CONSTRAINT webhook_endpoints_events CHECK ((cardinality(events) >= 1));
+
+ALTER TABLE webhook_endpoints ADD CONSTRAINT webhook_endpoints_partner_id_fkey FOREIGN KEY (partner_id) REFERENCES partners(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+
+ALTER TABLE webhook_endpoints ADD CONSTRAINT webhook_endpoints_pkey PRIMARY KEY (id);
+
+ALTER TABLE webhook_endpoints ADD CONSTRAINT webhook_endpoints_url_length CHECK (((char_length(url) >= 1) AND (char_length(url) <= 2048)));
+
 -- Indexes (those of primary keys and unique constraints are above)
 
 CREATE INDEX allocations_active_timeline_idx ON public.allocations USING btree (campaign_id, COALESCE(confirmed_at, allocated_at)) WHERE (status = 'ACTIVE'::allocation_status);
@@ -229,6 +285,16 @@ CREATE UNIQUE INDEX partners_key_prefix_key ON public.partners USING btree (key_
 CREATE INDEX tickets_available_pick_idx ON public.tickets USING btree (campaign_id, pick_order) WHERE (status = 'AVAILABLE'::ticket_status);
 
 CREATE UNIQUE INDEX tickets_campaign_id_code_key ON public.tickets USING btree (campaign_id, code);
+
+CREATE INDEX webhook_deliveries_endpoint_id_created_at_id_idx ON public.webhook_deliveries USING btree (endpoint_id, created_at DESC, id DESC);
+
+CREATE UNIQUE INDEX webhook_deliveries_endpoint_id_event_id_key ON public.webhook_deliveries USING btree (endpoint_id, event_id);
+
+CREATE INDEX webhook_deliveries_pending_allocation_idx ON public.webhook_deliveries USING btree (endpoint_id, allocation_id, event_created_at) WHERE (status = 'PENDING'::webhook_delivery_status);
+
+CREATE INDEX webhook_deliveries_pending_idx ON public.webhook_deliveries USING btree (next_attempt_at) WHERE (status = 'PENDING'::webhook_delivery_status);
+
+CREATE INDEX webhook_endpoints_partner_id_idx ON public.webhook_endpoints USING btree (partner_id);
 
 -- Functions (from prisma/functions/)
 
@@ -457,6 +523,32 @@ CREATE OR REPLACE FUNCTION public.tessera_random_pick_order()
  PARALLEL SAFE
 AS $function$ SELECT floor(random() * 2147483647)::integer $function$;
 
+CREATE OR REPLACE FUNCTION public.tessera_record_allocation_events()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.enabled) THEN
+        RETURN NULL;
+    END IF;
+    -- created_at orders an allocation's events for delivery: the confirmation's two events, written
+    -- by one insert, could read the same microsecond, so the second is set one microsecond later.
+    INSERT INTO webhook_events (type, campaign_id, partner_id, allocation_id, expires_at, created_at)
+    SELECT e.type, n.campaign_id, n.partner_id, n.id, n.expires_at, clock_timestamp() + (e.step - 1) * interval '1 microsecond'
+      FROM rows_in n
+      JOIN rows_out o ON o.campaign_id = n.campaign_id AND o.id = n.id
+     CROSS JOIN LATERAL (VALUES
+             (1, CASE WHEN o.status = 'HELD' AND n.status = 'ACTIVE' THEN 'HOLD_CONFIRMED'
+                      WHEN o.status IN ('HELD', 'ACTIVE') AND n.status = 'RELEASED' THEN 'ALLOCATION_RELEASED'
+                      WHEN o.status = 'HELD' AND n.status = 'EXPIRED' THEN 'HOLD_EXPIRED' END),
+             (2, CASE WHEN o.status = 'HELD' AND n.status = 'ACTIVE' THEN 'ALLOCATION_CREATED' END)
+           ) AS e(step, type)
+     WHERE e.type IS NOT NULL
+     ORDER BY n.id, e.step;
+    RETURN NULL;
+END
+$function$;
+
 CREATE OR REPLACE FUNCTION public.tessera_record_sold_out(p_campaign_id uuid)
  RETURNS void
  LANGUAGE sql
@@ -473,6 +565,8 @@ $function$;
 CREATE TRIGGER allocations_count_changed AFTER UPDATE ON public.allocations REFERENCING OLD TABLE AS rows_out NEW TABLE AS rows_in FOR EACH STATEMENT EXECUTE FUNCTION tessera_count_allocations();
 
 CREATE TRIGGER allocations_count_live AFTER UPDATE OF status ON public.allocations FOR EACH ROW EXECUTE FUNCTION tessera_count_live();
+
+CREATE TRIGGER allocations_record_events AFTER UPDATE ON public.allocations REFERENCING OLD TABLE AS rows_out NEW TABLE AS rows_in FOR EACH STATEMENT EXECUTE FUNCTION tessera_record_allocation_events();
 
 CREATE TRIGGER tickets_count_deleted AFTER DELETE ON public.tickets REFERENCING OLD TABLE AS rows_out FOR EACH STATEMENT EXECUTE FUNCTION tessera_count_tickets();
 

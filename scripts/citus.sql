@@ -21,6 +21,11 @@ BEGIN;
 SELECT create_reference_table('partners');
 SELECT create_reference_table('campaigns');
 SELECT create_reference_table('audit_log');
+-- Webhooks (docs/WEBHOOKS.md): endpoints are few and read by every drain; deliveries are written
+-- off the claim path (once per event and endpoint, then once per attempt), so a copy per node is
+-- affordable — distributing them by endpoint_id is the step if their volume ever needs it.
+SELECT create_reference_table('webhook_endpoints');
+SELECT create_reference_table('webhook_deliveries');
 
 SELECT create_distributed_table('tickets', 'campaign_id');
 SELECT create_distributed_table('allocations', 'campaign_id', colocate_with => 'tickets');
@@ -29,5 +34,7 @@ SELECT create_distributed_table('partner_quota_credits', 'campaign_id', colocate
 SELECT create_distributed_table('campaign_counters', 'campaign_id', colocate_with => 'tickets');
 SELECT create_distributed_table('partner_counters', 'campaign_id', colocate_with => 'tickets');
 SELECT create_distributed_table('minute_counters', 'campaign_id', colocate_with => 'tickets');
+-- The outbox: a claim appends its event on its own shard, in its own statement.
+SELECT create_distributed_table('webhook_events', 'campaign_id', colocate_with => 'tickets');
 
 COMMIT;

@@ -1,16 +1,20 @@
-// Who may call what, from one declaration: the `@requires(role: …)` directive in schema.graphql.
-// When the schema is built, every field that carries it is wrapped here:
-//   - the caller's role is checked before the field runs: FORBIDDEN otherwise;
-//   - a Mutation field that carries it is audited: one row per execution of the field, written from
-//     what actually ran. Fragments are expanded and @skip/@include honoured, because the row is
+// Who may call what, from one declaration: the `@requires(role: …)` and `@audited` directives in
+// schema.graphql. When the schema is built, every field that carries one is wrapped here:
+//   - @requires: the caller's role is checked before the field runs: FORBIDDEN otherwise;
+//   - @audited: any caller with a key may run the field (it checks ownership itself), and it is
+//     audited as below;
+//   - a Mutation field that carries either is audited: one row per execution of the field, written
+//     from what actually ran. Fragments are expanded and @skip/@include honoured, because the row is
 //     written by the field's own resolver, on every transport. A refused call is recorded without
-//     its arguments.
-// The list of protected fields (accessRules) is what the tests walk, so a new field cannot be left
-// out of them.
+//     its arguments, as FORBIDDEN: refused for want of a role, or by the field because the object
+//     is another partner's (a Refusal, errors.ts — the caller is answered NOT_FOUND, the audit log
+//     says what happened).
+// The list of these fields (accessRules) is what the tests walk, so a new field cannot be left out
+// of them.
 import { defaultFieldResolver, GraphQLError, isObjectType, type GraphQLFieldConfig, type GraphQLFieldResolver, type GraphQLSchema } from 'graphql';
 import type { Viewer } from './auth';
 import type { AuditRecord } from './audit';
-import { apiError, ErrorCode, InvalidInput } from './errors';
+import { apiError, ErrorCode, InvalidInput, Refusal } from './errors';
 import { summarizeArguments } from './auditArguments';
 
 export type OperatorRole = 'OWNER' | 'OPERATOR' | 'VIEWER';
@@ -19,7 +23,8 @@ const RANK: Record<OperatorRole, number> = { VIEWER: 1, OPERATOR: 2, OWNER: 3 };
 export interface AccessRule {
   /** `Type.field` */
   readonly field: string;
-  readonly role: OperatorRole;
+  /** The role @requires asks for; null for @audited (any caller with a key). */
+  readonly role: OperatorRole | null;
   /** Mutation fields are audited. */
   readonly audited: boolean;
 }
@@ -42,17 +47,28 @@ export function mayUse(viewer: Viewer, role: OperatorRole): boolean {
   return own !== null && RANK[own] >= RANK[role];
 }
 
-/** Every field that carries @requires, with its role, in the schema's order. */
+/** Every field that carries @requires (with its role) or @audited, in the schema's order. */
 export function accessRules(schema: GraphQLSchema): AccessRule[] {
   const rules: AccessRule[] = [];
   for (const type of Object.values(schema.getTypeMap())) {
     if (!isObjectType(type) || type.name.startsWith('__')) continue;
+    const isMutation = type === schema.getMutationType();
     for (const field of Object.values(type.getFields())) {
-      const directive = field.astNode?.directives?.find((d) => d.name.value === 'requires');
-      const role = directive?.arguments?.find((a) => a.name.value === 'role')?.value;
+      const name = `${type.name}.${field.name}`;
+      const directives = field.astNode?.directives ?? [];
+      const requires = directives.find((d) => d.name.value === 'requires');
+      const audited = directives.some((d) => d.name.value === 'audited');
+      if (requires && audited) throw new Error(`${name}: @requires already audits a Mutation field; drop @audited`);
+      if (audited) {
+        // A read is not audited, and a field open to every caller needs no rule at all.
+        if (!isMutation) throw new Error(`${name}: @audited is for Mutation fields`);
+        rules.push({ field: name, role: null, audited: true });
+        continue;
+      }
+      const role = requires?.arguments?.find((a) => a.name.value === 'role')?.value;
       if (!role) continue;
-      if (role.kind !== 'EnumValue' || !(role.value in RANK)) throw new Error(`${type.name}.${field.name}: @requires needs an OperatorRole`);
-      rules.push({ field: `${type.name}.${field.name}`, role: role.value as OperatorRole, audited: type === schema.getMutationType() });
+      if (role.kind !== 'EnumValue' || !(role.value in RANK)) throw new Error(`${name}: @requires needs an OperatorRole`);
+      rules.push({ field: name, role: role.value as OperatorRole, audited: isMutation });
     }
   }
   return rules;
@@ -69,7 +85,7 @@ function outcomeOf(error: unknown): string {
 
 const actorOf = (viewer: Viewer) => (viewer.kind === 'admin' ? 'admin' : `partner:${viewer.partnerId}`);
 
-/** Wraps every field that carries @requires (see the file's head). Changes `schema` in place. */
+/** Wraps every field that carries @requires or @audited (see the file's head). Changes `schema` in place. */
 export function enforceAccess(schema: GraphQLSchema): GraphQLSchema {
   for (const rule of accessRules(schema)) {
     const [typeName, fieldName] = rule.field.split('.') as [string, string];
@@ -84,7 +100,7 @@ export function enforceAccess(schema: GraphQLSchema): GraphQLSchema {
           requestId: ctx.requestId,
           clientRequestId: ctx.clientRequestId ?? null,
         });
-        if (!mayUse(ctx.viewer, rule.role)) {
+        if (rule.role !== null && !mayUse(ctx.viewer, rule.role)) {
           if (audited) await ctx.services.audit.record(entry(ErrorCode.FORBIDDEN, false));
           throw forbidden(rule.role);
         }
@@ -94,7 +110,8 @@ export function enforceAccess(schema: GraphQLSchema): GraphQLSchema {
           await ctx.services.audit.record(entry('OK', true));
           return result;
         } catch (error) {
-          await ctx.services.audit.record(entry(outcomeOf(error), true));
+          const refused = error instanceof Refusal;
+          await ctx.services.audit.record(entry(refused ? ErrorCode.FORBIDDEN : outcomeOf(error), !refused));
           throw error;
         }
       };

@@ -1,7 +1,9 @@
-// The audit log: every call of an admin mutation — who, what, when, outcome — appended to
-// `audit_log` by the field's own resolver (access.ts) before the answer is sent, on every transport,
-// and readable by admins (Query.auditLog). Partners trying an admin mutation are recorded too
-// (outcome FORBIDDEN, without their arguments). Append-only: nothing updates or deletes a row.
+// The audit log: every call of an admin mutation, and every webhook change a partner or the admin
+// makes (@audited) — who, what, when, outcome — appended to `audit_log` by the field's own resolver
+// (access.ts) before the answer is sent, on every transport, and readable by admins
+// (Query.auditLog). Refused calls are recorded too (outcome FORBIDDEN, without their arguments): a
+// partner trying an admin mutation, or another partner's webhook endpoint. Append-only: nothing
+// updates or deletes a row.
 import type { Database } from './db/client';
 import type { JsonValue } from './db/json';
 import type { Logger } from './logger';
@@ -11,7 +13,7 @@ import { auditCursor } from './services/cursors';
 import type { RequestContext } from './services/requestContext';
 
 export interface AuditRecord {
-  /** `admin`, or `partner:<id>` for a partner that tried an admin operation. */
+  /** `admin`, or `partner:<id>`: the partner that made a change of its own (@audited) or tried one it may not. */
   actor: string;
   operation: string;
   /** Summarised (auditArguments.ts); `{}` for a refused call. */

@@ -1,7 +1,7 @@
 // An audited call's arguments as stored: bounded, whatever the caller sent. Long strings keep their
 // start and their length, long lists their length, deep objects stop at a depth; the whole is capped.
-// Secrets never pass here (no admin mutation takes one), and bulk data (loadTickets' codes) becomes
-// a count.
+// Secrets never pass here (no audited mutation takes one: API keys and webhook secrets are made by
+// the server and only returned), and bulk data (loadTickets' codes) becomes a count.
 import type { JsonValue } from './db/json';
 import { unstorable } from './validation';
 

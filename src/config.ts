@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { webhookKeyFrom } from './webhooks/secrets';
 
 /**
  * Workers `npm start` runs when WEB_CONCURRENCY is unset. Chosen by `npm run bench`, which measures
@@ -71,6 +72,8 @@ const EnvSchema = z.object({
   GRAPHQL_MAX_COST: intFrom('GRAPHQL_MAX_COST', 20_000, 1, 10_000_000),
   GRAPHQL_MAX_TOKENS: intFrom('GRAPHQL_MAX_TOKENS', 30_000, 100, 10_000_000),
   CORS_ORIGINS: z.string().optional(),
+  WEBHOOK_SECRET_KEY: z.string().optional(),
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: z.enum(['true', 'false', '']).optional(),
   METRICS_TOKEN: z
     .string()
     .optional()
@@ -122,6 +125,17 @@ export interface Config {
   readonly corsOrigins: readonly string[];
   /** When set, GET /metrics requires `Authorization: Bearer <metricsToken>`; undefined: /metrics is open. */
   readonly metricsToken: string | undefined;
+  readonly webhooks: {
+    /**
+     * The key that seals endpoint secrets (WEBHOOK_SECRET_KEY; generated once outside production).
+     * Undefined in production without the variable: webhooks are then off, and createWebhook says why.
+     */
+    readonly secretKey: Buffer | undefined;
+    /** Production only: may endpoints be on private networks (docs/WEBHOOKS.md, src/webhooks/urlPolicy.ts). */
+    readonly allowPrivateNetworks: boolean;
+    /** https only, and the private-range rule (NODE_ENV=production). */
+    readonly production: boolean;
+  };
 }
 
 export class ConfigError extends Error {
@@ -174,6 +188,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const embeddedDir = path.resolve(e.EMBEDDED_PG_DIR);
   const adminApiKey = givenKey ?? generatedAdminKey(path.dirname(embeddedDir));
+  const production = e.NODE_ENV === 'production';
+  const webhookSecretKey =
+    e.WEBHOOK_SECRET_KEY || !production ? webhookKeyFrom(e.WEBHOOK_SECRET_KEY || undefined, { production, stateDir: path.dirname(embeddedDir) }) : undefined;
   return Object.freeze({
     env: e.NODE_ENV,
     port: e.PORT,
@@ -210,5 +227,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }),
     corsOrigins: Object.freeze((e.CORS_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean)),
     metricsToken: e.METRICS_TOKEN ? e.METRICS_TOKEN : undefined,
+    webhooks: Object.freeze({ secretKey: webhookSecretKey, allowPrivateNetworks: e.WEBHOOK_ALLOW_PRIVATE_NETWORKS === 'true', production }),
   });
 }

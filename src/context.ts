@@ -1,6 +1,7 @@
 // Per operation: who is calling, the operation's loaders, and the services.
 import { AuditService } from './audit';
 import { authenticate } from './auth';
+import type { Config } from './config';
 import type { Database } from './db/client';
 import { createLoaders } from './loaders';
 import type { LiveUpdates } from './live';
@@ -12,6 +13,7 @@ import { ClaimBatcher } from './services/claimBatcher';
 import { CampaignService } from './services/campaigns';
 import { PartnerService } from './services/partners';
 import type { RequestContext } from './services/requestContext';
+import { WebhookService } from './services/webhooks';
 
 export interface Services {
   readonly allocations: AllocationService;
@@ -19,6 +21,7 @@ export interface Services {
   readonly campaigns: CampaignService;
   readonly partners: PartnerService;
   readonly audit: AuditService;
+  readonly webhooks: WebhookService;
 }
 
 export interface Context extends RequestContext {
@@ -47,6 +50,8 @@ export function createServices(
     live?: LiveUpdates;
     logger?: Logger;
     onError?: (error: unknown) => void;
+    /** Left out (tests, tools): no secret key, so createWebhook refuses; reads work. */
+    webhooks?: Config['webhooks'];
   },
 ): Services {
   const batcher = new ClaimBatcher(db, {
@@ -65,6 +70,7 @@ export function createServices(
     campaigns: new CampaignService(db, options.live),
     partners: new PartnerService(db, options.adminApiKey, options.apiKeyCacheTtlMs, options.onError, options.live),
     audit: new AuditService(db, options.logger),
+    webhooks: new WebhookService(db, options.webhooks),
   };
 }
 

@@ -14,10 +14,17 @@ export const ErrorCode = {
   FORBIDDEN: 'FORBIDDEN',
   /** An argument failed validation; `extensions.field` names it. */
   BAD_USER_INPUT: 'BAD_USER_INPUT',
-  /** An admin operation named a campaign (or other object) that does not exist. */
+  /**
+   * An operation named a campaign (or other object) that does not exist — or, for a partner, one
+   * that is another partner's (webhook endpoints and deliveries): the same answer either way.
+   */
   NOT_FOUND: 'NOT_FOUND',
-  /** A campaign status change that is not allowed (e.g. opening a CLOSED campaign). */
+  /** A status change that is not allowed (e.g. opening a CLOSED campaign, redelivering to a deleted webhook endpoint). */
   INVALID_TRANSITION: 'INVALID_TRANSITION',
+  /** A count limit is used up (e.g. webhook endpoints per partner); `extensions.limit` says how many. */
+  LIMIT_REACHED: 'LIMIT_REACHED',
+  /** The server lacks the configuration the operation needs (e.g. WEBHOOK_SECRET_KEY for createWebhook). */
+  NOT_CONFIGURED: 'NOT_CONFIGURED',
   /** Tickets loaded into a CLOSED campaign. */
   CAMPAIGN_CLOSED: 'CAMPAIGN_CLOSED',
   /** The database is busy or unreachable; retry (a claim with its idempotency key). HTTP 503. */
@@ -41,6 +48,17 @@ export function apiError(code: ErrorCode, message: string, extensions: Record<st
 }
 
 export const notFound = (what: string, id: string) => apiError(ErrorCode.NOT_FOUND, `${what} ${id} does not exist.`);
+
+/**
+ * A call refused because what it names is another partner's. The caller gets exactly the answer it
+ * would get if the object did not exist (NOT_FOUND), so it learns nothing of other partners; the
+ * audit row (access.ts) records the truth: FORBIDDEN, without the call's arguments.
+ */
+export class Refusal extends GraphQLError {
+  constructor(what: string, id: string) {
+    super(`${what} ${id} does not exist.`, { extensions: { code: ErrorCode.NOT_FOUND } });
+  }
+}
 
 /** How long a client is asked to wait before retrying after a 503. */
 export const RETRY_AFTER_SECONDS = 1;

@@ -2,6 +2,7 @@
 // several servers in one process (the tests) do not collide.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Pool } from 'pg';
+import { queueState } from './db/webhookDeliveries';
 import { droppedLogLines } from './logger';
 
 export interface Metrics {
@@ -17,6 +18,8 @@ export interface Metrics {
   readonly graphqlErrors: Counter<'code'>;
   /** Requests refused before reaching the database because too many were already waiting. */
   readonly shed: Counter;
+  /** Webhook attempts by outcome: delivered, retry (failed, tried again later), failed (for good). */
+  readonly webhookDeliveries: Counter<'outcome'>;
 }
 
 export function createMetrics(pool: Pool): Metrics {
@@ -53,6 +56,29 @@ export function createMetrics(pool: Pool): Metrics {
       this.inc({ reason: 'closed' }, droppedLogLines.closed);
     },
   });
+  // The webhook queue, read from the database at each scrape; a scrape while the database is down
+  // keeps the last values rather than failing.
+  new Gauge({
+    name: 'tessera_webhook_queue_depth',
+    help: 'Webhook work waiting: events not yet drained from the outbox (undrained), deliveries not yet delivered or failed (pending)',
+    labelNames: ['stage'] as const,
+    registers: [registry],
+    async collect() {
+      const q = await queueState(pool).catch(() => null);
+      if (!q) return;
+      this.set({ stage: 'undrained' }, q.undrained);
+      this.set({ stage: 'pending' }, q.pending);
+    },
+  });
+  new Gauge({
+    name: 'tessera_webhook_oldest_pending_seconds',
+    help: 'Age of the oldest pending webhook delivery, counted from its event',
+    registers: [registry],
+    async collect() {
+      const q = await queueState(pool).catch(() => null);
+      if (q) this.set(q.oldestSeconds);
+    },
+  });
   return {
     registry,
     claims: new Counter({
@@ -84,6 +110,12 @@ export function createMetrics(pool: Pool): Metrics {
     shed: new Counter({
       name: 'tessera_requests_shed_total',
       help: 'Requests answered 503 at once because the database pool queue was full',
+      registers: [registry],
+    }),
+    webhookDeliveries: new Counter({
+      name: 'tessera_webhook_deliveries_total',
+      help: 'Webhook attempts by outcome: delivered, retry (tried again later), failed (given up)',
+      labelNames: ['outcome'] as const,
       registers: [registry],
     }),
   };

@@ -1,5 +1,6 @@
 // The shapes services return and resolvers receive (codegen maps the GraphQL types onto them).
 import type { JsonValue } from './db/json';
+import type { DeliveryStatus, WebhookEvent } from './generated/graphql';
 
 export type CampaignStatus = 'DRAFT' | 'OPEN' | 'CLOSED';
 export type TicketStatus = 'AVAILABLE' | 'HELD' | 'ALLOCATED';
@@ -78,6 +79,30 @@ export interface AllocationModel {
   releasedAt: Date | null;
   /** Set when a hold was confirmed (not in the API). */
   confirmedAt: Date | null;
+}
+
+export interface WebhookEndpointModel {
+  id: string;
+  /** null: an operator endpoint (every event). */
+  partnerId: string | null;
+  url: string;
+  events: WebhookEvent[];
+  enabled: boolean;
+  createdAt: Date;
+}
+
+export interface WebhookDeliveryModel {
+  id: string;
+  eventId: string;
+  event: WebhookEvent;
+  status: DeliveryStatus;
+  attempts: number;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  /** null unless PENDING. */
+  nextAttemptAt: Date | null;
+  deliveredAt: Date | null;
+  createdAt: Date;
 }
 
 export interface ConnectionModel<T> {

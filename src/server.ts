@@ -32,6 +32,7 @@ import { createRateLimits } from './rateLimit';
 import { resolvers } from './resolvers';
 import { consoleSecurityHeaders } from './securityHeaders';
 import { startHoldSweeper } from './sweeper';
+import { startWebhookDispatcher } from './webhooks/dispatcher';
 import { subscriptionServer } from './ws';
 
 export const SCHEMA_PATH = path.resolve(__dirname, '../schema.graphql');
@@ -46,7 +47,7 @@ export interface TesseraServer {
 }
 
 type ServerConfig = Pick<Config, 'env' | 'adminApiKey' | 'shutdownGraceMs'> &
-  Partial<Pick<Config, 'holdSweepIntervalMs' | 'apiKeyCacheTtlMs' | 'claimBatchMax' | 'rateLimit' | 'graphql' | 'corsOrigins' | 'metricsToken'>>;
+  Partial<Pick<Config, 'holdSweepIntervalMs' | 'apiKeyCacheTtlMs' | 'claimBatchMax' | 'rateLimit' | 'graphql' | 'corsOrigins' | 'metricsToken' | 'webhooks'>>;
 
 /** What the tests and main.ts leave out takes these values (the documented defaults). */
 const DEFAULT_LIMITS = {
@@ -63,6 +64,8 @@ export async function createServer(options: {
   clusterWorker?: boolean;
 }): Promise<TesseraServer> {
   const { config, db, logger } = options;
+  // Without a key (tests that leave it out, production without WEBHOOK_SECRET_KEY) webhooks are off.
+  const webhooks = config.webhooks ?? { secretKey: undefined, allowPrivateNetworks: false, production: config.env === 'production' };
   const metrics = createMetrics(db.pool);
   const live = createLiveUpdates({ redis: options.redis, throughPrimary: options.clusterWorker, logger });
   const services = createServices(db, {
@@ -70,6 +73,7 @@ export async function createServer(options: {
     adminApiKey: config.adminApiKey,
     apiKeyCacheTtlMs: config.apiKeyCacheTtlMs ?? 0,
     claimBatchMax: config.claimBatchMax ?? 1,
+    webhooks,
     metrics,
     logger,
     onError: (err) => logger.warn({ error: (err as Error).message }, 'background write failed'),
@@ -143,6 +147,7 @@ export async function createServer(options: {
   httpServer.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => (isGraphQLPost(req) ? graphql(req, res) : app(req, res)));
 
   const sweeper = startHoldSweeper(db, logger, metrics, config.holdSweepIntervalMs ?? 1000);
+  const dispatcher = startWebhookDispatcher(db, logger, metrics, webhooks);
 
   return {
     app,
@@ -159,6 +164,7 @@ export async function createServer(options: {
       draining = true;
       await apollo.stop();
       await sweeper.stop();
+      await dispatcher.stop();
       await live.close();
     },
   };

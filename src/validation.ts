@@ -2,6 +2,8 @@
 // of the API (docs in schema.graphql); the database repeats the important ones as CHECKs.
 import { InvalidInput } from './errors';
 import type { JsonValue } from './db/json';
+import type { WebhookEvent } from './generated/graphql';
+import { checkEndpointUrl, type UrlPolicy } from './webhooks/urlPolicy';
 
 export const LIMITS = {
   nameLength: 200,
@@ -19,6 +21,8 @@ export const LIMITS = {
   holdSeconds: 86_400,
   ticketsPerClaim: 100,
   quota: 10_000_000,
+  /** Live (not deleted) webhook endpoints per partner, and for the operator's own. */
+  webhooksPerOwner: 20,
 } as const;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -161,4 +165,44 @@ export function campaignWindow(opensAt: Date | null | undefined, closesAt: Date 
   if (opensAt && closesAt && !(opensAt.getTime() < closesAt.getTime())) {
     throw new InvalidInput('closesAt', 'closesAt must be after opensAt.');
   }
+}
+
+/**
+ * A webhook endpoint's URL, kept as given once it passes the URL policy (webhooks/urlPolicy.ts).
+ * Spaces and control characters are refused first: the URL parser would drop or encode them, and
+ * the stored text would then not be the URL Tessera calls.
+ */
+export function webhookUrl(value: string, policy: UrlPolicy): string {
+  if (/\s/.test(value) || CONTROL.test(value) || unstorable(value)) {
+    throw new InvalidInput('url', 'url must not contain spaces, control characters or unpaired surrogates.');
+  }
+  const check = checkEndpointUrl(value, policy);
+  if (!check.ok) throw new InvalidInput('url', `url is not accepted: ${check.reason}.`);
+  return value;
+}
+
+/** The order events are stored and shown in: the WebhookEvent enum's (schema.graphql). */
+const WEBHOOK_EVENT_ORDER: Record<WebhookEvent, number> = {
+  ALLOCATION_CREATED: 0,
+  ALLOCATION_RELEASED: 1,
+  HOLD_CREATED: 2,
+  HOLD_CONFIRMED: 3,
+  HOLD_EXPIRED: 4,
+  CAMPAIGN_OPENED: 5,
+  CAMPAIGN_CLOSED: 6,
+  CAMPAIGN_SOLD_OUT: 7,
+  CAMPAIGN_LOW_STOCK: 8,
+  ALLOTMENT_LAPSED: 9,
+  WAITLIST_OFFERED: 10,
+  BALLOT_DRAWN: 11,
+};
+
+/**
+ * An endpoint's events: at least one. A subscription is a set, so a repeat is not an error (it can
+ * mean nothing else) but is stored once, and the set in the enum's order: the same choice always
+ * reads back the same.
+ */
+export function webhookEvents(values: readonly WebhookEvent[]): WebhookEvent[] {
+  if (values.length === 0) throw new InvalidInput('events', 'events must name at least one WebhookEvent.');
+  return [...new Set(values)].sort((a, b) => WEBHOOK_EVENT_ORDER[a] - WEBHOOK_EVENT_ORDER[b]);
 }

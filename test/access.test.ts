@@ -1,7 +1,8 @@
-// Who may call what, derived from the one declaration (@requires in schema.graphql): every protected
-// field is tried with a partner key (FORBIDDEN, before anything runs) and with the admin key (not
-// FORBIDDEN), over the transport that serves it; every audited one leaves its row. The cases are
-// generated from the schema, so a new field cannot be left out.
+// Who may call what, derived from the one declaration (@requires and @audited in schema.graphql):
+// every field that needs a role is tried with a partner key (FORBIDDEN, before anything runs) and
+// with the admin key (not FORBIDDEN), over the transport that serves it; every @audited one with
+// both keys (let through, and recorded with its actor); every audited one leaves its row. The cases
+// are generated from the schema, so a new field cannot be left out.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import {
@@ -23,6 +24,9 @@ import { connectSocket, runOverSocket, socketErrors } from './helpers/ws';
 
 const schema = buildSchema(readFileSync(path.resolve(__dirname, '../schema.graphql'), 'utf8'));
 const rules = accessRules(schema);
+/** @requires(role: …) fields, and @audited ones (any caller with a key). */
+const roleRules = rules.filter((r) => r.role !== null);
+const openRules = rules.filter((r) => r.role === null);
 
 /** The mutations a partner key may call (each checks ownership itself). Anything else needs a role. */
 const PARTNER_MUTATIONS = ['claimTicket', 'claimTickets', 'confirmHold', 'holdTicket', 'releaseAllocation'];
@@ -88,11 +92,13 @@ function documentFor(s: GraphQLSchema, rule: AccessRule, ids: Record<string, str
 
 let server: TestServer;
 let partnerKey: string;
+let partnerId: string;
 let ids: Record<string, string>;
 beforeAll(async () => {
   server = await startTestServer();
   const partner = await server.createPartner('Matrix');
   partnerKey = partner.apiKey;
+  partnerId = partner.id;
   // The admin's calls act on another partner: revoking or rotating the matrix partner's key would
   // turn its later refusals into UNAUTHENTICATED.
   const victim = await server.createPartner('Acted upon');
@@ -101,7 +107,7 @@ beforeAll(async () => {
 });
 afterAll(() => server.stop());
 
-test('every mutation either needs a role (@requires) or is one of the partner operations', () => {
+test('every mutation is declared (@requires or @audited) or is one of the partner operations', () => {
   const mutations = Object.keys(schema.getMutationType()!.getFields()).sort();
   const protectedOnes = rules.filter((r) => r.field.startsWith('Mutation.')).map((r) => r.field.slice('Mutation.'.length));
   expect(mutations.filter((m) => !protectedOnes.includes(m))).toEqual(PARTNER_MUTATIONS);
@@ -122,7 +128,7 @@ async function run(key: string, probe: ReturnType<typeof documentFor>) {
   }
 }
 
-describe.each(rules.map((rule) => [rule.field, rule] as const))('%s', (_field, rule) => {
+describe.each(roleRules.map((rule) => [rule.field, rule] as const))('%s', (_field, rule) => {
   test(`a partner key is refused (FORBIDDEN) before it runs${rule.audited ? ', and the refusal is audited without arguments' : ''}`, async () => {
     const probe = documentFor(schema, rule, ids);
     const errors = await run(partnerKey, probe);
@@ -144,5 +150,26 @@ describe.each(rules.map((rule) => [rule.field, rule] as const))('%s', (_field, r
       const { rows } = await server.sql.query(`SELECT count(*)::int AS n FROM audit_log WHERE operation = $1 AND actor = 'admin'`, [rule.field.slice(9)]);
       expect(rows[0].n).toBe(before + 1);
     }
+  });
+});
+
+test('the @audited fields are the webhook mutations, each audited', () => {
+  expect(openRules).toEqual(['createWebhook', 'deleteWebhook', 'redeliverWebhook'].map((m) => ({ field: `Mutation.${m}`, role: null, audited: true })));
+});
+
+describe.each(openRules.map((rule) => [rule.field, rule] as const))('%s (@audited)', (_field, rule) => {
+  const operation = rule.field.slice('Mutation.'.length);
+  test.each([
+    ['a partner key', () => partnerKey, () => `partner:${partnerId}`],
+    ['the admin key', () => ADMIN_KEY, () => 'admin'],
+  ])('%s is let through, and the call is audited with its actor and arguments', async (_who, key, actor) => {
+    const probe = documentFor(schema, rule, ids);
+    const before = (await server.sql.query(`SELECT coalesce(max(id), 0) AS id FROM audit_log`)).rows[0].id;
+    const errors = await run(key(), probe);
+    expect(errors.map((e) => e.extensions?.code)).not.toContain('FORBIDDEN');
+    const { rows } = await server.sql.query(`SELECT actor, arguments FROM audit_log WHERE operation = $1 AND id > $2`, [operation, before]);
+    expect(rows).toHaveLength(1);
+    expect(rows[0].actor).toBe(actor());
+    expect(rows[0].arguments).not.toEqual({});
   });
 });

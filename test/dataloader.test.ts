@@ -5,8 +5,8 @@ import { ADMIN_KEY, CLAIM, startTestServer, type TestServer } from './helpers/te
 let server: TestServer;
 let campaignId: string;
 beforeAll(async () => {
-  // No sweeper: its statements would land in the counts.
-  server = await startTestServer({ config: { holdSweepIntervalMs: 0 } });
+  // No sweeper and no webhook dispatcher: their statements would land in the counts.
+  server = await startTestServer({ config: { holdSweepIntervalMs: 0, webhooks: { secretKey: undefined, allowPrivateNetworks: false, production: false } } });
   const partners = await Promise.all(['A', 'B', 'C', 'D', 'E'].map((name) => server.createPartner(name)));
   campaignId = await server.openCampaignWith(100);
   for (let i = 0; i < 100; i += 1) {

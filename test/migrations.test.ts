@@ -25,7 +25,7 @@ import { dumpSchema, SCHEMA_FILE, schemaFileText } from '../src/db/schemaDump';
 import { withClient } from './helpers/env';
 import { createTestDatabase, startTestServer } from './helpers/testServer';
 
-interface DmmfField { name: string; dbName?: string | null; kind: string; type: string; isRequired: boolean; nativeType?: [string, string[]] | null }
+interface DmmfField { name: string; dbName?: string | null; kind: string; type: string; isRequired: boolean; isList: boolean; nativeType?: [string, string[]] | null }
 interface DmmfModel { name: string; dbName?: string | null; fields: DmmfField[] }
 interface DmmfIndex { model: string; type: 'id' | 'unique' | 'normal' | 'fulltext'; fields: { name: string }[] }
 interface Dmmf { datamodel: { models: DmmfModel[]; enums: { name: string; dbName?: string | null; values: { name: string }[] }[]; indexes: DmmfIndex[] } }
@@ -37,6 +37,7 @@ const enumDbName = new Map(dmmf.datamodel.enums.map((e) => [e.name, e.dbName ?? 
 
 /** information_schema's data_type (or udt_name for enums) for a Prisma field. */
 function expectedType(field: DmmfField): string {
+  if (field.isList) return 'ARRAY'; // information_schema names every array type so
   if (field.kind === 'enum') return `enum:${enumDbName.get(field.type)}`;
   const native = field.nativeType?.[0];
   if (native === 'Uuid') return 'uuid';

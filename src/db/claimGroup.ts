@@ -30,6 +30,7 @@ import type { Pool, QueryResult } from 'pg';
 import type { AllocationModel, CampaignModel, TicketModel } from '../models';
 import { campaignOf } from './campaignColumns';
 import { COUNT_ALLOCATED } from './countAllocations';
+import { ALLOCATION_EVENTS } from './webhookEvents';
 import type { JsonValue } from './json';
 
 export interface GroupRequest {
@@ -116,9 +117,10 @@ allocated AS (
     JOIN picked pk ON pk.campaign_id = k.campaign_id AND pk.id = k.id
     JOIN passed p ON p.campaign_id = pk.campaign_id AND p.slot = pk.slot
    ORDER BY p.ord
-  RETURNING id, campaign_id, ticket_id, partner_id, status, sequence, allocated_at
+  RETURNING id, campaign_id, ticket_id, partner_id, status, sequence, allocated_at, expires_at
 ),
-${COUNT_ALLOCATED}
+${COUNT_ALLOCATED},
+${ALLOCATION_EVENTS}
 SELECT g.ord, g.verdict, a.id, a.sequence, a.allocated_at, k.id AS ticket_id, k.code AS ticket_code,
        cp.name AS campaign_name, cp.status AS campaign_status, cp.opens_at AS campaign_opens_at,
        cp.closes_at AS campaign_closes_at, cp.per_holder_limit AS campaign_per_holder_limit,

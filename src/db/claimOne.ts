@@ -11,6 +11,7 @@
 // tickets in flight, and decides between SOLD_OUT and ALL_HELD.
 import type { Pool } from 'pg';
 import { COUNT_ALLOCATED } from './countAllocations';
+import { ALLOCATION_EVENTS } from './webhookEvents';
 import { claimedFrom, type FirstLook, type GroupRequest, type GroupRow } from './claimGroup';
 
 export const CLAIM_ONE_SQL = `
@@ -42,9 +43,10 @@ allocated AS (
   SELECT k.campaign_id, k.id, $2::uuid, $3::text, $4::jsonb, $5::text, $6::text, 'ACTIVE',
          nextval('allocation_sequence'), clock_timestamp()
     FROM taken k
-  RETURNING id, campaign_id, ticket_id, partner_id, status, sequence, allocated_at
+  RETURNING id, campaign_id, ticket_id, partner_id, status, sequence, allocated_at, expires_at
 ),
-${COUNT_ALLOCATED}
+${COUNT_ALLOCATED},
+${ALLOCATION_EVENTS}
 SELECT 1 AS ord, g.verdict, g.prior_campaign_id, g.prior_allocation_id,
        a.id, a.sequence, a.allocated_at, k.id AS ticket_id, k.code AS ticket_code,
        cp.name AS campaign_name, cp.status AS campaign_status, cp.opens_at AS campaign_opens_at,

@@ -36,6 +36,7 @@ import type { Pool } from 'pg';
 import type { JsonValue } from './json';
 import { ALLOCATION_COLUMNS, toAllocation, type AllocationRow } from './allocationRow';
 import { COUNT_ALLOCATED } from './countAllocations';
+import { ALLOCATION_EVENTS } from './webhookEvents';
 import { pickTickets, takeTickets } from './pickTickets';
 import { CAMPAIGN_COLUMNS, campaignOf, type CampaignColumns } from './campaignColumns';
 import type { AllocationModel, CampaignModel, TicketModel } from '../models';
@@ -147,7 +148,8 @@ export function claimSql(p: ClaimTicketParams): Prisma.Sql {
         FROM taken k
       RETURNING ${Prisma.raw(ALLOCATION_COLUMNS)}
     ),
-    ${Prisma.raw(COUNT_ALLOCATED)}
+    ${Prisma.raw(COUNT_ALLOCATED)},
+    ${Prisma.raw(ALLOCATION_EVENTS)}
     SELECT g.verdict, g.prior_campaign_id, g.prior_allocation_id, a.*, k.code AS ticket_code,
            ${CAMPAIGN_COLUMNS},
            -- Only when nothing was taken (lazily: these sub-selects run only in that case).

@@ -2,16 +2,31 @@
 // campaign gate exclusive (db/campaignGate.ts) in the same transaction as the status change: it
 // waits for the claims already in flight, new claims queue behind it, and when it commits they read
 // CLOSED with a fresh snapshot and are refused. Prisma's batch $transaction: BEGIN, lock, update, COMMIT.
+import { Prisma } from '../generated/prisma/client';
 import { lockCampaignGate, type Batchable } from './campaignGate';
+import { ENDPOINTS_LISTENING } from './webhookEvents';
 
 /** Returns true when the campaign exists (and is now CLOSED), false when it does not. */
 export async function closeCampaign(db: Batchable, campaignId: string): Promise<boolean> {
+  // Under the exclusive gate, closes of one campaign run one after the other, and this statement's
+  // snapshot sees any earlier close: CAMPAIGN_CLOSED (webhookEvents.ts) is appended once, by the
+  // close that changed the status.
   const [, closed] = await db.$transaction([
     lockCampaignGate(db, campaignId),
-    db.$executeRaw`
-      UPDATE campaigns
-         SET status = 'CLOSED', closed_at = COALESCE(closed_at, clock_timestamp())
-       WHERE id = ${campaignId}::uuid`,
+    db.$queryRaw<{ closed: boolean }[]>`
+      WITH previous AS (SELECT id, status FROM campaigns WHERE id = ${campaignId}::uuid),
+      closed AS (
+        UPDATE campaigns c
+           SET status = 'CLOSED', closed_at = COALESCE(c.closed_at, clock_timestamp())
+          FROM previous p
+         WHERE c.id = p.id
+        RETURNING c.id, p.status AS was
+      ),
+      evented AS (
+        INSERT INTO webhook_events (type, campaign_id)
+        SELECT 'CAMPAIGN_CLOSED', x.id FROM closed x WHERE x.was <> 'CLOSED' AND ${Prisma.raw(ENDPOINTS_LISTENING)}
+      )
+      SELECT EXISTS (SELECT 1 FROM closed) AS closed`,
   ]);
-  return closed === 1;
+  return (closed as { closed: boolean }[])[0]?.closed === true;
 }

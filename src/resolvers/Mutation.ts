@@ -22,4 +22,7 @@ export const Mutation: MutationResolvers = {
   setPartnerRateLimit: async (_, { partnerId, pointsPerSecond }, ctx) => ({
     partner: await ctx.services.partners.setRateLimit(ctx, partnerId, pointsPerSecond),
   }),
+  createWebhook: (_, { input }, ctx) => ctx.services.webhooks.create(ctx, input),
+  deleteWebhook: (_, { id }, ctx) => ctx.services.webhooks.delete(ctx, id),
+  redeliverWebhook: (_, { deliveryId }, ctx) => ctx.services.webhooks.redeliver(ctx, deliveryId),
 };

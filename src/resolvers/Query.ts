@@ -6,4 +6,6 @@ export const Query: QueryResolvers = {
   allocation: (_, { id }, ctx) => ctx.services.allocationRecords.get(ctx, id),
   partners: (_, args, ctx) => ctx.services.partners.list(ctx, args),
   auditLog: (_, args, ctx) => ctx.services.audit.list(ctx, args),
+  webhooks: (_, __, ctx) => ctx.services.webhooks.list(ctx),
+  webhookDeliveries: (_, args, ctx) => ctx.services.webhooks.deliveries(ctx, args),
 };

@@ -6,6 +6,7 @@ import { Mutation } from './Mutation';
 import { Partner } from './Partner';
 import { Query } from './Query';
 import { Subscription } from './Subscription';
+import { WebhookEndpoint } from './WebhookEndpoint';
 
 const totalCount = { totalCount: (connection: { totalCount: () => Promise<number> }) => connection.totalCount() };
 
@@ -20,8 +21,10 @@ export const resolvers: Resolvers = {
   PartnerStats,
   Allocation,
   Partner,
+  WebhookEndpoint,
   AllocationConnection: totalCount,
   CampaignConnection: totalCount,
   PartnerConnection: totalCount,
   AuditEntryConnection: totalCount,
+  WebhookDeliveryConnection: totalCount,
 };

@@ -4,6 +4,7 @@ import type { LiveUpdates } from '../live';
 import { campaignTimeline, type TimelineUnit } from '../db/campaignReports';
 import { lockCampaignGate } from '../db/campaignGate';
 import { closeCampaign } from '../db/closeCampaign';
+import { openCampaign } from '../db/openCampaign';
 import { setPartnerQuota } from '../db/partnerQuota';
 import { findCampaignPage } from '../db/findCampaigns';
 import { generateTickets, loadTickets, recordSoldOut } from '../db/loadTickets';
@@ -76,12 +77,8 @@ export class CampaignService {
     if (current.status === 'CLOSED') {
       throw apiError(ErrorCode.INVALID_TRANSITION, `Campaign ${id} is CLOSED; a closed campaign cannot be opened again.`);
     }
-    const campaign = await this.db.prisma.campaign.update({
-      where: { id: current.id },
-      data: current.status === 'DRAFT' ? { status: 'OPEN', openedAt: new Date() } : {},
-      select: CAMPAIGN_FIELDS,
-    });
-    return this.fresh(ctx, campaign);
+    if (current.status === 'DRAFT') await openCampaign(this.db.prisma, current.id);
+    return this.fresh(ctx, await this.require(id));
   }
 
   /**

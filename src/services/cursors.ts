@@ -68,3 +68,13 @@ export const campaignCursor = {
     return { createdAt, id };
   },
 };
+
+/** Webhook deliveries by (created_at, id), newest first. */
+export const deliveryCursor = {
+  encode: (d: { createdAt: string; id: string }) => encode('delivery', `${d.createdAt}|${d.id}`),
+  decode(cursor: string): { createdAt: string; id: string } {
+    const [createdAt = '', id = '', ...rest] = decode('delivery', cursor).split('|');
+    if (rest.length > 0 || !isPgTimestamp(createdAt) || !isUuid(id)) throw notOurs();
+    return { createdAt, id };
+  },
+};

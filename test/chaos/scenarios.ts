@@ -1,11 +1,15 @@
-// The six fault scenarios of `npm run chaos` (issue 3). Each runs a storm against a real Tessera
+// The fault scenarios of `npm run chaos` (issue 3; g, webhooks, issue 15). Each runs a storm against a real Tessera
 // process on a database of its own, injects its fault, retries every unknown outcome with its key
 // until it is answered, and checks the history (history.ts). Sizes: `full` for npm run chaos,
 // `quick` for the bounded subset in npm test.
+import { randomBytes } from 'node:crypto';
 import type { EmbeddedDatabase } from '../../src/db/embedded';
+import { sealSecret } from '../../src/webhooks/secrets';
+import { newWebhookSecret } from '../../src/webhooks/signature';
 import { sleep, until } from '../helpers/time';
 import { sendClaim } from './client';
 import { checkHistory, History, idleInTransaction } from './history';
+import { FaultyReceiver } from './receiver';
 import {
   closeCampaign,
   freePort,
@@ -57,7 +61,14 @@ async function run(
   id: string,
   name: string,
   env: ScenarioEnv,
-  options: { pgUrl?: string; serverEnv?: Record<string, string>; tickets: number; prepare?: (sql: import('pg').Pool) => Promise<void> },
+  options: {
+    pgUrl?: string;
+    serverEnv?: Record<string, string>;
+    tickets: number;
+    prepare?: (sql: import('pg').Pool) => Promise<void>;
+    /** More checks once every claim is answered: their violations join the history's. */
+    check?: (ctx: { server: ServerProcess; sql: import('pg').Pool; campaignId: string; notes: string[] }) => Promise<string[]>;
+  },
   body: (ctx: { server: ServerProcess; history: History; campaignId: string; partnerKeys: string[]; sql: import('pg').Pool; notes: string[] }) => Promise<void>,
 ): Promise<ScenarioResult> {
   const started = Date.now();
@@ -77,6 +88,7 @@ async function run(
     }
     await retryUnknowns(server, history);
     const verdict = await checkHistory(history, db.sql, campaignId);
+    if (options.check) verdict.violations.push(...(await options.check({ server, sql: db.sql, campaignId, notes })));
     const idle = await idleInTransaction(db.sql, db.name);
     if (idle > 0) verdict.violations.push(`${idle} server sessions left idle in transaction`);
     const first = history.firstPass();
@@ -341,7 +353,133 @@ async function available(sql: import('pg').Pool, campaignId: string): Promise<nu
   return rows[0].n;
 }
 
-export const SCENARIOS = [sigkill, terminateBackends, restartPostgres, poolExhaustion, transactionTimeout, clientDisconnect];
+/**
+ * g. Webhooks under faults (docs/WEBHOOKS.md): an operator endpoint whose receiver is slow, answers
+ * 500, never answers or hangs up at random, while the server is SIGKILLed with deliveries in flight
+ * and PostgreSQL is restarted. Then the receiver heals, and the checker proves that every committed
+ * allocation produced exactly one event id, that every event id reached the receiver at least once,
+ * and that no event exists for an allocation that does not.
+ */
+export async function webhookFaults(env: ScenarioEnv): Promise<ScenarioResult> {
+  const p = plan(env.size, { tickets: 600, claims: 800, concurrency: 32 }, { tickets: 120, claims: 160, concurrency: 16 });
+  const name = 'webhooks: a faulty receiver, the server SIGKILLed and PostgreSQL restarted with deliveries in flight';
+  const pg = env.restartable;
+  if (!pg) {
+    return { id: 'g', name, skipped: 'no PostgreSQL this run may restart', claims: 0, ok: 0, refused: 0, unknown: 0, retries: 0, stored: 0, total: 0, available: 0, violations: [], notes: [], seconds: 0 };
+  }
+  const receiver = await new FaultyReceiver({ slow: 0.05, error: 0.1, hang: 0.02, hangUp: 0.05 }).start();
+  const key = randomBytes(32);
+  try {
+    return await run(
+      'g',
+      name,
+      env,
+      {
+        pgUrl: pg.url,
+        tickets: p.tickets,
+        serverEnv: { WEBHOOK_SECRET_KEY: key.toString('base64') },
+        prepare: async (sql) => {
+          await sql.query('INSERT INTO webhook_endpoints (partner_id, url, events, secret_sealed) VALUES (NULL, $1, $2, $3)', [
+            receiver.url,
+            ['ALLOCATION_CREATED'],
+            sealSecret(newWebhookSecret(), key),
+          ]);
+        },
+        check: (ctx) => checkWebhooks(ctx, receiver, env.size === 'full' ? 120_000 : 90_000),
+      },
+      async (ctx) => {
+        let faults: Promise<void> = Promise.resolve();
+        await storm({
+          server: ctx.server,
+          fixture: ctx,
+          history: ctx.history,
+          label: 'g',
+          ...p,
+          onSent: (sent) => {
+            if (sent === Math.floor(p.claims * 0.4)) {
+              faults = faults.then(async () => {
+                await ctx.server.kill();
+                await sleep(200);
+                await ctx.server.start();
+                ctx.notes.push(`server SIGKILLed after ${sent} claims sent`);
+              });
+            }
+            if (sent === Math.floor(p.claims * 0.7)) {
+              faults = faults.then(async () => {
+                await pg.stop();
+                await sleep(500);
+                await pg.start();
+                ctx.notes.push(`PostgreSQL restarted after ${sent} claims sent`);
+              });
+            }
+          },
+        });
+        await faults;
+      },
+    );
+  } finally {
+    await receiver.stop();
+  }
+}
+
+/** The webhook invariants, once the receiver has healed and the queue has drained. */
+async function checkWebhooks(ctx: { sql: import('pg').Pool; campaignId: string; notes: string[] }, receiver: FaultyReceiver, timeoutMs: number): Promise<string[]> {
+  const violations: string[] = [];
+  const waited = Date.now();
+  // The receiver stays faulty until most events have come at least once: the faults meet the
+  // deliveries, not only the storm. Then it heals, and the rest must arrive by the retry schedule.
+  const committed = (await ctx.sql.query('SELECT count(*)::int AS n FROM allocations WHERE campaign_id = $1', [ctx.campaignId])).rows[0].n as number;
+  await until(() => new Set(receiver.arrivals.map((a) => a.eventId)).size >= committed * 0.8, {
+    message: 'most events to reach the faulty receiver',
+    timeoutMs: 60_000,
+    intervalMs: 100,
+  });
+  receiver.heal();
+  await until(
+    async () =>
+      (
+        await ctx.sql.query(
+          `SELECT (SELECT count(*) FROM webhook_events) + (SELECT count(*) FROM webhook_deliveries WHERE status = 'PENDING') = 0 AS done`,
+        )
+      ).rows[0].done,
+    { message: 'every webhook event drained and every delivery ended', timeoutMs, intervalMs: 250 },
+  );
+  const { rows: allocations } = await ctx.sql.query<{ id: string; events: string[] | null; statuses: string[] | null }>(
+    `SELECT a.id, array_agg(d.event_id::text) FILTER (WHERE d.id IS NOT NULL) AS events, array_agg(d.status::text) FILTER (WHERE d.id IS NOT NULL) AS statuses
+       FROM allocations a LEFT JOIN webhook_deliveries d ON d.allocation_id = a.id AND d.event = 'ALLOCATION_CREATED'
+      WHERE a.campaign_id = $1 GROUP BY a.id`,
+    [ctx.campaignId],
+  );
+  const { rows: orphans } = await ctx.sql.query(
+    `SELECT d.event_id FROM webhook_deliveries d WHERE d.event = 'ALLOCATION_CREATED' AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.id = d.allocation_id)`,
+  );
+  const arrived = new Map<string, number>();
+  for (const a of receiver.arrivals) arrived.set(a.eventId, (arrived.get(a.eventId) ?? 0) + 1);
+  let lost = 0;
+  for (const a of allocations) {
+    const events = a.events ?? [];
+    if (events.length !== 1) violations.push(`allocation ${a.id} has ${events.length} ALLOCATION_CREATED events`);
+    if (a.statuses?.some((s) => s !== 'DELIVERED')) violations.push(`allocation ${a.id}'s delivery ended ${a.statuses.join(',')}`);
+    for (const e of events) if (!arrived.has(e)) lost += 1;
+  }
+  if (lost > 0) violations.push(`${lost} event ids never reached the receiver`);
+  if (orphans.length > 0) violations.push(`${orphans.length} events for allocations that do not exist (a claim that rolled back?)`);
+  const repeats = [...arrived.values()].reduce((n, k) => n + k - 1, 0);
+  const failedAnswers = receiver.arrivals.filter((a) => a.answered !== 200).length;
+  // Acknowledged (200) more than once: allowed only where a crash cut an attempt off after the
+  // receiver answered and before the delivery was recorded.
+  const acknowledged = new Map<string, number>();
+  for (const a of receiver.arrivals) if (a.answered === 200) acknowledged.set(a.eventId, (acknowledged.get(a.eventId) ?? 0) + 1);
+  const duplicates = [...acknowledged.values()].filter((k) => k > 1).length;
+  ctx.notes.push(
+    `${allocations.length} allocations committed, ${allocations.length} events produced, ${arrived.size} event ids received ` +
+      `(${receiver.arrivals.length} arrivals, ${failedAnswers} of them failed or unanswered, ${repeats} retries), ${duplicates} delivered twice, lost ${lost}; ` +
+      `queue drained ${Math.round((Date.now() - waited) / 100) / 10} s after the storm`,
+  );
+  return violations;
+}
+
+export const SCENARIOS = [sigkill, terminateBackends, restartPostgres, poolExhaustion, transactionTimeout, clientDisconnect, webhookFaults];
 
 export function verdictLine(r: ScenarioResult): string {
   if (r.skipped) return `SKIP ${r.id}. ${r.name}: ${r.skipped}`;

@@ -14,6 +14,9 @@ import { sleep } from './time';
 
 export { ADMIN_KEY, type GraphQLResponse } from './graphql';
 
+/** The key test servers seal webhook secrets with (WEBHOOK_SECRET_KEY's place). */
+export const TEST_WEBHOOK_KEY = Buffer.alloc(32, 7);
+
 export interface TestServer {
   readonly url: string;
   readonly databaseUrl: string;
@@ -67,7 +70,7 @@ export async function startTestServer(
   options: {
     database?: Partial<Config['database']>;
     logger?: Logger;
-    config?: Partial<Pick<Config, 'env' | 'apiKeyCacheTtlMs' | 'holdSweepIntervalMs' | 'claimBatchMax' | 'rateLimit' | 'graphql' | 'corsOrigins' | 'metricsToken'>>;
+    config?: Partial<Pick<Config, 'env' | 'apiKeyCacheTtlMs' | 'holdSweepIntervalMs' | 'claimBatchMax' | 'rateLimit' | 'graphql' | 'corsOrigins' | 'metricsToken' | 'webhooks'>>;
     redis?: Redis;
     /** Use this database instead of a fresh one (several servers on one database). */
     databaseUrl?: string;
@@ -79,7 +82,14 @@ export async function startTestServer(
   const server: TesseraServer = await createServer({
     // Group claims on, as in production, unless TESSERA_TEST_CLAIM_BATCH_MAX says otherwise: every
     // race test then exercises the group statement (and its fallbacks) as well as the single one.
-    config: { env: 'test', adminApiKey: ADMIN_KEY, shutdownGraceMs: 5_000, claimBatchMax: Number(process.env.TESSERA_TEST_CLAIM_BATCH_MAX ?? 32), ...options.config },
+    config: {
+      env: 'test',
+      adminApiKey: ADMIN_KEY,
+      shutdownGraceMs: 5_000,
+      claimBatchMax: Number(process.env.TESSERA_TEST_CLAIM_BATCH_MAX ?? 32),
+      webhooks: { secretKey: TEST_WEBHOOK_KEY, allowPrivateNetworks: false, production: false },
+      ...options.config,
+    },
     db,
     logger,
     redis: options.redis,

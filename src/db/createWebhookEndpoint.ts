@@ -1,0 +1,31 @@
+// createWebhook's insert, within the per-owner limit. Two creates for one owner at once must not both
+// see 19 endpoints and both insert: a transaction-scoped advisory lock per owner (a partner, or the
+// operator for endpoints with no partner) puts them one after the other, and the count and the insert
+// are one statement taken after the lock, so each sees the other's committed row.
+import { Prisma } from '../generated/prisma/client';
+import type { WebhookEvent } from '../generated/graphql';
+import type { Batchable } from './campaignGate';
+import { ENDPOINT_COLUMNS, type EndpointRow } from './webhookRows';
+
+/**
+ * The advisory lock's class (its first key). Classes in use: 1 the campaign gate, 2 idempotency keys,
+ * 3 holders (tessera_claim_gate, claimGroup.ts), 4 this.
+ */
+const ENDPOINT_OWNER_LOCK = 4;
+
+/** The new endpoint, or null when its owner already has `limit` endpoints (deleted ones not counted). */
+export async function createWebhookEndpoint(
+  db: Batchable,
+  e: { partnerId: string | null; url: string; events: readonly WebhookEvent[]; secretSealed: string; limit: number },
+): Promise<EndpointRow | null> {
+  const [, rows] = await db.$transaction([
+    db.$executeRaw`SELECT pg_advisory_xact_lock(${ENDPOINT_OWNER_LOCK}::integer, hashtext(COALESCE(${e.partnerId}::uuid::text, 'operator')))`,
+    db.$queryRaw<EndpointRow[]>`
+      INSERT INTO webhook_endpoints (partner_id, url, events, secret_sealed)
+      SELECT ${e.partnerId}::uuid, ${e.url}::text, ${e.events}::text[], ${e.secretSealed}::text
+       WHERE (SELECT count(*) FROM webhook_endpoints
+               WHERE partner_id IS NOT DISTINCT FROM ${e.partnerId}::uuid AND deleted_at IS NULL) < ${e.limit}::integer
+      RETURNING ${Prisma.raw(ENDPOINT_COLUMNS)}`,
+  ]);
+  return (rows as EndpointRow[])[0] ?? null;
+}

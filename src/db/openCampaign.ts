@@ -1,0 +1,22 @@
+// openCampaign: DRAFT -> OPEN, once. The conditional update decides who opened it when two opens
+// race, and its CAMPAIGN_OPENED event (webhookEvents.ts) is appended in the same statement: one
+// event per opening, and none for an open that changed nothing.
+import type { Db } from './client';
+import { ENDPOINTS_LISTENING } from './webhookEvents';
+import { Prisma } from '../generated/prisma/client';
+
+/** Opens a DRAFT campaign; true when this call opened it. */
+export async function openCampaign(db: Db, campaignId: string): Promise<boolean> {
+  const rows = await db.$queryRaw<{ opened: boolean }[]>`
+    WITH opened AS (
+      UPDATE campaigns SET status = 'OPEN', opened_at = clock_timestamp()
+       WHERE id = ${campaignId}::uuid AND status = 'DRAFT'
+      RETURNING id
+    ),
+    evented AS (
+      INSERT INTO webhook_events (type, campaign_id)
+      SELECT 'CAMPAIGN_OPENED', o.id FROM opened o WHERE ${Prisma.raw(ENDPOINTS_LISTENING)}
+    )
+    SELECT EXISTS (SELECT 1 FROM opened) AS opened`;
+  return rows[0]?.opened === true;
+}

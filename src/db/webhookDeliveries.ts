@@ -1,0 +1,207 @@
+// The dispatcher's statements (src/webhooks/dispatcher.ts, docs/WEBHOOKS.md).
+//
+// drainEvents: the outbox into deliveries, in one transaction — the events it takes (SKIP LOCKED:
+// two instances never take the same one) are deleted from webhook_events and become one delivery
+// per matching endpoint, with the JSON body every attempt will send. A crash before the commit
+// leaves the events where they were; (endpoint_id, event_id) is unique, so nothing is doubled.
+//
+// leaseDue: deliveries due now, each leased (lease_until) so that no other instance sends it at the
+// same moment; an attempt cut off by a crash is due again when its lease ends. An allocation's
+// deliveries to one endpoint go in the order of their events: one waits while an earlier one is
+// still PENDING.
+import type { Pool, PoolClient } from 'pg';
+import { campaignStats } from './campaignStats';
+import type { Database } from './client';
+
+/** The allocation's status each allocation event reports, and the campaign's for campaign events. */
+const STATUS_OF: Record<string, string> = {
+  ALLOCATION_CREATED: 'ACTIVE',
+  HOLD_CREATED: 'HELD',
+  HOLD_CONFIRMED: 'ACTIVE',
+  ALLOCATION_RELEASED: 'RELEASED',
+  HOLD_EXPIRED: 'EXPIRED',
+  CAMPAIGN_OPENED: 'OPEN',
+  CAMPAIGN_CLOSED: 'CLOSED',
+};
+
+interface EventRow {
+  id: string;
+  type: string;
+  campaign_id: string;
+  partner_id: string | null;
+  allocation_id: string | null;
+  expires_at: Date | null;
+  data: unknown;
+  created_at: Date;
+  /** created_at to the microsecond (a Date keeps milliseconds): it orders an allocation's deliveries. */
+  created_at_exact: string;
+}
+
+interface AllocationFacts {
+  id: string;
+  campaign_id: string;
+  partner_id: string;
+  holder: string;
+  sequence: string;
+  code: string;
+}
+
+interface EndpointRow {
+  id: string;
+  partner_id: string | null;
+  events: string[];
+}
+
+const DRAIN_SQL = `
+DELETE FROM webhook_events
+ WHERE ctid = ANY (ARRAY(SELECT ctid FROM webhook_events LIMIT $1 FOR UPDATE SKIP LOCKED))
+RETURNING id, type, campaign_id, partner_id, allocation_id, expires_at, data, created_at, created_at::text AS created_at_exact`;
+
+/** Whether `endpoint` receives `event`: its type is asked for, and it is the operator's, the partner's own, or campaign-wide. */
+const routes = (endpoint: EndpointRow, event: EventRow) =>
+  endpoint.events.includes(event.type) && (endpoint.partner_id === null || event.partner_id === null || endpoint.partner_id === event.partner_id);
+
+/** The body of an event, as the contract gives it: {id, type, createdAt, data}. */
+function bodyOf(event: EventRow, allocation: AllocationFacts | undefined, campaign: Record<string, unknown> | undefined): string {
+  let data: unknown = event.data;
+  if (event.allocation_id !== null) {
+    data = {
+      allocation: {
+        id: event.allocation_id,
+        campaignId: event.campaign_id,
+        partnerId: event.partner_id,
+        holder: allocation?.holder ?? null,
+        sequence: allocation ? Number(allocation.sequence) : null,
+        status: STATUS_OF[event.type] ?? null,
+        expiresAt: event.expires_at ? event.expires_at.toISOString() : null,
+        ticket: { code: allocation?.code ?? null },
+      },
+    };
+  } else if (campaign) {
+    data = { campaign };
+  }
+  return JSON.stringify({ id: event.id, type: event.type, createdAt: event.created_at.toISOString(), data });
+}
+
+/** Drains up to `limit` events into deliveries; returns how many events it took. */
+export async function drainEvents(db: Database, limit: number): Promise<number> {
+  const client = await db.pool.connect();
+  try {
+    await client.query('BEGIN');
+    const { rows: events } = await client.query<EventRow>(DRAIN_SQL, [limit]);
+    if (events.length > 0) await insertDeliveries(db, client, events);
+    await client.query('COMMIT');
+    return events.length;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+async function insertDeliveries(db: Database, client: PoolClient, drained: EventRow[]): Promise<void> {
+  const { rows: endpoints } = await client.query<EndpointRow>('SELECT id, partner_id, events FROM webhook_endpoints WHERE enabled');
+  // Only the events some endpoint receives need their allocation and campaign read.
+  const events = drained.filter((e) => endpoints.some((endpoint) => routes(endpoint, e)));
+  if (events.length === 0) return;
+  const allocationEvents = events.filter((e) => e.allocation_id !== null);
+  const { rows: facts } = await client.query<AllocationFacts>(
+    `SELECT a.id, a.campaign_id, a.partner_id, a.holder, a.sequence::text AS sequence, t.code
+       FROM unnest($1::uuid[], $2::uuid[]) AS k(campaign_id, id)
+       JOIN allocations a ON a.campaign_id = k.campaign_id AND a.id = k.id
+       JOIN tickets t ON t.campaign_id = a.campaign_id AND t.id = a.ticket_id`,
+    [allocationEvents.map((e) => e.campaign_id), allocationEvents.map((e) => e.allocation_id)],
+  );
+  const allocations = new Map(facts.map((f) => [f.id, f]));
+  const campaignIds = [...new Set(events.filter((e) => e.allocation_id === null).map((e) => e.campaign_id))];
+  const stats = campaignIds.length > 0 ? await campaignStats(db.prisma, campaignIds) : new Map();
+
+  const rows: [string, string, string, string | null, string, string][] = [];
+  for (const event of events) {
+    const s = stats.get(event.campaign_id);
+    const campaign = s && { id: event.campaign_id, status: STATUS_OF[event.type], stats: { total: s.total, allocated: s.allocated, held: s.held, available: s.available } };
+    const body = bodyOf(event, event.allocation_id ? allocations.get(event.allocation_id) : undefined, campaign);
+    for (const endpoint of endpoints) if (routes(endpoint, event)) rows.push([endpoint.id, event.id, event.type, event.allocation_id, event.created_at_exact, body]);
+  }
+  if (rows.length === 0) return;
+  await client.query(
+    `INSERT INTO webhook_deliveries (endpoint_id, event_id, event, allocation_id, event_created_at, body)
+     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::uuid[], $5::timestamptz[], $6::text[])
+     ON CONFLICT (endpoint_id, event_id) DO NOTHING`,
+    [0, 1, 2, 3, 4, 5].map((i) => rows.map((r) => r[i])),
+  );
+}
+
+export interface LeasedDelivery {
+  id: string;
+  endpoint_id: string;
+  event_id: string;
+  body: string;
+  attempts: number;
+  url: string;
+  secret_sealed: string;
+  enabled: boolean;
+}
+
+const LEASE_SQL = `
+WITH candidates AS (
+  SELECT d.id, row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS rank
+    FROM webhook_deliveries d
+   WHERE d.status = 'PENDING' AND d.next_attempt_at <= clock_timestamp()
+     AND (d.lease_until IS NULL OR d.lease_until <= clock_timestamp())
+     AND d.endpoint_id <> ALL ($2::uuid[])
+     AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p
+                      WHERE p.endpoint_id = d.endpoint_id AND p.allocation_id = d.allocation_id AND p.status = 'PENDING'
+                        AND (p.event_created_at, p.id) < (d.event_created_at, d.id))
+   ORDER BY d.next_attempt_at
+   LIMIT $1 * 4
+),
+leased AS (
+  SELECT d.id FROM webhook_deliveries d JOIN candidates c ON c.id = d.id
+   WHERE c.rank <= $3 AND d.status = 'PENDING' AND (d.lease_until IS NULL OR d.lease_until <= clock_timestamp())
+   ORDER BY d.next_attempt_at
+   LIMIT $1
+   FOR UPDATE OF d SKIP LOCKED
+)
+UPDATE webhook_deliveries d
+   SET lease_until = clock_timestamp() + make_interval(secs => $4::double precision / 1000), attempts = d.attempts + 1
+  FROM leased l, webhook_endpoints e
+ WHERE d.id = l.id AND e.id = d.endpoint_id
+RETURNING d.id, d.endpoint_id, d.event_id, d.body, d.attempts, e.url, e.secret_sealed, e.enabled`;
+
+/**
+ * Leases up to `limit` due deliveries, at most `perEndpoint` of any one endpoint and none of the
+ * endpoints in `saturated` (this process already has its cap of them in flight).
+ */
+export async function leaseDue(pool: Pool, o: { limit: number; perEndpoint: number; saturated: string[]; leaseMs: number }): Promise<LeasedDelivery[]> {
+  const { rows } = await pool.query<LeasedDelivery>(LEASE_SQL, [o.limit, o.saturated, o.perEndpoint, o.leaseMs]);
+  return rows;
+}
+
+/** An attempt's outcome: DELIVERED, PENDING again at `nextAttemptAt`, or FAILED for good. */
+export async function recordAttempt(
+  pool: Pool,
+  id: string,
+  outcome: { status: 'DELIVERED' | 'PENDING' | 'FAILED'; statusCode: number | null; error: string | null; nextAttemptAt?: Date },
+): Promise<void> {
+  await pool.query(
+    `UPDATE webhook_deliveries
+        SET status = $2::webhook_delivery_status, last_status_code = $3, last_error = $4, lease_until = NULL,
+            next_attempt_at = COALESCE($5, next_attempt_at),
+            delivered_at = CASE WHEN $2 = 'DELIVERED' THEN clock_timestamp() ELSE delivered_at END
+      WHERE id = $1 AND status = 'PENDING'`,
+    [id, outcome.status, outcome.statusCode, outcome.error, outcome.nextAttemptAt ?? null],
+  );
+}
+
+/** What /metrics reports of the queue: deliveries pending, and how long the oldest has waited. */
+export async function queueState(pool: Pool): Promise<{ pending: number; oldestSeconds: number; undrained: number }> {
+  const { rows } = await pool.query<{ pending: number; oldest: number | null; undrained: number }>(
+    `SELECT (SELECT count(*)::int FROM webhook_deliveries WHERE status = 'PENDING') AS pending,
+            (SELECT extract(epoch FROM clock_timestamp() - min(event_created_at))::float8 FROM webhook_deliveries WHERE status = 'PENDING') AS oldest,
+            (SELECT count(*)::int FROM webhook_events) AS undrained`,
+  );
+  const r = rows[0]!;
+  return { pending: r.pending, oldestSeconds: r.oldest ?? 0, undrained: r.undrained };
+}

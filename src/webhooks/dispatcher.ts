@@ -1,0 +1,110 @@
+// The webhook dispatcher, one per instance (docs/WEBHOOKS.md). Every tick it drains the outbox into
+// deliveries and starts the attempts that are due, without waiting for the ones in flight:
+//   - any instance delivers; a lease in PostgreSQL (db/webhookDeliveries.ts) keeps two from sending
+//     one delivery at the same moment, and an attempt cut off by a crash is due again when its lease
+//     ends (LEASE_MS, then the next tick);
+//   - at most PER_ENDPOINT attempts per endpoint from this process, and MAX_IN_FLIGHT in all: a slow
+//     or dead endpoint holds its own few slots (each attempt ends within the 10 s deadline), never
+//     the others';
+//   - a failed attempt is retried on the schedule of backoff.ts, then FAILED.
+import type { Database } from '../db/client';
+import { drainEvents, leaseDue, recordAttempt, type LeasedDelivery } from '../db/webhookDeliveries';
+import type { Logger } from '../logger';
+import type { Metrics } from '../metrics';
+import { LEASE_MS, nextAttemptDelayMs } from './backoff';
+import { deliverOnce } from './deliver';
+import { openSecret } from './secrets';
+
+/** How often the outbox and the due deliveries are looked at. */
+export const POLL_MS = 250;
+/** Events drained into deliveries per statement. */
+const DRAIN_BATCH = 500;
+/** Attempts in flight from this process. */
+const MAX_IN_FLIGHT = 64;
+/** Attempts in flight to one endpoint from this process. */
+export const PER_ENDPOINT = 4;
+/** How long a stop waits for attempts in flight; the rest are handed on by their leases. */
+const STOP_WAIT_MS = 2_000;
+
+export interface DispatcherOptions {
+  secretKey: Buffer | undefined;
+  production: boolean;
+  allowPrivateNetworks: boolean;
+  pollMs?: number;
+}
+
+export function startWebhookDispatcher(db: Database, logger: Logger, metrics: Metrics, options: DispatcherOptions): { stop(): Promise<void> } {
+  const { secretKey } = options;
+  // Without a key no endpoint can have been made here, and no secret could be opened.
+  if (!secretKey) return { stop: async () => undefined };
+  const inFlight = new Map<string, number>();
+  const attempts = new Set<Promise<void>>();
+  const secrets = new Map<string, string>();
+  let ticking: Promise<void> | null = null;
+  let stopped = false;
+
+  const count = () => attempts.size;
+  const attempt = async (d: LeasedDelivery) => {
+    if (!d.enabled) {
+      await recordAttempt(db.pool, d.id, { status: 'FAILED', statusCode: null, error: 'endpoint deleted' });
+      metrics.webhookDeliveries.inc({ outcome: 'failed' });
+      return;
+    }
+    let secret = secrets.get(d.endpoint_id);
+    if (secret === undefined) secrets.set(d.endpoint_id, (secret = openSecret(d.secret_sealed, secretKey)));
+    const result = await deliverOnce({ url: d.url, body: d.body, eventId: d.event_id, secret, production: options.production, allowPrivate: options.allowPrivateNetworks });
+    if (result.ok) {
+      await recordAttempt(db.pool, d.id, { status: 'DELIVERED', statusCode: result.status, error: null });
+      metrics.webhookDeliveries.inc({ outcome: 'delivered' });
+      return;
+    }
+    const delay = nextAttemptDelayMs(d.attempts);
+    if (delay === null) {
+      await recordAttempt(db.pool, d.id, { status: 'FAILED', statusCode: result.status, error: result.error });
+      metrics.webhookDeliveries.inc({ outcome: 'failed' });
+    } else {
+      await recordAttempt(db.pool, d.id, { status: 'PENDING', statusCode: result.status, error: result.error, nextAttemptAt: new Date(Date.now() + delay) });
+      metrics.webhookDeliveries.inc({ outcome: 'retry' });
+    }
+  };
+  const start = (d: LeasedDelivery) => {
+    inFlight.set(d.endpoint_id, (inFlight.get(d.endpoint_id) ?? 0) + 1);
+    const running: Promise<void> = attempt(d)
+      .catch((error: unknown) => logger.warn({ error: (error as Error).message, delivery: d.id }, 'webhook attempt could not be recorded; its lease will end and it is tried again'))
+      .finally(() => {
+        const left = (inFlight.get(d.endpoint_id) ?? 1) - 1;
+        if (left > 0) inFlight.set(d.endpoint_id, left);
+        else inFlight.delete(d.endpoint_id);
+        attempts.delete(running);
+      });
+    attempts.add(running);
+  };
+
+  const tick = async () => {
+    try {
+      while ((await drainEvents(db, DRAIN_BATCH)) >= DRAIN_BATCH && !stopped);
+      const room = MAX_IN_FLIGHT - count();
+      if (room <= 0 || stopped) return;
+      const saturated = [...inFlight].filter(([, n]) => n >= PER_ENDPOINT).map(([id]) => id);
+      for (const d of await leaseDue(db.pool, { limit: room, perEndpoint: PER_ENDPOINT, saturated, leaseMs: LEASE_MS })) start(d);
+    } catch (error) {
+      logger.warn({ error: (error as Error).message }, 'webhook dispatcher: tick failed; the next one retries');
+    }
+  };
+  const timer = setInterval(() => {
+    if (!ticking) ticking = tick().finally(() => (ticking = null));
+  }, options.pollMs ?? POLL_MS);
+  timer.unref();
+
+  return {
+    /** Stops leasing; attempts in flight end within their deadline (or their leases hand them to another instance). */
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await ticking;
+      let wait: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.allSettled([...attempts]), new Promise((resolve) => (wait = setTimeout(resolve, STOP_WAIT_MS)))]);
+      clearTimeout(wait);
+    },
+  };
+}

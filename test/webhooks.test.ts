@@ -1,0 +1,201 @@
+// Partner webhooks end to end (docs/WEBHOOKS.md): real Tessera servers on a real PostgreSQL, real
+// node:http receivers that check every signature as a partner would. Events come from the outbox
+// the claim statements, the allocations trigger and open/close write in the same transactions as
+// their changes; the dispatcher drains them into deliveries, leases them and sends them.
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { sealSecret } from '../src/webhooks/secrets';
+import { newWebhookSecret } from '../src/webhooks/signature';
+import { startTestServer, TEST_WEBHOOK_KEY, ADMIN_KEY, type TestServer } from './helpers/testServer';
+import { until } from './helpers/time';
+
+interface Received {
+  eventId: string;
+  body: { id: string; type: string; createdAt: string; data: any };
+  signatureValid: boolean;
+}
+
+/** A receiver: records what it gets; `answer` decides each status (200 by default). */
+class Receiver {
+  readonly received: Received[] = [];
+  answer: (r: Received) => number = () => 200;
+  private server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const raw = Buffer.concat(chunks).toString('utf8');
+      const header = String(req.headers['tessera-signature'] ?? '');
+      const t = /(?:^|,)t=(\d+)/.exec(header)?.[1];
+      const v1 = /(?:^|,)v1=([0-9a-f]{64})/.exec(header)?.[1];
+      const expected = t ? createHmac('sha256', this.secret).update(`${t}.${raw}`).digest('hex') : '';
+      const signatureValid = !!v1 && timingSafeEqual(Buffer.from(v1), Buffer.from(expected)) && Math.abs(Date.now() / 1000 - Number(t)) < 300;
+      const r: Received = { eventId: String(req.headers['tessera-event-id']), body: JSON.parse(raw), signatureValid };
+      this.received.push(r);
+      res.statusCode = this.answer(r);
+      res.end();
+    });
+  });
+  url = '';
+  constructor(readonly secret: string) {}
+  async start(): Promise<this> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
+    return this;
+  }
+  stop(): Promise<void> {
+    this.server.closeAllConnections();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+  types(): string[] {
+    return this.received.map((r) => r.body.type);
+  }
+}
+
+const ALL_EVENTS = ['ALLOCATION_CREATED', 'ALLOCATION_RELEASED', 'HOLD_CREATED', 'HOLD_CONFIRMED', 'HOLD_EXPIRED', 'CAMPAIGN_OPENED', 'CAMPAIGN_CLOSED'];
+
+/** An endpoint written straight into the table, as createWebhook would store it. */
+async function endpoint(server: TestServer, receiver: Receiver, partnerId: string | null, events = ALL_EVENTS): Promise<string> {
+  const { rows } = await server.sql.query<{ id: string }>(
+    'INSERT INTO webhook_endpoints (partner_id, url, events, secret_sealed) VALUES ($1, $2, $3, $4) RETURNING id',
+    [partnerId, receiver.url, events, sealSecret(receiver.secret, TEST_WEBHOOK_KEY)],
+  );
+  return rows[0]!.id;
+}
+
+const CLAIM = 'mutation($input: ClaimTicketInput!) { claimTicket(input: $input) { allocation { id sequence ticket { code } } error { code } } }';
+const HOLD = 'mutation($input: HoldTicketInput!) { holdTicket(input: $input) { allocation { id } error { code } } }';
+
+let server: TestServer;
+const receivers: Receiver[] = [];
+const receiver = async () => {
+  const r = await new Receiver(newWebhookSecret()).start();
+  receivers.push(r);
+  return r;
+};
+beforeAll(async () => {
+  server = await startTestServer();
+});
+afterAll(async () => {
+  await server.stop();
+  await Promise.all(receivers.map((r) => r.stop()));
+});
+
+test('without an enabled endpoint nothing is written to the outbox', async () => {
+  const partner = await server.createPartner('quiet');
+  const campaignId = await server.openCampaignWith(5);
+  const r = await server.gql(partner.apiKey, CLAIM, { input: { campaignId, holder: 'h' } });
+  expect(r.body.data?.claimTicket.allocation).toBeTruthy();
+  const { rows } = await server.sql.query('SELECT count(*)::int AS n FROM webhook_events');
+  expect(rows[0].n).toBe(0);
+});
+
+test('a claim reaches its partner and the operator, signed, and never another partner', async () => {
+  const [a, b] = [await server.createPartner('a'), await server.createPartner('b')];
+  const [toA, toB, toOperator] = [await receiver(), await receiver(), await receiver()];
+  await endpoint(server, toA, a.id);
+  await endpoint(server, toB, b.id);
+  await endpoint(server, toOperator, null);
+  const campaignId = await server.openCampaignWith(10);
+  const claimed = (await server.gql(a.apiKey, CLAIM, { input: { campaignId, holder: 'alice', metadata: { seat: 1 } } })).body.data!.claimTicket.allocation;
+
+  const got = await until(() => toA.received.find((r) => r.body.type === 'ALLOCATION_CREATED'), { message: "A's ALLOCATION_CREATED" });
+  expect(got.signatureValid).toBe(true);
+  expect(got.eventId).toBe(got.body.id);
+  expect(got.body.data.allocation).toEqual({
+    id: claimed.id,
+    campaignId,
+    partnerId: a.id,
+    holder: 'alice',
+    sequence: claimed.sequence,
+    status: 'ACTIVE',
+    expiresAt: null,
+    ticket: { code: claimed.ticket.code },
+  });
+  await until(() => toOperator.received.find((r) => r.eventId === got.eventId), { message: 'the operator to get the same event' });
+  // B gets campaign-wide events only: never A's allocation.
+  await until(async () => (await server.sql.query("SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'PENDING'")).rows[0].n === 0, { message: 'every delivery to end' });
+  expect(toB.received.filter((r) => r.body.data.allocation)).toEqual([]);
+});
+
+test("one allocation's events arrive in the order they happened: hold, confirmation, creation, release", async () => {
+  const partner = await server.createPartner('order');
+  const hook = await receiver();
+  await endpoint(server, hook, partner.id);
+  const campaignId = await server.openCampaignWith(3);
+  const held = (await server.gql(partner.apiKey, HOLD, { input: { campaignId, holder: 'h', ttlSeconds: 60 } })).body.data!.holdTicket.allocation;
+  await server.gql(partner.apiKey, 'mutation($id: ID!) { confirmHold(allocationId: $id) { allocation { id } } }', { id: held.id });
+  await server.gql(partner.apiKey, 'mutation($id: ID!) { releaseAllocation(allocationId: $id) { allocation { id } } }', { id: held.id });
+  const mine = () => hook.received.filter((r) => r.body.data.allocation?.id === held.id);
+  await until(() => mine().length >= 4, { message: 'four events of the allocation' });
+  expect(mine().map((r) => [r.body.type, r.body.data.allocation.status])).toEqual([
+    ['HOLD_CREATED', 'HELD'],
+    ['HOLD_CONFIRMED', 'ACTIVE'],
+    ['ALLOCATION_CREATED', 'ACTIVE'],
+    ['ALLOCATION_RELEASED', 'RELEASED'],
+  ]);
+  expect(mine()[0]!.body.data.allocation.expiresAt).not.toBeNull();
+  expect(mine().every((r) => r.signatureValid)).toBe(true);
+});
+
+test('opening and closing a campaign reach every endpoint that asks, partners included, with the campaign and its figures', async () => {
+  const partner = await server.createPartner('campaigns');
+  const hook = await receiver();
+  await endpoint(server, hook, partner.id, ['CAMPAIGN_OPENED', 'CAMPAIGN_CLOSED']);
+  const campaignId = await server.createCampaign();
+  await server.loadTickets(campaignId, 4);
+  await server.openCampaign(campaignId);
+  await server.openCampaign(campaignId); // opening an open campaign changes nothing: no second event
+  await server.gql(ADMIN_KEY, 'mutation($id: ID!) { closeCampaign(id: $id) { campaign { id } } }', { id: campaignId });
+  await server.gql(ADMIN_KEY, 'mutation($id: ID!) { closeCampaign(id: $id) { campaign { id } } }', { id: campaignId });
+  const mine = () => hook.received.filter((r) => r.body.data.campaign?.id === campaignId);
+  await until(() => mine().length >= 2, { message: 'the opening and the closing' });
+  await until(async () => (await server.sql.query("SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'PENDING'")).rows[0].n === 0, { message: 'every delivery to end' });
+  expect(mine().map((r) => [r.body.type, r.body.data.campaign.status])).toEqual([
+    ['CAMPAIGN_OPENED', 'OPEN'],
+    ['CAMPAIGN_CLOSED', 'CLOSED'],
+  ]);
+  expect(mine()[0]!.body.data.campaign.stats).toEqual({ total: 4, allocated: 0, held: 0, available: 4 });
+});
+
+test('a failing receiver is tried again with the same event id and body until it answers 2xx', async () => {
+  const partner = await server.createPartner('flaky');
+  const hook = await receiver();
+  let failures = 0;
+  hook.answer = () => (failures++ < 1 ? 500 : 200);
+  const endpointId = await endpoint(server, hook, partner.id, ['ALLOCATION_CREATED']);
+  const campaignId = await server.openCampaignWith(2);
+  await server.gql(partner.apiKey, CLAIM, { input: { campaignId, holder: 'h' } });
+  await until(() => hook.received.length >= 2, { message: 'the retry', timeoutMs: 15_000 });
+  expect(hook.received[1]!.eventId).toBe(hook.received[0]!.eventId);
+  expect(hook.received[1]!.body).toEqual(hook.received[0]!.body);
+  const delivery = await until(
+    async () => (await server.sql.query("SELECT status, attempts, last_status_code FROM webhook_deliveries WHERE endpoint_id = $1 AND status <> 'PENDING'", [endpointId])).rows[0],
+    { message: 'the delivery to be recorded' },
+  );
+  expect(delivery).toEqual({ status: 'DELIVERED', attempts: 2, last_status_code: 200 });
+});
+
+test('a claim storm: every committed allocation produces exactly one event, delivered once, through two instances sharing the queue', async () => {
+  const second = await startTestServer({ databaseUrl: server.databaseUrl });
+  try {
+    const partner = await server.createPartner('storm');
+    const hook = await receiver();
+    await endpoint(server, hook, partner.id, ['ALLOCATION_CREATED']);
+    const campaignId = await server.openCampaignWith(150);
+    const answers = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => (i % 2 ? server : second).gql(partner.apiKey, CLAIM, { input: { campaignId, holder: `h${i}` } })),
+    );
+    const claimed = answers.map((a) => a.body.data?.claimTicket.allocation?.id).filter(Boolean) as string[];
+    expect(claimed).toHaveLength(150);
+    await until(() => new Set(hook.received.map((r) => r.eventId)).size >= 150, { message: '150 events', timeoutMs: 20_000 });
+    await until(async () => (await server.sql.query("SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'PENDING'")).rows[0].n === 0, { message: 'every delivery to end' });
+    const allocationIds = hook.received.map((r) => r.body.data.allocation.id);
+    expect(new Set(allocationIds)).toEqual(new Set(claimed));
+    // At least once, and here (no crash) exactly once: no event reached the receiver twice.
+    expect(hook.received).toHaveLength(150);
+    expect(hook.received.every((r) => r.signatureValid)).toBe(true);
+  } finally {
+    await second.stop();
+  }
+});
