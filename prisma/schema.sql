@@ -323,6 +323,30 @@ BEGIN
 END
 $function$;
 
+CREATE OR REPLACE FUNCTION public.tessera_campaign_event_data(p_campaign_id uuid, p_status text)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+    WITH counts AS (
+        SELECT COALESCE(sum(total), 0) AS total, COALESCE(sum(allocated), 0) AS allocated, COALESCE(sum(held), 0) AS held
+          FROM campaign_counters WHERE campaign_id = p_campaign_id
+    ),
+    lapsed AS (
+        SELECT count(*) AS n FROM allocations
+         WHERE campaign_id = p_campaign_id AND status = 'HELD' AND expires_at <= clock_timestamp()
+    )
+    SELECT jsonb_build_object('campaign', jsonb_build_object(
+               'id', p_campaign_id,
+               'status', p_status,
+               'stats', jsonb_build_object(
+                   'total', c.total,
+                   'allocated', c.allocated,
+                   'held', c.held - l.n,
+                   'available', c.total - c.allocated - c.held + l.n)))
+      FROM counts c, lapsed l;
+$function$;
+
 CREATE OR REPLACE FUNCTION public.tessera_claim_gate(p_campaign_id uuid, p_partner_id uuid, p_holder text, p_idempotency_key text, p_quantity integer, p_quota_quantity integer)
  RETURNS TABLE(verdict text, prior_campaign_id uuid, prior_allocation_id uuid)
  LANGUAGE plpgsql

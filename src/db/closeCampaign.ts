@@ -23,8 +23,9 @@ export async function closeCampaign(db: Batchable, campaignId: string): Promise<
         RETURNING c.id, p.status AS was
       ),
       evented AS (
-        INSERT INTO webhook_events (type, campaign_id)
-        SELECT 'CAMPAIGN_CLOSED', x.id FROM closed x WHERE x.was <> 'CLOSED' AND ${Prisma.raw(ENDPOINTS_LISTENING)}
+        INSERT INTO webhook_events (type, campaign_id, data)
+        SELECT 'CAMPAIGN_CLOSED', x.id, tessera_campaign_event_data(x.id, 'CLOSED') FROM closed x
+         WHERE x.was <> 'CLOSED' AND ${Prisma.raw(ENDPOINTS_LISTENING)}
       )
       SELECT EXISTS (SELECT 1 FROM closed) AS closed`,
   ]);

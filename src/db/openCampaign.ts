@@ -14,8 +14,8 @@ export async function openCampaign(db: Db, campaignId: string): Promise<boolean>
       RETURNING id
     ),
     evented AS (
-      INSERT INTO webhook_events (type, campaign_id)
-      SELECT 'CAMPAIGN_OPENED', o.id FROM opened o WHERE ${Prisma.raw(ENDPOINTS_LISTENING)}
+      INSERT INTO webhook_events (type, campaign_id, data)
+      SELECT 'CAMPAIGN_OPENED', o.id, tessera_campaign_event_data(o.id, 'OPEN') FROM opened o WHERE ${Prisma.raw(ENDPOINTS_LISTENING)}
     )
     SELECT EXISTS (SELECT 1 FROM opened) AS opened`;
   return rows[0]?.opened === true;

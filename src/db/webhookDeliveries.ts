@@ -10,18 +10,14 @@
 // deliveries to one endpoint go in the order of their events: one waits while an earlier one is
 // still PENDING.
 import type { Pool, PoolClient } from 'pg';
-import { campaignStats } from './campaignStats';
-import type { Database } from './client';
 
-/** The allocation's status each allocation event reports, and the campaign's for campaign events. */
+/** The allocation's status each allocation event reports. */
 const STATUS_OF: Record<string, string> = {
   ALLOCATION_CREATED: 'ACTIVE',
   HOLD_CREATED: 'HELD',
   HOLD_CONFIRMED: 'ACTIVE',
   ALLOCATION_RELEASED: 'RELEASED',
   HOLD_EXPIRED: 'EXPIRED',
-  CAMPAIGN_OPENED: 'OPEN',
-  CAMPAIGN_CLOSED: 'CLOSED',
 };
 
 interface EventRow {
@@ -61,8 +57,12 @@ RETURNING id, type, campaign_id, partner_id, allocation_id, expires_at, data, cr
 const routes = (endpoint: EndpointRow, event: EventRow) =>
   endpoint.events.includes(event.type) && (endpoint.partner_id === null || event.partner_id === null || endpoint.partner_id === event.partner_id);
 
-/** The body of an event, as the contract gives it: {id, type, createdAt, data}. */
-function bodyOf(event: EventRow, allocation: AllocationFacts | undefined, campaign: Record<string, unknown> | undefined): string {
+/**
+ * The body of an event, as the contract gives it: {id, type, createdAt, data}. A campaign event
+ * brought its data from its transaction (tessera_campaign_event_data); an allocation event's is
+ * made here from the allocation's columns that never change and the status its type implies.
+ */
+function bodyOf(event: EventRow, allocation: AllocationFacts | undefined): string {
   let data: unknown = event.data;
   if (event.allocation_id !== null) {
     data = {
@@ -77,19 +77,17 @@ function bodyOf(event: EventRow, allocation: AllocationFacts | undefined, campai
         ticket: { code: allocation?.code ?? null },
       },
     };
-  } else if (campaign) {
-    data = { campaign };
   }
   return JSON.stringify({ id: event.id, type: event.type, createdAt: event.created_at.toISOString(), data });
 }
 
 /** Drains up to `limit` events into deliveries; returns how many events it took. */
-export async function drainEvents(db: Database, limit: number): Promise<number> {
-  const client = await db.pool.connect();
+export async function drainEvents(pool: Pool, limit: number): Promise<number> {
+  const client = await pool.connect();
   try {
     await client.query('BEGIN');
     const { rows: events } = await client.query<EventRow>(DRAIN_SQL, [limit]);
-    if (events.length > 0) await insertDeliveries(db, client, events);
+    if (events.length > 0) await insertDeliveries(client, events);
     await client.query('COMMIT');
     return events.length;
   } catch (error) {
@@ -100,9 +98,9 @@ export async function drainEvents(db: Database, limit: number): Promise<number> 
   }
 }
 
-async function insertDeliveries(db: Database, client: PoolClient, drained: EventRow[]): Promise<void> {
+async function insertDeliveries(client: PoolClient, drained: EventRow[]): Promise<void> {
   const { rows: endpoints } = await client.query<EndpointRow>('SELECT id, partner_id, events FROM webhook_endpoints WHERE enabled');
-  // Only the events some endpoint receives need their allocation and campaign read.
+  // Only the events some endpoint receives need their allocation read.
   const events = drained.filter((e) => endpoints.some((endpoint) => routes(endpoint, e)));
   if (events.length === 0) return;
   const allocationEvents = events.filter((e) => e.allocation_id !== null);
@@ -114,14 +112,9 @@ async function insertDeliveries(db: Database, client: PoolClient, drained: Event
     [allocationEvents.map((e) => e.campaign_id), allocationEvents.map((e) => e.allocation_id)],
   );
   const allocations = new Map(facts.map((f) => [f.id, f]));
-  const campaignIds = [...new Set(events.filter((e) => e.allocation_id === null).map((e) => e.campaign_id))];
-  const stats = campaignIds.length > 0 ? await campaignStats(db.prisma, campaignIds) : new Map();
-
   const rows: [string, string, string, string | null, string, string][] = [];
   for (const event of events) {
-    const s = stats.get(event.campaign_id);
-    const campaign = s && { id: event.campaign_id, status: STATUS_OF[event.type], stats: { total: s.total, allocated: s.allocated, held: s.held, available: s.available } };
-    const body = bodyOf(event, event.allocation_id ? allocations.get(event.allocation_id) : undefined, campaign);
+    const body = bodyOf(event, event.allocation_id ? allocations.get(event.allocation_id) : undefined);
     for (const endpoint of endpoints) if (routes(endpoint, event)) rows.push([endpoint.id, event.id, event.type, event.allocation_id, event.created_at_exact, body]);
   }
   if (rows.length === 0) return;

@@ -82,7 +82,7 @@ export function startWebhookDispatcher(db: Database, logger: Logger, metrics: Me
 
   const tick = async () => {
     try {
-      while ((await drainEvents(db, DRAIN_BATCH)) >= DRAIN_BATCH && !stopped);
+      while ((await drainEvents(db.pool, DRAIN_BATCH)) >= DRAIN_BATCH && !stopped);
       const room = MAX_IN_FLIGHT - count();
       if (room <= 0 || stopped) return;
       const saturated = [...inFlight].filter(([, n]) => n >= PER_ENDPOINT).map(([id]) => id);
