@@ -85,7 +85,10 @@ CREATE TABLE campaigns (
     created_at timestamp(6) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
     opened_at timestamp(6) with time zone,
     closed_at timestamp(6) with time zone,
-    sold_out_at timestamp(6) with time zone
+    sold_out_at timestamp(6) with time zone,
+    low_stock_threshold integer,
+    sold_out_announced_at timestamp(6) with time zone,
+    low_stock_announced_at timestamp(6) with time zone
 );
 
 CREATE TABLE minute_counters (
@@ -203,6 +206,8 @@ ALTER TABLE allocations ADD CONSTRAINT allocations_released_at CHECK (((status =
 ALTER TABLE audit_log ADD CONSTRAINT audit_log_pkey PRIMARY KEY (id);
 
 ALTER TABLE campaign_counters ADD CONSTRAINT campaign_counters_pkey PRIMARY KEY (campaign_id, slot);
+
+ALTER TABLE campaigns ADD CONSTRAINT campaigns_low_stock_threshold CHECK (((low_stock_threshold IS NULL) OR (low_stock_threshold >= 1)));
 
 ALTER TABLE campaigns ADD CONSTRAINT campaigns_name_length CHECK (((char_length(name) >= 1) AND (char_length(name) <= 200)));
 
@@ -582,6 +587,61 @@ AS $function$
                            WHERE a.campaign_id = cp.id AND a.status = 'ACTIVE')
      WHERE cp.id = p_campaign_id AND cp.sold_out_at IS NULL
        AND (SELECT sum(total) > 0 AND sum(total) = sum(allocated) FROM campaign_counters WHERE campaign_id = p_campaign_id);
+$function$;
+
+CREATE OR REPLACE FUNCTION public.tessera_stock_events()
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    appended INTEGER;
+BEGIN
+    -- The figures come from the counters, unlocked; only the campaigns whose markers they would
+    -- change are then locked (SKIP LOCKED: one another sweeper or a close holds is left to the next
+    -- sweep), and the markers are read again under the lock, so no announcement is made twice.
+    WITH figures AS (
+        SELECT cp.id,
+               f.total > 0 AND f.available = 0 AND f.held = 0 AS sold_out,
+               cp.low_stock_threshold IS NOT NULL AND f.total > 0 AND f.available <= cp.low_stock_threshold AS low
+          FROM campaigns cp
+          CROSS JOIN LATERAL (
+              SELECT c.total, c.total - c.allocated - c.held + l.n AS available, c.held - l.n AS held
+                FROM (SELECT COALESCE(sum(total), 0) AS total, COALESCE(sum(allocated), 0) AS allocated, COALESCE(sum(held), 0) AS held
+                        FROM campaign_counters WHERE campaign_id = cp.id) c,
+                     (SELECT count(*) AS n FROM allocations
+                       WHERE campaign_id = cp.id AND status = 'HELD' AND expires_at <= clock_timestamp()) l
+          ) f
+         WHERE cp.status = 'OPEN' AND (cp.sold_out_announced_at IS NULL OR cp.low_stock_threshold IS NOT NULL OR cp.low_stock_announced_at IS NOT NULL)
+    ),
+    locked AS (
+        SELECT cp.id, cp.sold_out_announced_at AS was_sold_out, cp.low_stock_announced_at AS was_low
+          FROM campaigns cp JOIN figures f ON f.id = cp.id
+         WHERE (f.sold_out AND cp.sold_out_announced_at IS NULL) OR (f.low <> (cp.low_stock_announced_at IS NOT NULL))
+           FOR UPDATE OF cp SKIP LOCKED
+    ),
+    verdicts AS (
+        SELECT k.id, k.was_sold_out, k.was_low, f.sold_out, f.low FROM locked k JOIN figures f ON f.id = k.id
+    ),
+    changed AS (
+        UPDATE campaigns cp
+           SET sold_out_announced_at = CASE WHEN v.sold_out AND v.was_sold_out IS NULL THEN clock_timestamp() ELSE cp.sold_out_announced_at END,
+               low_stock_announced_at = CASE WHEN v.low THEN COALESCE(v.was_low, clock_timestamp()) END
+          FROM verdicts v
+         WHERE cp.id = v.id
+           AND ((v.sold_out AND v.was_sold_out IS NULL) OR (v.low AND v.was_low IS NULL) OR (NOT v.low AND v.was_low IS NOT NULL))
+        RETURNING cp.id, v.sold_out AND v.was_sold_out IS NULL AS announce_sold_out, v.low AND v.was_low IS NULL AS announce_low
+    ),
+    evented AS (
+        INSERT INTO webhook_events (type, campaign_id, data, created_at)
+        SELECT e.type, c.id, tessera_campaign_event_data(c.id, 'OPEN'), clock_timestamp() + e.step * interval '1 microsecond'
+          FROM changed c
+         CROSS JOIN LATERAL (VALUES (0, 'CAMPAIGN_LOW_STOCK', c.announce_low), (1, 'CAMPAIGN_SOLD_OUT', c.announce_sold_out)) AS e(step, type, fire)
+         WHERE e.fire AND EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.enabled)
+        RETURNING 1
+    )
+    SELECT count(*)::integer INTO appended FROM evented;
+    RETURN appended;
+END
 $function$;
 
 -- Triggers (from prisma/functions/)

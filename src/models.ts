@@ -32,6 +32,8 @@ export interface CampaignModel {
   opensAt: Date | null;
   closesAt: Date | null;
   perHolderLimit: number | null;
+  /** Absent where a statement returned the campaign without it (the claims): the resolver reads it. */
+  lowStockThreshold?: number | null;
   createdAt: Date;
 }
 

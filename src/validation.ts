@@ -21,6 +21,7 @@ export const LIMITS = {
   holdSeconds: 86_400,
   ticketsPerClaim: 100,
   quota: 10_000_000,
+  lowStockThreshold: 10_000_000,
   /** Live (not deleted) webhook endpoints per partner, and for the operator's own. */
   webhooksPerOwner: 20,
 } as const;

@@ -203,3 +203,39 @@ test('a claim storm: every committed allocation produces exactly one event, deli
     await second.stop();
   }
 });
+
+test('CAMPAIGN_LOW_STOCK fires once per crossing and CAMPAIGN_SOLD_OUT once, under concurrent claims, to partners too', async () => {
+  const partner = await server.createPartner('stock');
+  const hook = await receiver();
+  await endpoint(server, hook, partner.id, ['CAMPAIGN_LOW_STOCK', 'CAMPAIGN_SOLD_OUT']);
+  const campaignId = await server.createCampaign({ lowStockThreshold: 2 });
+  await server.loadTickets(campaignId, 6);
+  await server.openCampaign(campaignId);
+  const claim = (holder: string) => server.gql(partner.apiKey, CLAIM, { input: { campaignId, holder } });
+  const release = (id: string) => server.gql(partner.apiKey, 'mutation($id: ID!) { releaseAllocation(allocationId: $id) { allocation { id } } }', { id });
+  const marker = async () => (await server.sql.query('SELECT low_stock_announced_at AS low, sold_out_announced_at AS sold FROM campaigns WHERE id = $1', [campaignId])).rows[0];
+  const mine = () => hook.received.filter((r) => r.body.data.campaign?.id === campaignId);
+
+  // 6 → 2 available, four claims at once: one crossing, one event.
+  const first = await Promise.all(['a', 'b', 'c', 'd'].map(claim));
+  await until(() => mine().length === 1, { message: 'the first CAMPAIGN_LOW_STOCK' });
+  expect(mine()[0]!.body.type).toBe('CAMPAIGN_LOW_STOCK');
+  expect(mine()[0]!.body.data.campaign.stats).toMatchObject({ total: 6, available: 2 });
+  // Back above the threshold: re-armed by the next sweep, no event.
+  await Promise.all(first.slice(0, 2).map((r) => release(r.body.data!.claimTicket.allocation.id)));
+  await until(async () => (await marker()).low === null, { message: 'the low-stock marker to re-arm' });
+  // Down again, and on to sold out, by concurrent claims: a second LOW_STOCK, one SOLD_OUT.
+  await Promise.all(['e', 'f'].map(claim));
+  await until(() => mine().length === 2, { message: 'the second CAMPAIGN_LOW_STOCK' });
+  const last = await Promise.all(['g', 'h', 'i'].map(claim));
+  expect(last.filter((r) => r.body.data?.claimTicket.allocation).length).toBe(2);
+  await until(() => mine().some((r) => r.body.type === 'CAMPAIGN_SOLD_OUT'), { message: 'CAMPAIGN_SOLD_OUT' });
+  // A release and a new sell-out do not announce it again: it fired when the pool first ran out.
+  const taken = last.find((r) => r.body.data?.claimTicket.allocation)!.body.data!.claimTicket.allocation.id;
+  await release(taken);
+  await claim('j');
+  await new Promise((resolve) => setTimeout(resolve, 2_500)); // two sweeps
+  expect(mine().map((r) => r.body.type)).toEqual(['CAMPAIGN_LOW_STOCK', 'CAMPAIGN_LOW_STOCK', 'CAMPAIGN_SOLD_OUT']);
+  expect(mine()[2]!.body.data.campaign.stats).toEqual({ total: 6, allocated: 6, held: 0, available: 0 });
+  expect(mine().every((r) => r.signatureValid)).toBe(true);
+});

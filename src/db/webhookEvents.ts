@@ -10,6 +10,8 @@
 //                                      the AFTER UPDATE trigger on allocations
 //                                      (prisma/functions/tessera_record_allocation_events.sql)
 //   CAMPAIGN_OPENED, CAMPAIGN_CLOSED   openCampaign.ts, closeCampaign.ts
+//   CAMPAIGN_SOLD_OUT, CAMPAIGN_LOW_STOCK
+//                                      the sweeper (prisma/functions/tessera_stock_events.sql)
 
 /** True while some endpoint may want an event: evaluated once per statement. */
 export const ENDPOINTS_LISTENING = 'EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.enabled)';

@@ -98,6 +98,8 @@ export type Campaign = {
   closesAt?: Maybe<Scalars['DateTime']['output']>;
   createdAt: Scalars['DateTime']['output'];
   id: Scalars['ID']['output'];
+  /** The CAMPAIGN_LOW_STOCK webhook event fires each time available falls to this or below; null = never. */
+  lowStockThreshold?: Maybe<Scalars['Int']['output']>;
   name: Scalars['String']['output'];
   opensAt?: Maybe<Scalars['DateTime']['output']>;
   /** Admin. Every partner with live allocations or a quota here. */
@@ -228,6 +230,8 @@ export type ClaimTicketsPayload = {
 export type CreateCampaignInput = {
   /** Must be after opensAt when both are given. */
   closesAt?: InputMaybe<Scalars['DateTime']['input']>;
+  /** 1 or more: CAMPAIGN_LOW_STOCK fires each time available falls to it or below. null = never. */
+  lowStockThreshold?: InputMaybe<Scalars['Int']['input']>;
   /** 1 to 200 characters. */
   name: Scalars['String']['input'];
   opensAt?: InputMaybe<Scalars['DateTime']['input']>;
@@ -910,6 +914,7 @@ export type CampaignResolvers<ContextType = Context, ParentType extends Resolver
   closesAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
   createdAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  lowStockThreshold?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
   name?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   opensAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
   partnerStats?: Resolver<Array<ResolversTypes['PartnerStats']>, ParentType, ContextType>;

@@ -2,6 +2,8 @@ import type { CampaignResolvers, CampaignStatsResolvers, PartnerStatsResolvers }
 
 export const Campaign: CampaignResolvers = {
   stats: (campaign, _, ctx) => ctx.loaders.stats.load(campaign.id),
+  lowStockThreshold: (campaign, _, ctx) =>
+    campaign.lowStockThreshold !== undefined ? campaign.lowStockThreshold : ctx.services.campaigns.lowStockThreshold(campaign.id),
   allocations: (campaign, args, ctx) => ctx.services.allocationRecords.listForCampaign(ctx, campaign.id, args),
   timeline: (campaign, { bucket }, ctx) => ctx.services.campaigns.timeline(ctx, campaign.id, bucket),
   partnerStats: (campaign, _, ctx) => ctx.services.campaigns.partnerStats(ctx, campaign.id),

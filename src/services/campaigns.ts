@@ -21,6 +21,7 @@ export interface CreateCampaignInput {
   perHolderLimit?: number | null;
   opensAt?: Date | null;
   closesAt?: Date | null;
+  lowStockThreshold?: number | null;
 }
 
 export interface UpdateCampaignInput {
@@ -43,6 +44,7 @@ const CAMPAIGN_FIELDS = {
   opensAt: true,
   closesAt: true,
   perHolderLimit: true,
+  lowStockThreshold: true,
   createdAt: true,
 } as const;
 
@@ -62,9 +64,13 @@ export class CampaignService {
       input.perHolderLimit === null || input.perHolderLimit === undefined
         ? null
         : validate.intInRange('perHolderLimit', input.perHolderLimit, 1, validate.LIMITS.perHolderLimit);
+    const lowStockThreshold =
+      input.lowStockThreshold === null || input.lowStockThreshold === undefined
+        ? null
+        : validate.intInRange('lowStockThreshold', input.lowStockThreshold, 1, validate.LIMITS.lowStockThreshold);
     validate.campaignWindow(input.opensAt, input.closesAt);
     const campaign = await this.db.prisma.campaign.create({
-      data: { name, perHolderLimit, opensAt: input.opensAt ?? null, closesAt: input.closesAt ?? null },
+      data: { name, perHolderLimit, lowStockThreshold, opensAt: input.opensAt ?? null, closesAt: input.closesAt ?? null },
       select: CAMPAIGN_FIELDS,
     });
     ctx.loaders.campaign.prime(campaign.id, campaign);
@@ -202,6 +208,12 @@ export class CampaignService {
       pageInfo: { hasNextPage: rows.length > limit, endCursor: edges.at(-1)?.cursor ?? null },
       totalCount: () => this.db.prisma.campaign.count({ where: status ? { status } : {} }),
     };
+  }
+
+  /** A campaign's low-stock threshold, for a campaign read without it (the claim statements return the rest). */
+  async lowStockThreshold(id: string): Promise<number | null> {
+    const row = await this.db.prisma.campaign.findUnique({ where: { id }, select: { lowStockThreshold: true } });
+    return row?.lowStockThreshold ?? null;
   }
 
   async findByIds(ids: readonly string[]): Promise<CampaignModel[]> {
