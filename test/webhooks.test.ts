@@ -239,3 +239,38 @@ test('CAMPAIGN_LOW_STOCK fires once per crossing and CAMPAIGN_SOLD_OUT once, und
   expect(mine()[2]!.body.data.campaign.stats).toEqual({ total: 6, allocated: 6, held: 0, available: 0 });
   expect(mine().every((r) => r.signatureValid)).toBe(true);
 });
+
+test("a receiver that never answers holds only its own endpoint's slots: another endpoint's events arrive without waiting for it", async () => {
+  const partner = await server.createPartner('isolation');
+  const hanging = http.createServer(() => undefined); // accepts, reads nothing, never answers
+  await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
+  const hangingUrl = `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/hook`;
+  const healthy = await receiver();
+  try {
+    const { rows } = await server.sql.query<{ id: string }>(
+      'INSERT INTO webhook_endpoints (partner_id, url, events, secret_sealed) VALUES ($1, $2, $3, $4) RETURNING id',
+      [partner.id, hangingUrl, ['ALLOCATION_CREATED'], sealSecret(newWebhookSecret(), TEST_WEBHOOK_KEY)],
+    );
+    await endpoint(server, healthy, partner.id, ['ALLOCATION_CREATED']);
+    const campaignId = await server.openCampaignWith(20);
+    await Promise.all(Array.from({ length: 20 }, (_, i) => server.gql(partner.apiKey, CLAIM, { input: { campaignId, holder: `i${i}` } })));
+    await until(() => healthy.received.filter((r) => r.body.data.allocation?.campaignId === campaignId).length === 20, { message: "the healthy endpoint's 20 events" });
+    // Meanwhile the hanging endpoint delivered nothing and held at most its cap of attempts: the
+    // other endpoint's events did not queue behind its 20.
+    const stuckDeliveries = (
+      await server.sql.query<{ delivered: number; leased: number; total: number }>(
+        `SELECT count(*) FILTER (WHERE status = 'DELIVERED')::int AS delivered,
+                count(*) FILTER (WHERE status = 'PENDING' AND lease_until > clock_timestamp())::int AS leased,
+                count(*)::int AS total
+           FROM webhook_deliveries WHERE endpoint_id = $1`,
+        [rows[0]!.id],
+      )
+    ).rows[0]!;
+    expect(stuckDeliveries.total).toBe(20);
+    expect(stuckDeliveries.delivered).toBe(0);
+    expect(stuckDeliveries.leased).toBeLessThanOrEqual(4); // the per-endpoint cap of one process
+  } finally {
+    hanging.closeAllConnections();
+    await new Promise((resolve) => hanging.close(resolve));
+  }
+});
