@@ -1,6 +1,8 @@
 // The console's screens, plain DOM: campaigns with a fill bar, a campaign's live page, forms.
+// Webhook endpoints and their deliveries are in webhooks.ts.
 import uPlot from 'uplot';
 import { ApiError, gql, session, signOut, subscription } from './api';
+import { webhookDeliveries, webhooks } from './webhooks';
 
 export interface Stats {
   total: number;
@@ -28,7 +30,7 @@ export function h(tag: string, attrs: Record<string, string | ((e: Event) => voi
   return el;
 }
 
-const fmt = (n: number) => n.toLocaleString('en-US');
+export const fmt = (n: number) => n.toLocaleString('en-US');
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 
 export function fillBar(stats: Stats): HTMLElement {
@@ -43,7 +45,7 @@ export function fillBar(stats: Stats): HTMLElement {
 
 let teardown: (() => void) | null = null;
 
-function screen(...children: Child[]): void {
+export function screen(...children: Child[]): void {
   teardown?.();
   teardown = null;
   const root = document.getElementById('app')!;
@@ -52,14 +54,14 @@ function screen(...children: Child[]): void {
       'header',
       {},
       h('a.brand', { href: '#/campaigns' }, 'Tessera'),
-      h('nav', {}, h('a', { href: '#/campaigns' }, 'Campaigns'), h('a', { href: '#/new' }, 'New campaign'), h('a', { href: '/graphql' }, 'GraphiQL')),
+      h('nav', {}, h('a', { href: '#/campaigns' }, 'Campaigns'), h('a', { href: '#/new' }, 'New campaign'), h('a', { href: '#/webhooks' }, 'Webhooks'), h('a', { href: '/graphql' }, 'GraphiQL')),
       h('button.link', { onclick: () => (signOut(), (location.hash = '#/'), render()), 'data-testid': 'sign-out' }, 'Sign out'),
     ),
     h('main', {}, ...children),
   );
 }
 
-function problem(error: unknown): HTMLElement {
+export function problem(error: unknown): HTMLElement {
   const message = error instanceof ApiError ? `${error.code}: ${error.message}` : String(error);
   return h('p.error', { role: 'alert' }, message);
 }
@@ -386,7 +388,10 @@ export function render(): void {
   if (!session.key) return signIn();
   const route = location.hash.replace(/^#/, '') || '/campaigns';
   const match = /^\/campaigns\/([0-9a-f-]{36})$/.exec(route);
+  const endpoint = /^\/webhooks\/([0-9a-f-]{36})$/.exec(route);
   if (match) void campaign(match[1]!);
+  else if (endpoint) void webhookDeliveries(endpoint[1]!);
+  else if (route === '/webhooks') void webhooks();
   else if (route === '/new') newCampaign();
   else void campaigns();
 }

@@ -1,9 +1,14 @@
 // In a real browser: GraphiQL runs a query; the console signs in, creates and loads a campaign,
-// opens it, and its fill bar moves while claims arrive from another client. Screenshots are kept
+// opens it, and its fill bar moves while claims arrive from another client; its webhooks screen
+// lists endpoints and an endpoint's deliveries (filter, paging, "Send again"). Screenshots are kept
 // in test-results/screenshots.
 /// <reference lib="dom" />
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Browser, Page } from 'playwright-core';
 import { ADMIN_KEY, CLAIM, startTestServer, type TestServer } from '../helpers/testServer';
+import { until } from '../helpers/time';
 import { launch, screenshot } from './browser';
 
 let server: TestServer;
@@ -133,4 +138,130 @@ test('a wrong key is refused at sign-in', async () => {
   await page.getByTestId('sign-in').click();
   await page.getByRole('alert').getByText('UNAUTHENTICATED').waitFor();
   await page.close();
+});
+
+test('the console lists webhook endpoints and their deliveries, filters them, and sends a failed one again', async () => {
+  // A receiver that answers 500 to everything: every delivery to it stays PENDING, retried.
+  let received = 0;
+  const receiver = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      received += 1;
+      res.writeHead(500).end('no');
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+  const page = await newPage();
+  try {
+    await page.goto(`${base}/console/`);
+    await page.getByTestId('key').fill(ADMIN_KEY);
+    await page.getByTestId('sign-in').click();
+    await page.locator('table.campaigns').waitFor();
+
+    // No endpoint yet: the empty state.
+    await page.getByRole('link', { name: 'Webhooks', exact: true }).click();
+    await page.getByTestId('webhooks-empty').getByText('No webhook endpoints yet').waitFor();
+
+    // A partner's endpoint for its allocations, and an operator's for closes (which never come here).
+    const partner = await server.createPartner('Hook partner');
+    const CREATE = 'mutation($input: CreateWebhookInput!) { createWebhook(input: $input) { endpoint { id } } }';
+    const created = await server.gql<{ createWebhook: { endpoint: { id: string } } }>(ADMIN_KEY, CREATE, {
+      input: { url: hookUrl, events: ['ALLOCATION_CREATED'], partnerId: partner.id },
+    });
+    expect(created.body.errors).toBeUndefined();
+    const endpointId = created.body.data!.createWebhook.endpoint.id;
+    const operator = await server.gql<{ createWebhook: { endpoint: { id: string } } }>(ADMIN_KEY, CREATE, { input: { url: hookUrl, events: ['CAMPAIGN_CLOSED'] } });
+    expect(operator.body.errors).toBeUndefined();
+    const operatorId = operator.body.data!.createWebhook.endpoint.id;
+
+    // 21 claims: 21 deliveries, one more than a page. Wait until each has been tried (and got 500).
+    const campaignId = await server.openCampaignWith(25);
+    for (let i = 0; i < 21; i += 1) {
+      const res = await server.gql(partner.apiKey, CLAIM, { input: { campaignId, holder: `hook-fan-${i}` } });
+      expect(res.body.data?.claimTicket.allocation).toBeTruthy();
+    }
+    await until(
+      async () =>
+        (
+          await server.sql.query<{ n: number }>(
+            'SELECT count(*)::int AS n FROM webhook_deliveries WHERE endpoint_id = $1 AND attempts >= 1 AND last_status_code = 500',
+            [endpointId],
+          )
+        ).rows[0]!.n === 21,
+      { message: 'the 21 deliveries to have been tried once', timeoutMs: 30_000, intervalMs: 200 },
+    );
+    expect(received).toBeGreaterThanOrEqual(21);
+
+    // The list shows both endpoints.
+    await page.reload();
+    const partnerRow = page.getByTestId(`webhook-${endpointId}`);
+    await partnerRow.getByText('Hook partner').waitFor();
+    expect(await partnerRow.textContent()).toContain('ALLOCATION_CREATED');
+    expect(await partnerRow.textContent()).toContain(hookUrl);
+    await page.getByTestId(`webhook-${operatorId}`).getByText('operator (every partner)').waitFor();
+    await screenshot(page, 'console-webhooks');
+
+    // The operator endpoint has no delivery.
+    await page.getByTestId(`webhook-${operatorId}`).getByRole('link').click();
+    await page.getByTestId('deliveries-empty').getByText('No deliveries yet').waitFor();
+
+    // The partner endpoint: 20 newest first, then "More".
+    await page.getByRole('link', { name: 'Webhooks', exact: true }).click();
+    await partnerRow.getByRole('link').click();
+    await page.waitForURL(`**/#/webhooks/${endpointId}`);
+    const rows = page.getByTestId('deliveries').locator('tbody tr');
+    await page.getByTestId('delivery-count').getByText('21 deliveries').waitFor();
+    expect(await rows.count()).toBe(20);
+    await page.getByTestId('more').click();
+    await page.waitForFunction(() => document.querySelectorAll("[data-testid='deliveries'] tbody tr").length === 21);
+    expect(await page.getByTestId('more').isHidden()).toBe(true);
+
+    // The newest: PENDING, tried at least once, last answer 500.
+    const newest = rows.first();
+    const deliveryId = (await newest.getAttribute('data-testid'))!.replace(/^delivery-/, '');
+    expect(await newest.getByTestId('delivery-status').textContent()).toBe('PENDING');
+    expect(Number(await newest.getByTestId('attempts').textContent())).toBeGreaterThanOrEqual(1);
+    expect(await newest.getByTestId('last-status-code').textContent()).toBe('500');
+    expect(await newest.textContent()).toContain('ALLOCATION_CREATED');
+    expect(await newest.getByRole('button').count()).toBe(0);
+    await screenshot(page, 'console-webhook-deliveries');
+
+    // The filter: none DELIVERED; PENDING is every one.
+    await page.getByTestId('status-filter').selectOption('DELIVERED');
+    await page.getByTestId('deliveries-empty').getByText('No DELIVERED deliveries').waitFor();
+    await page.getByTestId('status-filter').selectOption('PENDING');
+    await page.getByTestId('delivery-count').getByText('21 PENDING deliveries').waitFor();
+
+    // Its retries given up (in SQL, while no attempt holds it), it is FAILED; "Send again" makes it PENDING.
+    await until(
+      async () =>
+        (
+          await server.sql.query(
+            `UPDATE webhook_deliveries SET status = 'FAILED', lease_until = NULL
+              WHERE id = $1 AND status = 'PENDING' AND (lease_until IS NULL OR lease_until <= now())`,
+            [deliveryId],
+          )
+        ).rowCount === 1,
+      { message: 'the delivery to be between attempts', timeoutMs: 15_000, intervalMs: 100 },
+    );
+    await page.getByTestId('status-filter').selectOption('FAILED');
+    await page.getByTestId('delivery-count').getByText('1 FAILED delivery').waitFor();
+    const failed = page.getByTestId(`delivery-${deliveryId}`);
+    expect(await failed.getByTestId('delivery-status').textContent()).toBe('FAILED');
+    await page.getByTestId(`redeliver-${deliveryId}`).click();
+    await failed.getByTestId('delivery-status').getByText('PENDING').waitFor();
+    expect(await page.getByTestId(`redeliver-${deliveryId}`).count()).toBe(0);
+    const { rows: after } = await server.sql.query('SELECT status FROM webhook_deliveries WHERE id = $1', [deliveryId]);
+    expect(after[0].status).toBe('PENDING');
+
+    // An endpoint that does not exist: a problem, not a stack.
+    await page.goto(`${base}/console/#/webhooks/${randomUUID()}`);
+    await page.getByRole('alert').getByText('NOT_FOUND').first().waitFor();
+    expect(pageErrors).toEqual([]);
+  } finally {
+    await page.close();
+    receiver.closeAllConnections();
+    await new Promise((resolve) => receiver.close(resolve));
+  }
 });
