@@ -328,28 +328,27 @@ BEGIN
 END
 $function$;
 
+CREATE OR REPLACE FUNCTION public.tessera_campaign_counts(p_campaign_id uuid)
+ RETURNS TABLE(total bigint, allocated bigint, held bigint, available bigint)
+ LANGUAGE sql
+AS $function$
+    SELECT c.total, c.allocated, c.held - l.n, c.total - c.allocated - c.held + l.n
+      FROM (SELECT COALESCE(sum(s.total), 0)::bigint AS total, COALESCE(sum(s.allocated), 0)::bigint AS allocated,
+                   COALESCE(sum(s.held), 0)::bigint AS held
+              FROM campaign_counters s WHERE s.campaign_id = p_campaign_id) c,
+           (SELECT count(*) AS n FROM allocations a
+             WHERE a.campaign_id = p_campaign_id AND a.status = 'HELD' AND a.expires_at <= clock_timestamp()) l;
+$function$;
+
 CREATE OR REPLACE FUNCTION public.tessera_campaign_event_data(p_campaign_id uuid, p_status text)
  RETURNS jsonb
  LANGUAGE sql
- STABLE
 AS $function$
-    WITH counts AS (
-        SELECT COALESCE(sum(total), 0) AS total, COALESCE(sum(allocated), 0) AS allocated, COALESCE(sum(held), 0) AS held
-          FROM campaign_counters WHERE campaign_id = p_campaign_id
-    ),
-    lapsed AS (
-        SELECT count(*) AS n FROM allocations
-         WHERE campaign_id = p_campaign_id AND status = 'HELD' AND expires_at <= clock_timestamp()
-    )
     SELECT jsonb_build_object('campaign', jsonb_build_object(
                'id', p_campaign_id,
                'status', p_status,
-               'stats', jsonb_build_object(
-                   'total', c.total,
-                   'allocated', c.allocated,
-                   'held', c.held - l.n,
-                   'available', c.total - c.allocated - c.held + l.n)))
-      FROM counts c, lapsed l;
+               'stats', jsonb_build_object('total', f.total, 'allocated', f.allocated, 'held', f.held, 'available', f.available)))
+      FROM tessera_campaign_counts(p_campaign_id) f;
 $function$;
 
 CREATE OR REPLACE FUNCTION public.tessera_claim_gate(p_campaign_id uuid, p_partner_id uuid, p_holder text, p_idempotency_key text, p_quantity integer, p_quota_quantity integer)
@@ -604,13 +603,7 @@ BEGIN
                f.total > 0 AND f.available = 0 AND f.held = 0 AS sold_out,
                cp.low_stock_threshold IS NOT NULL AND f.total > 0 AND f.available <= cp.low_stock_threshold AS low
           FROM campaigns cp
-          CROSS JOIN LATERAL (
-              SELECT c.total, c.total - c.allocated - c.held + l.n AS available, c.held - l.n AS held
-                FROM (SELECT COALESCE(sum(total), 0) AS total, COALESCE(sum(allocated), 0) AS allocated, COALESCE(sum(held), 0) AS held
-                        FROM campaign_counters WHERE campaign_id = cp.id) c,
-                     (SELECT count(*) AS n FROM allocations
-                       WHERE campaign_id = cp.id AND status = 'HELD' AND expires_at <= clock_timestamp()) l
-          ) f
+          CROSS JOIN LATERAL tessera_campaign_counts(cp.id) f
          WHERE cp.status = 'OPEN' AND (cp.sold_out_announced_at IS NULL OR cp.low_stock_threshold IS NOT NULL OR cp.low_stock_announced_at IS NOT NULL)
     ),
     locked AS (

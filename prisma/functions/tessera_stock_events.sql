@@ -1,6 +1,6 @@
 -- CAMPAIGN_SOLD_OUT and CAMPAIGN_LOW_STOCK (docs/WEBHOOKS.md), run by the sweeper of every instance
 -- (src/sweeper.ts, every HOLD_SWEEP_INTERVAL_MS): for each OPEN campaign, from the O(1) counters
--- (the figures of src/db/campaignStats.ts),
+-- (tessera_campaign_counts),
 --   - sold out: the first time nothing is available and nothing is held, once for good
 --     (sold_out_announced_at);
 --   - low stock: each time available falls to low_stock_threshold or below from above it
@@ -31,13 +31,7 @@ BEGIN
                f.total > 0 AND f.available = 0 AND f.held = 0 AS sold_out,
                cp.low_stock_threshold IS NOT NULL AND f.total > 0 AND f.available <= cp.low_stock_threshold AS low
           FROM campaigns cp
-          CROSS JOIN LATERAL (
-              SELECT c.total, c.total - c.allocated - c.held + l.n AS available, c.held - l.n AS held
-                FROM (SELECT COALESCE(sum(total), 0) AS total, COALESCE(sum(allocated), 0) AS allocated, COALESCE(sum(held), 0) AS held
-                        FROM campaign_counters WHERE campaign_id = cp.id) c,
-                     (SELECT count(*) AS n FROM allocations
-                       WHERE campaign_id = cp.id AND status = 'HELD' AND expires_at <= clock_timestamp()) l
-          ) f
+          CROSS JOIN LATERAL tessera_campaign_counts(cp.id) f
          WHERE cp.status = 'OPEN' AND (cp.sold_out_announced_at IS NULL OR cp.low_stock_threshold IS NOT NULL OR cp.low_stock_announced_at IS NOT NULL)
     ),
     locked AS (
