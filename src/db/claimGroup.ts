@@ -31,15 +31,9 @@ import type { AllocationModel, CampaignModel, TicketModel } from '../models';
 import { campaignOf } from './campaignColumns';
 import { COUNT_ALLOCATED } from './countAllocations';
 import { ALLOCATION_EVENTS } from './webhookEvents';
-import type { JsonValue } from './json';
+import type { ClaimRequest } from './claimTicket';
 
-export interface GroupRequest {
-  campaignId: string;
-  partnerId: string;
-  holder: string;
-  metadata: JsonValue | null;
-  idempotencyKey: string | null;
-  requestHash: string | null;
+export interface GroupRequest extends ClaimRequest {
   /** 1 + the earlier requests in the group with this campaign, partner and holder. */
   holderRank: number;
   /** 1 + the earlier requests in the group with this campaign and partner. */

@@ -49,15 +49,19 @@ export type ClaimVerdict =
   | 'HOLDER_LIMIT_REACHED'
   | 'PARTNER_QUOTA_REACHED';
 
-export interface ClaimTicketParams {
-  /** ALLOCATED/ACTIVE for a claim; HELD with expires_at for a hold. */
-  kind: 'claim' | 'hold';
+/** What every claim statement is asked, whatever else it takes (claimOne.ts and claimGroup.ts too). */
+export interface ClaimRequest {
   campaignId: string;
   partnerId: string;
   holder: string;
   metadata: JsonValue | null;
   idempotencyKey: string | null;
   requestHash: string | null;
+}
+
+export interface ClaimTicketParams extends ClaimRequest {
+  /** ALLOCATED/ACTIVE for a claim; HELD with expires_at for a hold. */
+  kind: 'claim' | 'hold';
   /** How many tickets, all or nothing. */
   quantity: number;
   /** Holds only: how long the hold lasts. */
