@@ -5,9 +5,11 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import pg from 'pg';
+import { leaseDue, recordAttempt } from '../src/db/webhookDeliveries';
 import { sealSecret } from '../src/webhooks/secrets';
 import { newWebhookSecret } from '../src/webhooks/signature';
-import { startTestServer, TEST_WEBHOOK_KEY, ADMIN_KEY, type TestServer } from './helpers/testServer';
+import { createTestDatabase, startTestServer, TEST_WEBHOOK_KEY, ADMIN_KEY, type TestServer } from './helpers/testServer';
 import { until } from './helpers/time';
 
 interface Received {
@@ -268,9 +270,45 @@ test("a receiver that never answers holds only its own endpoint's slots: another
     ).rows[0]!;
     expect(stuckDeliveries.total).toBe(20);
     expect(stuckDeliveries.delivered).toBe(0);
-    expect(stuckDeliveries.leased).toBeLessThanOrEqual(4); // the per-endpoint cap of one process
+    expect(stuckDeliveries.leased).toBeLessThanOrEqual(4); // the per-endpoint cap
   } finally {
     hanging.closeAllConnections();
     await new Promise((resolve) => hanging.close(resolve));
+  }
+});
+
+test('the per-endpoint cap counts every live lease: attempts still in flight, and those of concurrent leasers (other instances)', async () => {
+  // A database with no dispatcher of its own: only the leasers below touch its deliveries.
+  const database = await createTestDatabase();
+  const pools = Array.from({ length: 6 }, () => new pg.Pool({ connectionString: database.url, max: 2 }));
+  const [pool] = pools as [pg.Pool];
+  const live = async () =>
+    (await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'PENDING' AND lease_until > clock_timestamp()")).rows[0]!.n;
+  try {
+    const { rows } = await pool.query<{ id: string }>(
+      "INSERT INTO webhook_endpoints (url, events, secret_sealed) VALUES ('http://127.0.0.1:9/hook', '{CAMPAIGN_OPENED}', 'x') RETURNING id",
+    );
+    await pool.query(
+      `INSERT INTO webhook_deliveries (endpoint_id, event_id, event, event_created_at, body)
+       SELECT $1, gen_random_uuid(), 'CAMPAIGN_OPENED', clock_timestamp(), '{}' FROM generate_series(1, 20)`,
+      [rows[0]!.id],
+    );
+    const options = { limit: 64, perEndpoint: 4, leaseMs: 60_000 };
+    const first = await leaseDue(pool, options);
+    expect(first).toHaveLength(4);
+    expect(await leaseDue(pool, options)).toHaveLength(0); // all four still in flight
+    // Two attempts end (retried later): two slots free, not four.
+    for (const d of first.slice(0, 2)) await recordAttempt(pool, d.id, { status: 'PENDING', statusCode: 500, error: 'HTTP 500', nextAttemptAt: new Date(Date.now() + 60_000) });
+    expect(await leaseDue(pool, options)).toHaveLength(2);
+    expect(await live()).toBe(4);
+    // All four end; six leasers at once, as six instances would: four leases between them.
+    await pool.query("UPDATE webhook_deliveries SET lease_until = NULL WHERE status = 'PENDING'");
+    const leased = await Promise.all(pools.map((p) => leaseDue(p, options)));
+    expect(leased.flat()).toHaveLength(4);
+    expect(new Set(leased.flat().map((d) => d.id)).size).toBe(4);
+    expect(await live()).toBe(4);
+  } finally {
+    await Promise.all(pools.map((p) => p.end()));
+    await database.drop();
   }
 });

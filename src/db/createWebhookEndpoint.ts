@@ -9,7 +9,7 @@ import { ENDPOINT_COLUMNS, type EndpointRow } from './webhookRows';
 
 /**
  * The advisory lock's class (its first key). Classes in use: 1 the campaign gate, 2 idempotency keys,
- * 3 holders (tessera_claim_gate, claimGroup.ts), 4 this.
+ * 3 holders (tessera_claim_gate, claimGroup.ts), 4 this, 5 the webhook leasers' turn (webhookDeliveries.ts).
  */
 const ENDPOINT_OWNER_LOCK = 4;
 

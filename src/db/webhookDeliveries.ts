@@ -6,9 +6,10 @@
 // leaves the events where they were; (endpoint_id, event_id) is unique, so nothing is doubled.
 //
 // leaseDue: deliveries due now, each leased (lease_until) so that no other instance sends it at the
-// same moment; an attempt cut off by a crash is due again when its lease ends. An allocation's
-// deliveries to one endpoint go in the order of their events: one waits while an earlier one is
-// still PENDING.
+// same moment; an attempt cut off by a crash is due again when its lease ends. An endpoint has at
+// most its cap of live leases across every instance: leasers take turns (an advisory lock), so the
+// count of leases in flight each one reads is exact. An allocation's deliveries to one endpoint go
+// in the order of their events: one waits while an earlier one is still PENDING.
 import type { Pool, PoolClient } from 'pg';
 
 /** The allocation's status each allocation event reports. */
@@ -138,12 +139,17 @@ export interface LeasedDelivery {
 }
 
 const LEASE_SQL = `
-WITH candidates AS (
-  SELECT d.id, row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS rank
-    FROM webhook_deliveries d
+WITH busy AS (
+  SELECT endpoint_id, count(*) AS n FROM webhook_deliveries
+   WHERE status = 'PENDING' AND lease_until > clock_timestamp()
+   GROUP BY endpoint_id
+),
+candidates AS (
+  SELECT d.id, row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) + COALESCE(b.n, 0) AS rank
+    FROM webhook_deliveries d LEFT JOIN busy b ON b.endpoint_id = d.endpoint_id
    WHERE d.status = 'PENDING' AND d.next_attempt_at <= clock_timestamp()
      AND (d.lease_until IS NULL OR d.lease_until <= clock_timestamp())
-     AND d.endpoint_id <> ALL ($2::uuid[])
+     AND COALESCE(b.n, 0) < $3
      AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p
                       WHERE p.endpoint_id = d.endpoint_id AND p.allocation_id = d.allocation_id AND p.status = 'PENDING'
                         AND (p.event_created_at, p.id) < (d.event_created_at, d.id))
@@ -158,18 +164,33 @@ leased AS (
    FOR UPDATE OF d SKIP LOCKED
 )
 UPDATE webhook_deliveries d
-   SET lease_until = clock_timestamp() + make_interval(secs => $4::double precision / 1000), attempts = d.attempts + 1
+   SET lease_until = clock_timestamp() + make_interval(secs => $2::double precision / 1000), attempts = d.attempts + 1
   FROM leased l, webhook_endpoints e
  WHERE d.id = l.id AND e.id = d.endpoint_id
 RETURNING d.id, d.endpoint_id, d.event_id, d.body, d.attempts, e.url, e.secret_sealed, e.enabled`;
 
+/** The advisory lock's class (createWebhookEndpoint.ts lists the classes in use): the leasers' turn. */
+const LEASE_LOCK = 5;
+
 /**
- * Leases up to `limit` due deliveries, at most `perEndpoint` of any one endpoint and none of the
- * endpoints in `saturated` (this process already has its cap of them in flight).
+ * Leases up to `limit` due deliveries, none of an endpoint that already has `perEndpoint` live
+ * leases (from any instance) beyond that cap.
  */
-export async function leaseDue(pool: Pool, o: { limit: number; perEndpoint: number; saturated: string[]; leaseMs: number }): Promise<LeasedDelivery[]> {
-  const { rows } = await pool.query<LeasedDelivery>(LEASE_SQL, [o.limit, o.saturated, o.perEndpoint, o.leaseMs]);
-  return rows;
+export async function leaseDue(pool: Pool, o: { limit: number; perEndpoint: number; leaseMs: number }): Promise<LeasedDelivery[]> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    // Taken before the statement, whose snapshot then holds every lease an earlier turn committed.
+    await client.query('SELECT pg_advisory_xact_lock($1::integer, 0)', [LEASE_LOCK]);
+    const { rows } = await client.query<LeasedDelivery>(LEASE_SQL, [o.limit, o.leaseMs, o.perEndpoint]);
+    await client.query('COMMIT');
+    return rows;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
 }
 
 /** An attempt's outcome: DELIVERED, PENDING again at `nextAttemptAt`, or FAILED for good. */

@@ -3,9 +3,9 @@
 //   - any instance delivers; a lease in PostgreSQL (db/webhookDeliveries.ts) keeps two from sending
 //     one delivery at the same moment, and an attempt cut off by a crash is due again when its lease
 //     ends (LEASE_MS, then the next tick);
-//   - at most PER_ENDPOINT attempts per endpoint from this process, and MAX_IN_FLIGHT in all: a slow
-//     or dead endpoint holds its own few slots (each attempt ends within the 10 s deadline), never
-//     the others';
+//   - at most PER_ENDPOINT attempts in flight per endpoint across every instance, and MAX_IN_FLIGHT
+//     in all from this process: a slow or dead endpoint holds its own few slots (each attempt ends
+//     within the 10 s deadline), never the others';
 //   - a failed attempt is retried on the schedule of backoff.ts, then FAILED.
 import type { Database } from '../db/client';
 import { drainEvents, leaseDue, recordAttempt, type LeasedDelivery } from '../db/webhookDeliveries';
@@ -21,7 +21,7 @@ export const POLL_MS = 250;
 const DRAIN_BATCH = 500;
 /** Attempts in flight from this process. */
 const MAX_IN_FLIGHT = 64;
-/** Attempts in flight to one endpoint from this process. */
+/** Attempts in flight to one endpoint, from every instance together. */
 export const PER_ENDPOINT = 4;
 /** How long a stop waits for attempts in flight; the rest are handed on by their leases. */
 const STOP_WAIT_MS = 2_000;
@@ -37,7 +37,6 @@ export function startWebhookDispatcher(db: Database, logger: Logger, metrics: Me
   const { secretKey } = options;
   // Without a key no endpoint can have been made here, and no secret could be opened.
   if (!secretKey) return { stop: async () => undefined };
-  const inFlight = new Map<string, number>();
   const attempts = new Set<Promise<void>>();
   const secrets = new Map<string, string>();
   let ticking: Promise<void> | null = null;
@@ -68,15 +67,9 @@ export function startWebhookDispatcher(db: Database, logger: Logger, metrics: Me
     }
   };
   const start = (d: LeasedDelivery) => {
-    inFlight.set(d.endpoint_id, (inFlight.get(d.endpoint_id) ?? 0) + 1);
     const running: Promise<void> = attempt(d)
       .catch((error: unknown) => logger.warn({ error: (error as Error).message, delivery: d.id }, 'webhook attempt could not be recorded; its lease will end and it is tried again'))
-      .finally(() => {
-        const left = (inFlight.get(d.endpoint_id) ?? 1) - 1;
-        if (left > 0) inFlight.set(d.endpoint_id, left);
-        else inFlight.delete(d.endpoint_id);
-        attempts.delete(running);
-      });
+      .finally(() => attempts.delete(running));
     attempts.add(running);
   };
 
@@ -85,8 +78,7 @@ export function startWebhookDispatcher(db: Database, logger: Logger, metrics: Me
       while ((await drainEvents(db.pool, DRAIN_BATCH)) >= DRAIN_BATCH && !stopped);
       const room = MAX_IN_FLIGHT - count();
       if (room <= 0 || stopped) return;
-      const saturated = [...inFlight].filter(([, n]) => n >= PER_ENDPOINT).map(([id]) => id);
-      for (const d of await leaseDue(db.pool, { limit: room, perEndpoint: PER_ENDPOINT, saturated, leaseMs: LEASE_MS })) start(d);
+      for (const d of await leaseDue(db.pool, { limit: room, perEndpoint: PER_ENDPOINT, leaseMs: LEASE_MS })) start(d);
     } catch (error) {
       logger.warn({ error: (error as Error).message }, 'webhook dispatcher: tick failed; the next one retries');
     }
