@@ -10,7 +10,9 @@ CREATE TYPE allocation_status AS ENUM ('HELD', 'ACTIVE', 'RELEASED', 'EXPIRED');
 
 CREATE TYPE campaign_status AS ENUM ('DRAFT', 'OPEN', 'CLOSED');
 
-CREATE TYPE ticket_status AS ENUM ('AVAILABLE', 'HELD', 'ALLOCATED');
+CREATE TYPE release_policy AS ENUM ('POOL', 'WAITLIST_FIRST', 'VOID');
+
+CREATE TYPE ticket_status AS ENUM ('AVAILABLE', 'HELD', 'ALLOCATED', 'VOID');
 
 CREATE TYPE webhook_delivery_status AS ENUM ('PENDING', 'DELIVERED', 'FAILED');
 
@@ -72,7 +74,8 @@ CREATE TABLE campaign_counters (
     slot integer NOT NULL,
     total bigint NOT NULL DEFAULT 0,
     allocated bigint NOT NULL DEFAULT 0,
-    held bigint NOT NULL DEFAULT 0
+    held bigint NOT NULL DEFAULT 0,
+    void bigint NOT NULL DEFAULT 0
 );
 
 CREATE TABLE campaigns (
@@ -88,7 +91,9 @@ CREATE TABLE campaigns (
     sold_out_at timestamp(6) with time zone,
     low_stock_threshold integer,
     sold_out_announced_at timestamp(6) with time zone,
-    low_stock_announced_at timestamp(6) with time zone
+    low_stock_announced_at timestamp(6) with time zone,
+    max_hold_seconds integer,
+    release_policy release_policy NOT NULL DEFAULT 'POOL'::release_policy
 );
 
 CREATE TABLE minute_counters (
@@ -208,6 +213,8 @@ ALTER TABLE audit_log ADD CONSTRAINT audit_log_pkey PRIMARY KEY (id);
 ALTER TABLE campaign_counters ADD CONSTRAINT campaign_counters_pkey PRIMARY KEY (campaign_id, slot);
 
 ALTER TABLE campaigns ADD CONSTRAINT campaigns_low_stock_threshold CHECK (((low_stock_threshold IS NULL) OR (low_stock_threshold >= 1)));
+
+ALTER TABLE campaigns ADD CONSTRAINT campaigns_max_hold_seconds CHECK (((max_hold_seconds IS NULL) OR ((max_hold_seconds >= 1) AND (max_hold_seconds <= 2592000))));
 
 ALTER TABLE campaigns ADD CONSTRAINT campaigns_name_length CHECK (((char_length(name) >= 1) AND (char_length(name) <= 200)));
 
@@ -330,14 +337,20 @@ $function$;
 
 CREATE OR REPLACE FUNCTION public.tessera_campaign_counts(p_campaign_id uuid)
  RETURNS TABLE(total bigint, allocated bigint, held bigint, available bigint)
- LANGUAGE sql
+ LANGUAGE plpgsql
 AS $function$
-    SELECT c.total, c.allocated, c.held - l.n, c.total - c.allocated - c.held + l.n
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    SELECT c.total, c.allocated, c.held - l.n,
+           c.total - c.allocated - c.held - c.void
+             + CASE WHEN (SELECT cp.release_policy FROM campaigns cp WHERE cp.id = p_campaign_id) = 'VOID' THEN 0 ELSE l.n END
       FROM (SELECT COALESCE(sum(s.total), 0)::bigint AS total, COALESCE(sum(s.allocated), 0)::bigint AS allocated,
-                   COALESCE(sum(s.held), 0)::bigint AS held
+                   COALESCE(sum(s.held), 0)::bigint AS held, COALESCE(sum(s.void), 0)::bigint AS void
               FROM campaign_counters s WHERE s.campaign_id = p_campaign_id) c,
            (SELECT count(*) AS n FROM allocations a
              WHERE a.campaign_id = p_campaign_id AND a.status = 'HELD' AND a.expires_at <= clock_timestamp()) l;
+END
 $function$;
 
 CREATE OR REPLACE FUNCTION public.tessera_campaign_event_data(p_campaign_id uuid, p_status text)
@@ -423,6 +436,14 @@ BEGIN
              UNION ALL
              SELECT (campaign_id, partner_id, status, date_trunc('minute', COALESCE(confirmed_at, allocated_at), 'UTC'), -1)::tessera_allocation_delta
                FROM rows_out WHERE status IN ('ACTIVE', 'HELD')) x;
+    INSERT INTO campaign_counters AS c (campaign_id, slot, void)
+    SELECT n.campaign_id, pg_backend_pid(), count(*)
+      FROM rows_in n
+      JOIN rows_out o ON o.campaign_id = n.campaign_id AND o.id = n.id
+      JOIN campaigns cp ON cp.id = n.campaign_id
+     WHERE o.status IN ('ACTIVE', 'HELD') AND n.status IN ('RELEASED', 'EXPIRED') AND cp.release_policy = 'VOID'
+     GROUP BY n.campaign_id
+    ON CONFLICT (campaign_id, slot) DO UPDATE SET void = c.void + EXCLUDED.void;
     RETURN NULL;
 END
 $function$;
@@ -493,7 +514,9 @@ BEGIN
              WHERE a.campaign_id = e.campaign_id AND a.id = e.id AND a.status = 'HELD'
             RETURNING a.campaign_id, a.ticket_id
         )
-        UPDATE tickets t SET status = 'AVAILABLE'
+        UPDATE tickets t
+           SET status = CASE WHEN (SELECT release_policy FROM campaigns WHERE id = c) = 'VOID' THEN 'VOID'::ticket_status
+                             ELSE 'AVAILABLE'::ticket_status END
           FROM lapsed l
          WHERE t.campaign_id = l.campaign_id AND t.id = l.ticket_id AND t.status = 'HELD';
         GET DIAGNOSTICS n = ROW_COUNT;
@@ -514,17 +537,19 @@ $function$;
 
 CREATE OR REPLACE FUNCTION public.tessera_fold_counters()
  RETURNS void
- LANGUAGE sql
+ LANGUAGE plpgsql
 AS $function$
+BEGIN
     WITH gone AS (
         DELETE FROM campaign_counters c
          WHERE c.slot <> 0 AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = c.slot)
         RETURNING c.*
     )
-    INSERT INTO campaign_counters AS c (campaign_id, slot, total, allocated, held)
-    SELECT campaign_id, 0, sum(total), sum(allocated), sum(held) FROM gone GROUP BY campaign_id
+    INSERT INTO campaign_counters AS c (campaign_id, slot, total, allocated, held, void)
+    SELECT campaign_id, 0, sum(total), sum(allocated), sum(held), sum(void) FROM gone GROUP BY campaign_id
     ON CONFLICT (campaign_id, slot)
-    DO UPDATE SET total = c.total + EXCLUDED.total, allocated = c.allocated + EXCLUDED.allocated, held = c.held + EXCLUDED.held;
+    DO UPDATE SET total = c.total + EXCLUDED.total, allocated = c.allocated + EXCLUDED.allocated, held = c.held + EXCLUDED.held,
+                  void = c.void + EXCLUDED.void;
 
     WITH gone AS (
         DELETE FROM partner_counters c
@@ -543,6 +568,7 @@ AS $function$
     INSERT INTO minute_counters AS c (campaign_id, minute, slot, active)
     SELECT campaign_id, minute, 0, sum(active) FROM gone GROUP BY campaign_id, minute
     ON CONFLICT (campaign_id, minute, slot) DO UPDATE SET active = c.active + EXCLUDED.active;
+END
 $function$;
 
 CREATE OR REPLACE FUNCTION public.tessera_random_pick_order()
@@ -579,13 +605,15 @@ $function$;
 
 CREATE OR REPLACE FUNCTION public.tessera_record_sold_out(p_campaign_id uuid)
  RETURNS void
- LANGUAGE sql
+ LANGUAGE plpgsql
 AS $function$
+BEGIN
     UPDATE campaigns cp
        SET sold_out_at = (SELECT max(COALESCE(a.confirmed_at, a.allocated_at)) FROM allocations a
                            WHERE a.campaign_id = cp.id AND a.status = 'ACTIVE')
      WHERE cp.id = p_campaign_id AND cp.sold_out_at IS NULL
-       AND (SELECT sum(total) > 0 AND sum(total) = sum(allocated) FROM campaign_counters WHERE campaign_id = p_campaign_id);
+       AND (SELECT sum(total) > 0 AND sum(total) = sum(allocated) + sum(void) FROM campaign_counters WHERE campaign_id = p_campaign_id);
+END
 $function$;
 
 CREATE OR REPLACE FUNCTION public.tessera_stock_events()

@@ -117,6 +117,7 @@ export const CLAIM_MESSAGES: Record<ClaimErrorCode, string> = {
   NOT_HELD: 'The allocation is not held.',
   PARTNER_QUOTA_REACHED: "The partner's quota in this campaign is reached.",
   INSUFFICIENT_TICKETS: 'Fewer tickets are available than the quantity asked; nothing was allocated.',
+  HOLD_EXTENSION_LIMIT: "The hold would last past its creation plus the campaign's maxHoldSeconds; it was not extended.",
 };
 
 export function claimError(code: ClaimErrorCode, message = CLAIM_MESSAGES[code]): ClaimError {

@@ -3,7 +3,8 @@ import type { JsonValue } from './db/json';
 import type { DeliveryStatus, WebhookEvent } from './generated/graphql';
 
 export type CampaignStatus = 'DRAFT' | 'OPEN' | 'CLOSED';
-export type TicketStatus = 'AVAILABLE' | 'HELD' | 'ALLOCATED';
+export type TicketStatus = 'AVAILABLE' | 'HELD' | 'ALLOCATED' | 'VOID';
+export type ReleasePolicy = 'POOL' | 'WAITLIST_FIRST' | 'VOID';
 export type AllocationStatus = 'HELD' | 'ACTIVE' | 'RELEASED' | 'EXPIRED';
 
 export interface PartnerModel {
@@ -32,8 +33,10 @@ export interface CampaignModel {
   opensAt: Date | null;
   closesAt: Date | null;
   perHolderLimit: number | null;
-  /** Absent where a statement returned the campaign without it (the claims): the resolver reads it. */
+  /** Absent where a statement returned the campaign without them (the claims): the resolvers read them. */
   lowStockThreshold?: number | null;
+  maxHoldSeconds?: number | null;
+  releasePolicy?: ReleasePolicy;
   createdAt: Date;
 }
 
@@ -42,6 +45,7 @@ export interface CampaignStatsModel {
   allocated: number;
   held: number;
   available: number;
+  void: number;
   soldOutAt: Date | null;
 }
 

@@ -23,6 +23,7 @@ export const OPERATION_COSTS: Readonly<Record<string, number>> = {
   holdTicket: 5,
   claimTickets: 5,
   confirmHold: 3,
+  extendHold: 3,
   releaseAllocation: 3,
 };
 

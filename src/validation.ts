@@ -19,6 +19,8 @@ export const LIMITS = {
   perHolderLimit: 1_000_000,
   metadataDepth: 32,
   holdSeconds: 86_400,
+  /** A campaign's maxHoldSeconds: 30 days. */
+  maxHoldSeconds: 2_592_000,
   ticketsPerClaim: 100,
   quota: 10_000_000,
   lowStockThreshold: 10_000_000,

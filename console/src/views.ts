@@ -9,6 +9,7 @@ export interface Stats {
   allocated: number;
   held: number;
   available: number;
+  void: number;
   fillRate: number;
   soldOutAt: string | null;
 }
@@ -109,7 +110,7 @@ export async function campaigns(): Promise<void> {
   const refresh = async () => {
     try {
       const data = await gql<{ campaigns: { edges: { node: CampaignRow }[] } }>(
-        '{ campaigns(first: 100) { edges { node { id name status stats { total allocated held available fillRate soldOutAt } } } } }',
+        '{ campaigns(first: 100) { edges { node { id name status stats { total allocated held available void fillRate soldOutAt } } } } }',
       );
       table.replaceChildren(
         ...data.campaigns.edges.map(({ node }) =>
@@ -186,11 +187,13 @@ interface CampaignDetail {
   opensAt: string | null;
   closesAt: string | null;
   perHolderLimit: number | null;
+  releasePolicy: string;
+  maxHoldSeconds: number | null;
 }
 
 const DETAIL = `query($id: ID!) {
   campaign(id: $id) {
-    id name status opensAt closesAt perHolderLimit
+    id name status opensAt closesAt perHolderLimit releasePolicy maxHoldSeconds
     timeline(bucket: MINUTE) { at allocated cumulative }
     partnerStats { partner { name } allocated held quota }
     allocations(first: 15, order: NEWEST_FIRST) { edges { node { sequence holder status ticket { code } partner { name } } } }
@@ -233,6 +236,9 @@ export async function campaign(id: string): Promise<void> {
       h(`span.status.${c.status.toLowerCase()}`, { 'data-testid': 'status' }, c.status),
       ` window ${c.opensAt ? new Date(c.opensAt).toLocaleString() : 'now'} – ${c.closesAt ? new Date(c.closesAt).toLocaleString() : 'open-ended'}`,
       ` · per-holder limit ${c.perHolderLimit ?? 'none'}`,
+      ' · released tickets ',
+      h('span', { 'data-testid': 'release-policy' }, c.releasePolicy === 'VOID' ? 'are retired (VOID)' : 'return to the pool'),
+      c.maxHoldSeconds === null ? '' : ` · holds at most ${fmt(c.maxHoldSeconds)} s`,
     );
     actions.replaceChildren(
       c.status === 'DRAFT' ? h('button', { 'data-testid': 'open', onclick: () => transition('openCampaign', 'Open this campaign for claims?') }, 'Open') : '',
@@ -293,7 +299,7 @@ export async function campaign(id: string): Promise<void> {
   }
   let detailTimer: ReturnType<typeof setTimeout> | null = null;
   const unsubscribe = subscription().subscribe<{ campaignStats: Stats }>(
-    { query: 'subscription($id: ID!) { campaignStats(id: $id) { total allocated held available fillRate soldOutAt } }', variables: { id } },
+    { query: 'subscription($id: ID!) { campaignStats(id: $id) { total allocated held available void fillRate soldOutAt } }', variables: { id } },
     {
       next: ({ data }) => {
         if (!data) return;
@@ -306,6 +312,7 @@ export async function campaign(id: string): Promise<void> {
               ['Allocated', fmt(s.allocated)],
               ['Held', fmt(s.held)],
               ['Available', fmt(s.available)],
+              ['Retired', fmt(s.void)],
               ['Fill', pct(s.fillRate)],
               ['Sold out', s.soldOutAt ? new Date(s.soldOutAt).toLocaleTimeString() : '—'],
             ] as const

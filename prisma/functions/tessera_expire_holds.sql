@@ -1,5 +1,5 @@
 -- The sweeper (src/sweeper.ts, src/db/expireHolds.ts, every HOLD_SWEEP_INTERVAL_MS): returns
--- expired holds' tickets to the pool, a batch per campaign, SKIP LOCKED so that it never waits for
+-- expired holds' tickets to the pool (or retires them, VOID, under that release policy), a batch per campaign, SKIP LOCKED so that it never waits for
 -- (or races) a claim taking over the same hold — whoever locks the hold first ends it, exactly once
 -- (docs/CORRECTNESS.md §9).
 --
@@ -34,7 +34,9 @@ BEGIN
              WHERE a.campaign_id = e.campaign_id AND a.id = e.id AND a.status = 'HELD'
             RETURNING a.campaign_id, a.ticket_id
         )
-        UPDATE tickets t SET status = 'AVAILABLE'
+        UPDATE tickets t
+           SET status = CASE WHEN (SELECT release_policy FROM campaigns WHERE id = c) = 'VOID' THEN 'VOID'::ticket_status
+                             ELSE 'AVAILABLE'::ticket_status END
           FROM lapsed l
          WHERE t.campaign_id = l.campaign_id AND t.id = l.ticket_id AND t.status = 'HELD';
         GET DIAGNOSTICS n = ROW_COUNT;

@@ -1,8 +1,9 @@
 // Campaign figures in one statement, in O(1) of the campaign's size: the ticket counts come from
 // the 64 counter slots the triggers in prisma/functions/ keep in the same transactions as
-// the tickets, so total = allocated + held + available holds in every answer (one snapshot). A hold
-// past its expiry counts as available (its ticket is claimable from that instant), not as held,
-// even before the sweeper has written so: those are counted from the index of held allocations.
+// the tickets, so total = allocated + held + available + void holds in every answer (one snapshot).
+// A hold past its expiry counts as available (its ticket is claimable from that instant) — as void
+// under the VOID release policy, which retires it — not as held, even before the sweeper has
+// written so: those are counted from the index of held allocations.
 // Batched: one statement for every campaign a request asks about.
 //
 // soldOutAt: recorded by the release that ends a sell-out (db/releaseAllocation.ts); while a
@@ -17,13 +18,14 @@ interface StatsRow {
   allocated: bigint;
   held: bigint;
   available: bigint;
+  void: bigint;
   sold_out_at: Date | null;
 }
 
 export async function campaignStats(db: Db, campaignIds: readonly string[]): Promise<Map<string, CampaignStatsModel>> {
   const rows = await db.$queryRaw<StatsRow[]>`
     WITH counts AS (
-      SELECT c.campaign_id, sum(c.total) AS total, sum(c.allocated) AS allocated, sum(c.held) AS held
+      SELECT c.campaign_id, sum(c.total) AS total, sum(c.allocated) AS allocated, sum(c.held) AS held, sum(c.void) AS void
         FROM campaign_counters c
        WHERE c.campaign_id = ANY(${campaignIds}::uuid[])
        GROUP BY c.campaign_id
@@ -39,13 +41,14 @@ export async function campaignStats(db: Db, campaignIds: readonly string[]): Pro
              COALESCE(c.total, 0) AS total,
              COALESCE(c.allocated, 0) AS allocated,
              COALESCE(c.held, 0) - COALESCE(l.n, 0) AS held,
-             COALESCE(c.total - c.allocated - c.held, 0) + COALESCE(l.n, 0) AS available
+             COALESCE(c.total - c.allocated - c.held - c.void, 0) + CASE WHEN cp.release_policy = 'VOID' THEN 0 ELSE COALESCE(l.n, 0) END AS available,
+             COALESCE(c.void, 0) + CASE WHEN cp.release_policy = 'VOID' THEN COALESCE(l.n, 0) ELSE 0 END AS void
         FROM campaigns cp
         LEFT JOIN counts c ON c.campaign_id = cp.id
         LEFT JOIN lapsed l ON l.campaign_id = cp.id
        WHERE cp.id = ANY(${campaignIds}::uuid[])
     )
-    SELECT f.campaign_id, f.total, f.allocated, f.held, f.available,
+    SELECT f.campaign_id, f.total, f.allocated, f.held, f.available, f.void,
            COALESCE(f.sold_out_at,
                     CASE WHEN f.total > 0 AND f.available = 0 AND f.held = 0 THEN
                       (SELECT max(COALESCE(a.confirmed_at, a.allocated_at)) FROM allocations a
@@ -59,6 +62,7 @@ export async function campaignStats(db: Db, campaignIds: readonly string[]): Pro
       allocated: Number(row.allocated),
       held: Number(row.held),
       available: Number(row.available),
+      void: Number(row.void),
       soldOutAt: row.sold_out_at,
     });
   }

@@ -37,7 +37,7 @@ import type { JsonValue } from './json';
 import { ALLOCATION_COLUMNS, toAllocation, type AllocationRow } from './allocationRow';
 import { COUNT_ALLOCATED } from './countAllocations';
 import { ALLOCATION_EVENTS } from './webhookEvents';
-import { pickTickets, takeTickets } from './pickTickets';
+import { pickTickets, returnsToPool, takeTickets } from './pickTickets';
 import { CAMPAIGN_COLUMNS, campaignOf, type CampaignColumns } from './campaignColumns';
 import type { AllocationModel, CampaignModel, TicketModel } from '../models';
 
@@ -163,13 +163,13 @@ export function claimSql(p: ClaimTicketParams): Prisma.Sql {
                   WHERE x.campaign_id = ${c} AND x.status = 'AVAILABLE'
                   ORDER BY x.pick_order LIMIT ${n}) s)
              + (SELECT count(*) FROM (SELECT 1 FROM allocations y
-                  WHERE y.campaign_id = ${c} AND y.status = 'HELD' AND y.expires_at <= clock_timestamp()
+                  WHERE y.campaign_id = ${c} AND y.status = 'HELD' AND y.expires_at <= clock_timestamp() AND ${returnsToPool(c)}
                   ORDER BY y.expires_at LIMIT ${n}) s)
              ) >= ${n}`}
            END AS contended,
            CASE WHEN g.verdict = 'OK' AND a.id IS NULL THEN
              EXISTS (SELECT 1 FROM allocations h
-                      WHERE h.campaign_id = ${c} AND h.status = 'HELD' AND h.expires_at > clock_timestamp())
+                      WHERE h.campaign_id = ${c} AND h.status = 'HELD' AND h.expires_at > clock_timestamp() AND ${returnsToPool(c)})
            END AS held
       FROM gate g
       LEFT JOIN allocated a ON true

@@ -3,7 +3,7 @@
 // offset or Prisma's `cursor: {id}, skip: 1`, a keyset page neither skips nor repeats a campaign
 // when the one under the cursor changes status or is created between pages.
 import type { Db } from './client';
-import type { CampaignModel, CampaignStatus } from '../models';
+import type { CampaignModel, CampaignStatus, ReleasePolicy } from '../models';
 
 export interface CampaignCursor {
   createdAt: string;
@@ -17,6 +17,9 @@ interface CampaignRow {
   opens_at: Date | null;
   closes_at: Date | null;
   per_holder_limit: number | null;
+  low_stock_threshold: number | null;
+  max_hold_seconds: number | null;
+  release_policy: ReleasePolicy;
   created_at: Date;
   created_at_text: string;
 }
@@ -26,7 +29,7 @@ export async function findCampaignPage(
   q: { status: CampaignStatus | null; after: CampaignCursor | null; limit: number },
 ): Promise<{ campaign: CampaignModel; cursor: CampaignCursor }[]> {
   const rows = await db.$queryRaw<CampaignRow[]>`
-    SELECT id, name, status, opens_at, closes_at, per_holder_limit, created_at, created_at::text AS created_at_text
+    SELECT id, name, status, opens_at, closes_at, per_holder_limit, low_stock_threshold, max_hold_seconds, release_policy, created_at, created_at::text AS created_at_text
       FROM campaigns
      WHERE (${q.status}::campaign_status IS NULL OR status = ${q.status}::campaign_status)
        AND (${q.after?.createdAt ?? null}::timestamptz IS NULL
@@ -41,6 +44,9 @@ export async function findCampaignPage(
       opensAt: r.opens_at,
       closesAt: r.closes_at,
       perHolderLimit: r.per_holder_limit,
+      lowStockThreshold: r.low_stock_threshold,
+      maxHoldSeconds: r.max_hold_seconds,
+      releasePolicy: r.release_policy,
       createdAt: r.created_at,
     },
     cursor: { createdAt: r.created_at_text, id: r.id },

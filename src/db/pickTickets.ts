@@ -6,7 +6,8 @@
 //
 // pickTickets: CTEs `upper`, `lower`, `expired` and `chosen` — up to `count` AVAILABLE tickets from
 // the random start `start` (wrapping round below it), then, only for what is still missing, holds
-// that have expired; every row FOR UPDATE SKIP LOCKED (or FOR UPDATE in the single claim's second
+// that have expired (never under the VOID release policy: their tickets are retired, by the
+// sweeper); every row FOR UPDATE SKIP LOCKED (or FOR UPDATE in the single claim's second
 // look). `chosen` numbers the tickets picked (slot) so a group claim can pair them with requests.
 // Why a random start and why only the partial index can serve it: claimTicket.ts.
 //
@@ -51,7 +52,7 @@ export function pickTickets(o: {
     expired AS MATERIALIZED (
       SELECT a.campaign_id, a.id, a.ticket_id FROM allocations a
        WHERE a.campaign_id = ${c} AND a.status = 'HELD' AND a.expires_at <= clock_timestamp()
-         AND ${when}
+         AND ${when} AND ${returnsToPool(c)}
        ORDER BY a.expires_at, a.id LIMIT ${n} - (SELECT count(*) FROM upper) - (SELECT count(*) FROM lower)
        FOR UPDATE SKIP LOCKED
     ),
@@ -87,6 +88,14 @@ export function takeTickets(o: {
       RETURNING t.campaign_id, t.id, t.code
     )`;
 }
+
+/**
+ * Whether the campaign's released and expired tickets go back to the pool (its release policy is
+ * not VOID): a held ticket can then come back, and an expired hold can be taken over. One index
+ * lookup of the campaign, run once per statement; the policy never changes after creation.
+ */
+export const returnsToPool = (campaign: Prisma.Sql): Prisma.Sql =>
+  Prisma.sql`(SELECT cp.release_policy <> 'VOID' FROM campaigns cp WHERE cp.id = ${campaign})`;
 
 /** Upper end of pick_order (prisma/functions/tessera_random_pick_order.sql). */
 const PICK_ORDER_RANGE = 2_147_483_647;

@@ -1,5 +1,5 @@
 // Returns an allocation's ticket to the pool: the allocation becomes RELEASED and its ticket
-// AVAILABLE, in one statement. It takes the campaign gate shared (as everything that changes which
+// AVAILABLE — or VOID, retired for good, under the campaign's VOID release policy — in one statement. It takes the campaign gate shared (as everything that changes which
 // allocations are live does), then the allocation row, then the ticket row — the order every
 // statement that touches an existing allocation uses. A claim never waits on either.
 //
@@ -38,8 +38,8 @@ export async function releaseAllocation(db: Db, allocationId: string, partnerId:
     ),
     returned AS (
       UPDATE tickets t
-         SET status = 'AVAILABLE'
-        FROM released r
+         SET status = CASE WHEN cp.release_policy = 'VOID' THEN 'VOID'::ticket_status ELSE 'AVAILABLE'::ticket_status END
+        FROM released r JOIN campaigns cp ON cp.id = r.campaign_id
        WHERE t.campaign_id = r.campaign_id AND t.id = r.ticket_id
       RETURNING t.id
     )

@@ -100,12 +100,16 @@ export type Campaign = {
   id: Scalars['ID']['output'];
   /** The CAMPAIGN_LOW_STOCK webhook event fires each time available falls to this or below; null = never. */
   lowStockThreshold?: Maybe<Scalars['Int']['output']>;
+  /** No hold lasts past its allocatedAt plus this many seconds, however it is extended; null = no cap. */
+  maxHoldSeconds?: Maybe<Scalars['Int']['output']>;
   name: Scalars['String']['output'];
   opensAt?: Maybe<Scalars['DateTime']['output']>;
   /** Admin. Every partner with live allocations or a quota here. */
   partnerStats: Array<PartnerStats>;
   /** Max live (HELD or ACTIVE) allocations per (partner, holder) in this campaign; null = unlimited. */
   perHolderLimit?: Maybe<Scalars['Int']['output']>;
+  /** Where released and expired tickets go; chosen at creation. */
+  releasePolicy: ReleasePolicy;
   stats: CampaignStats;
   status: CampaignStatus;
   /** Admin. ACTIVE allocations per bucket; the allocated counts sum to stats.allocated. */
@@ -146,7 +150,7 @@ export type CampaignStats = {
   __typename?: 'CampaignStats';
   /** Tickets with an ACTIVE allocation. */
   allocated: Scalars['Int']['output'];
-  /** total = allocated + held + available, always (one snapshot). */
+  /** What any partner may take now. total = allocated + held + available + void, always (one snapshot). */
   available: Scalars['Int']['output'];
   /** allocated / total; 0 when total = 0. */
   fillRate: Scalars['Float']['output'];
@@ -156,6 +160,8 @@ export type CampaignStats = {
   soldOutAt?: Maybe<Scalars['DateTime']['output']>;
   /** Tickets loaded. */
   total: Scalars['Int']['output'];
+  /** Tickets retired by the VOID release policy (released, or their hold expired). */
+  void: Scalars['Int']['output'];
 };
 
 /**
@@ -186,6 +192,8 @@ export type ClaimErrorCode =
   /** perHolderLimit would be exceeded for this partner's holder. */
   | 'HOLDER_LIMIT_REACHED'
   | 'HOLD_EXPIRED'
+  /** extendHold past the campaign's maxHoldSeconds, counted from the hold's creation. */
+  | 'HOLD_EXTENSION_LIMIT'
   /** Same idempotency key, different request. */
   | 'IDEMPOTENCY_KEY_REUSED'
   | 'INSUFFICIENT_TICKETS'
@@ -232,11 +240,15 @@ export type CreateCampaignInput = {
   closesAt?: InputMaybe<Scalars['DateTime']['input']>;
   /** 1 or more: CAMPAIGN_LOW_STOCK fires each time available falls to it or below. null = never. */
   lowStockThreshold?: InputMaybe<Scalars['Int']['input']>;
+  /** 1 to 2,592,000 (30 days): holds of this campaign end by allocatedAt + this, however they are extended, and holdTicket refuses a longer ttlSeconds (INVALID_INPUT). null = no cap. */
+  maxHoldSeconds?: InputMaybe<Scalars['Int']['input']>;
   /** 1 to 200 characters. */
   name: Scalars['String']['input'];
   opensAt?: InputMaybe<Scalars['DateTime']['input']>;
   /** null = unlimited; otherwise 1 or more. */
   perHolderLimit?: InputMaybe<Scalars['Int']['input']>;
+  /** POOL when left out. Chosen once: it never changes. */
+  releasePolicy?: InputMaybe<ReleasePolicy>;
 };
 
 export type CreatePartnerInput = {
@@ -285,7 +297,7 @@ export type HoldTicketInput = {
   holder: Scalars['String']['input'];
   idempotencyKey?: InputMaybe<Scalars['String']['input']>;
   metadata?: InputMaybe<Scalars['JSON']['input']>;
-  /** 1 to 86,400. The hold lapses after this; the ticket returns to the pool by itself. */
+  /** 1 to 86,400, and at most the campaign's maxHoldSeconds. The hold lapses after this; the ticket returns to the pool by itself. */
   ttlSeconds: Scalars['Int']['input'];
 };
 
@@ -316,6 +328,13 @@ export type Mutation = {
   createWebhook: CreateWebhookPayload;
   /** Admin, or the owning partner. Its pending deliveries become FAILED; deleting it again is NOT_FOUND. */
   deleteWebhook: Scalars['Boolean']['output'];
+  /**
+   * The holding partner, or admin. expiresAt = max(expiresAt, now + ttlSeconds) on a hold that has not
+   * expired, checked and written in one step against the database clock. ttlSeconds is 1 to 86,400.
+   * HOLD_EXTENSION_LIMIT past allocatedAt + the campaign's maxHoldSeconds (nothing changes),
+   * HOLD_EXPIRED on an expired hold, NOT_HELD on a confirmed or released allocation.
+   */
+  extendHold: ClaimTicketPayload;
   /** Admin. Up to 1,000,000 random codes per call, each starting with prefix (at most 64 characters). */
   generateTickets: LoadTicketsPayload;
   /** Partner (admin may call it too). A ticket HELD until expiresAt: counted as held, confirmable. */
@@ -378,6 +397,12 @@ export type MutationCreateWebhookArgs = {
 
 export type MutationDeleteWebhookArgs = {
   id: Scalars['ID']['input'];
+};
+
+
+export type MutationExtendHoldArgs = {
+  allocationId: Scalars['ID']['input'];
+  ttlSeconds: Scalars['Int']['input'];
 };
 
 
@@ -551,6 +576,16 @@ export type QueryWebhookDeliveriesArgs = {
 };
 
 /**
+ * Where a released or expired ticket goes. POOL (the default): back to the pool, claimable at once.
+ * VOID: retired for good (the ticket's status is VOID, counted in stats.void). WAITLIST_FIRST: offered
+ * to the waitlist first — not available yet: createCampaign refuses it (INVALID_INPUT).
+ */
+export type ReleasePolicy =
+  | 'POOL'
+  | 'VOID'
+  | 'WAITLIST_FIRST';
+
+/**
  * Over graphql-ws on /graphql (the same path as queries), with the API key in the connection's
  * payload: { "Authorization": "Bearer <key>" }.
  */
@@ -579,7 +614,9 @@ export type Ticket = {
 export type TicketStatus =
   | 'ALLOCATED'
   | 'AVAILABLE'
-  | 'HELD';
+  | 'HELD'
+  /** Retired for good by the campaign's VOID release policy: neither available nor allocated. */
+  | 'VOID';
 
 export type TimeBucket =
   | 'DAY'
@@ -661,10 +698,10 @@ export type WebhookEvent =
   /** For ballots, which Tessera does not have yet: accepted, never sent. */
   | 'BALLOT_DRAWN'
   | 'CAMPAIGN_CLOSED'
-  /** Once per crossing of the campaign's low-stock threshold. Accepted, not sent yet. */
+  /** Once per crossing of the campaign's lowStockThreshold (announced by the sweeper within HOLD_SWEEP_INTERVAL_MS). */
   | 'CAMPAIGN_LOW_STOCK'
   | 'CAMPAIGN_OPENED'
-  /** Once, when available first reaches 0 with nothing held. Accepted, not sent yet. */
+  /** Once, when available first reaches 0 with nothing held (announced by the sweeper within HOLD_SWEEP_INTERVAL_MS). */
   | 'CAMPAIGN_SOLD_OUT'
   | 'HOLD_CONFIRMED'
   | 'HOLD_CREATED'
@@ -788,6 +825,7 @@ export type ResolversTypes = {
   PartnerPayload: ResolverTypeWrapper<Omit<PartnerPayload, 'partner'> & { partner: ResolversTypes['Partner'] }>;
   PartnerStats: ResolverTypeWrapper<PartnerStatsModel>;
   Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
+  ReleasePolicy: ReleasePolicy;
   String: ResolverTypeWrapper<Scalars['String']['output']>;
   Subscription: ResolverTypeWrapper<Record<PropertyKey, never>>;
   Ticket: ResolverTypeWrapper<TicketModel>;
@@ -915,10 +953,12 @@ export type CampaignResolvers<ContextType = Context, ParentType extends Resolver
   createdAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   lowStockThreshold?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
+  maxHoldSeconds?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
   name?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   opensAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
   partnerStats?: Resolver<Array<ResolversTypes['PartnerStats']>, ParentType, ContextType>;
   perHolderLimit?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
+  releasePolicy?: Resolver<ResolversTypes['ReleasePolicy'], ParentType, ContextType>;
   stats?: Resolver<ResolversTypes['CampaignStats'], ParentType, ContextType>;
   status?: Resolver<ResolversTypes['CampaignStatus'], ParentType, ContextType>;
   timeline?: Resolver<Array<ResolversTypes['TimelinePoint']>, ParentType, ContextType, RequireFields<CampaignTimelineArgs, 'bucket'>>;
@@ -946,6 +986,7 @@ export type CampaignStatsResolvers<ContextType = Context, ParentType extends Res
   held?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   soldOutAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
   total?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  void?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
 };
 
 export type ClaimErrorResolvers<ContextType = Context, ParentType extends ResolversParentTypes['ClaimError'] = ResolversParentTypes['ClaimError']> = {
@@ -996,6 +1037,7 @@ export type MutationResolvers<ContextType = Context, ParentType extends Resolver
   createPartner?: Resolver<ResolversTypes['CreatePartnerPayload'], ParentType, ContextType, RequireFields<MutationCreatePartnerArgs, 'input'>>;
   createWebhook?: Resolver<ResolversTypes['CreateWebhookPayload'], ParentType, ContextType, RequireFields<MutationCreateWebhookArgs, 'input'>>;
   deleteWebhook?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType, RequireFields<MutationDeleteWebhookArgs, 'id'>>;
+  extendHold?: Resolver<ResolversTypes['ClaimTicketPayload'], ParentType, ContextType, RequireFields<MutationExtendHoldArgs, 'allocationId' | 'ttlSeconds'>>;
   generateTickets?: Resolver<ResolversTypes['LoadTicketsPayload'], ParentType, ContextType, RequireFields<MutationGenerateTicketsArgs, 'campaignId' | 'count'>>;
   holdTicket?: Resolver<ResolversTypes['ClaimTicketPayload'], ParentType, ContextType, RequireFields<MutationHoldTicketArgs, 'input'>>;
   loadTickets?: Resolver<ResolversTypes['LoadTicketsPayload'], ParentType, ContextType, RequireFields<MutationLoadTicketsArgs, 'campaignId' | 'codes'>>;

@@ -2,8 +2,12 @@ import type { CampaignResolvers, CampaignStatsResolvers, PartnerStatsResolvers }
 
 export const Campaign: CampaignResolvers = {
   stats: (campaign, _, ctx) => ctx.loaders.stats.load(campaign.id),
-  lowStockThreshold: (campaign, _, ctx) =>
-    campaign.lowStockThreshold !== undefined ? campaign.lowStockThreshold : ctx.services.campaigns.lowStockThreshold(campaign.id),
+  lowStockThreshold: async (campaign, _, ctx) =>
+    campaign.lowStockThreshold !== undefined ? campaign.lowStockThreshold : (await ctx.services.campaigns.settings(campaign.id)).lowStockThreshold,
+  maxHoldSeconds: async (campaign, _, ctx) =>
+    campaign.maxHoldSeconds !== undefined ? campaign.maxHoldSeconds : (await ctx.services.campaigns.settings(campaign.id)).maxHoldSeconds,
+  releasePolicy: async (campaign, _, ctx) =>
+    campaign.releasePolicy !== undefined ? campaign.releasePolicy : (await ctx.services.campaigns.settings(campaign.id)).releasePolicy,
   allocations: (campaign, args, ctx) => ctx.services.allocationRecords.listForCampaign(ctx, campaign.id, args),
   timeline: (campaign, { bucket }, ctx) => ctx.services.campaigns.timeline(ctx, campaign.id, bucket),
   partnerStats: (campaign, _, ctx) => ctx.services.campaigns.partnerStats(ctx, campaign.id),

@@ -12,6 +12,7 @@ export const Mutation: MutationResolvers = {
   releaseAllocation: (_, { allocationId }, ctx) => ctx.services.allocationRecords.release(ctx, allocationId),
   holdTicket: (_, { input }, ctx) => ctx.services.allocations.hold(ctx, input),
   confirmHold: (_, { allocationId }, ctx) => ctx.services.allocationRecords.confirm(ctx, allocationId),
+  extendHold: (_, { allocationId, ttlSeconds }, ctx) => ctx.services.allocationRecords.extend(ctx, allocationId, ttlSeconds),
   claimTickets: (_, { input }, ctx) => ctx.services.allocations.claimMany(ctx, input),
   setPartnerQuota: async (_, { campaignId, partnerId, quota }, ctx) => ({
     campaign: await ctx.services.campaigns.setPartnerQuota(ctx, campaignId, partnerId, quota),

@@ -7,6 +7,7 @@ import { randomInt } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Database } from '../db/client';
 import { claimTicket, readClaim, type ClaimOutcome, type ClaimTicketParams } from '../db/claimTicket';
+import { campaignMaxHoldSeconds } from '../db/extendHold';
 import { findAllocationsByKey } from '../db/findAllocations';
 import type { JsonValue } from '../db/json';
 import { isConnectionLost, isTransientDbError, pgErrorInfo, PG } from '../db/pgErrors';
@@ -184,6 +185,11 @@ export class AllocationService {
         default:
           break; // UNDECIDED or RETRY: the single claim answers it
       }
+    }
+    if (r.ttlSeconds !== null) {
+      // A hold may not outlast the campaign's cap (set at creation, never changed).
+      const longest = await campaignMaxHoldSeconds(this.db.prisma, campaignId);
+      if (longest !== null && r.ttlSeconds > longest) return refusal('INVALID_INPUT', `ttlSeconds may be at most the campaign's maxHoldSeconds (${longest}).`);
     }
     return this.single(ctx, r, campaignId, requestHash);
   }

@@ -1,10 +1,11 @@
 // Allocations once they exist: confirming a hold, releasing, and reading them. (Making them is the
 // claim path: allocation.ts.)
 import { confirmHold } from '../db/confirmHold';
+import { extendHold } from '../db/extendHold';
 import { countAllocations, findAllocationPage } from '../db/findAllocations';
 import type { Database } from '../db/client';
 import { releaseAllocation } from '../db/releaseAllocation';
-import { apiError, claimError, ErrorCode } from '../errors';
+import { apiError, claimError, ErrorCode, InvalidInput } from '../errors';
 import type { ClaimErrorCode } from '../generated/graphql';
 import type { LiveUpdates } from '../live';
 import type { AllocationModel, ConnectionModel } from '../models';
@@ -46,6 +47,27 @@ export class AllocationRecordService {
     if (now?.status === 'ACTIVE' && now.confirmedAt !== null) return { allocation: now, error: null };
     if (now?.status === 'HELD' && verdict !== 'OK') return refusedOne(verdict as ClaimErrorCode);
     return refusedOne('NOT_HELD');
+  }
+
+  /**
+   * A hold's expiry moved to max(expiresAt, now + ttlSeconds), within the campaign's maxHoldSeconds
+   * (db/extendHold.ts). The admin may extend any hold, a partner only its own.
+   */
+  async extend(ctx: RequestContext, allocationId: string, ttlSeconds: number): Promise<ClaimResult> {
+    let ttl: number;
+    try {
+      ttl = validate.intInRange('ttlSeconds', ttlSeconds, 1, validate.LIMITS.holdSeconds);
+    } catch (error) {
+      if (error instanceof InvalidInput) return { allocation: null, error: claimError('INVALID_INPUT', error.message) };
+      throw error;
+    }
+    const existing = await this.ownAllocation(ctx, allocationId);
+    if (!existing) return refusedOne('ALLOCATION_NOT_FOUND');
+    const { verdict, allocation } = await extendHold(this.db.prisma, existing, ttl);
+    ctx.loaders.allocation.clear(existing.id);
+    if (!allocation) return refusedOne(verdict as ClaimErrorCode);
+    ctx.loaders.allocation.prime(allocation.id, allocation);
+    return { allocation, error: null };
   }
 
   /**

@@ -10,7 +10,7 @@ import { findCampaignPage } from '../db/findCampaigns';
 import { generateTickets, loadTickets, recordSoldOut } from '../db/loadTickets';
 import { pgErrorInfo, PG } from '../db/pgErrors';
 import { apiError, ErrorCode, InvalidInput, notFound } from '../errors';
-import type { CampaignModel, CampaignStatsModel, CampaignStatus, ConnectionModel, PartnerStatsModel, TimelinePointModel } from '../models';
+import type { CampaignModel, CampaignStatsModel, ReleasePolicy, CampaignStatus, ConnectionModel, PartnerStatsModel, TimelinePointModel } from '../models';
 import { campaignCursor } from './cursors';
 import { campaignStatsStream } from './liveStats';
 import * as validate from '../validation';
@@ -22,6 +22,8 @@ export interface CreateCampaignInput {
   opensAt?: Date | null;
   closesAt?: Date | null;
   lowStockThreshold?: number | null;
+  maxHoldSeconds?: number | null;
+  releasePolicy?: ReleasePolicy | null;
 }
 
 export interface UpdateCampaignInput {
@@ -30,6 +32,8 @@ export interface UpdateCampaignInput {
   opensAt?: Date | null;
   closesAt?: Date | null;
 }
+
+export type CampaignSettings = Required<Pick<CampaignModel, 'lowStockThreshold' | 'maxHoldSeconds' | 'releasePolicy'>>;
 
 export interface LoadResult {
   loaded: number;
@@ -45,6 +49,8 @@ const CAMPAIGN_FIELDS = {
   closesAt: true,
   perHolderLimit: true,
   lowStockThreshold: true,
+  maxHoldSeconds: true,
+  releasePolicy: true,
   createdAt: true,
 } as const;
 
@@ -68,9 +74,15 @@ export class CampaignService {
       input.lowStockThreshold === null || input.lowStockThreshold === undefined
         ? null
         : validate.intInRange('lowStockThreshold', input.lowStockThreshold, 1, validate.LIMITS.lowStockThreshold);
+    const maxHoldSeconds =
+      input.maxHoldSeconds === null || input.maxHoldSeconds === undefined
+        ? null
+        : validate.intInRange('maxHoldSeconds', input.maxHoldSeconds, 1, validate.LIMITS.maxHoldSeconds);
+    const releasePolicy = input.releasePolicy ?? 'POOL';
+    if (releasePolicy === 'WAITLIST_FIRST') throw new InvalidInput('releasePolicy', 'releasePolicy WAITLIST_FIRST needs waitlists, which Tessera does not have yet: use POOL or VOID.');
     validate.campaignWindow(input.opensAt, input.closesAt);
     const campaign = await this.db.prisma.campaign.create({
-      data: { name, perHolderLimit, lowStockThreshold, opensAt: input.opensAt ?? null, closesAt: input.closesAt ?? null },
+      data: { name, perHolderLimit, lowStockThreshold, maxHoldSeconds, releasePolicy, opensAt: input.opensAt ?? null, closesAt: input.closesAt ?? null },
       select: CAMPAIGN_FIELDS,
     });
     ctx.loaders.campaign.prime(campaign.id, campaign);
@@ -210,10 +222,10 @@ export class CampaignService {
     };
   }
 
-  /** A campaign's low-stock threshold, for a campaign read without it (the claim statements return the rest). */
-  async lowStockThreshold(id: string): Promise<number | null> {
-    const row = await this.db.prisma.campaign.findUnique({ where: { id }, select: { lowStockThreshold: true } });
-    return row?.lowStockThreshold ?? null;
+  /** A campaign's settings the claim statements do not return with it (they return the rest). */
+  async settings(id: string): Promise<CampaignSettings> {
+    const row = await this.db.prisma.campaign.findUnique({ where: { id }, select: { lowStockThreshold: true, maxHoldSeconds: true, releasePolicy: true } });
+    return { lowStockThreshold: row?.lowStockThreshold ?? null, maxHoldSeconds: row?.maxHoldSeconds ?? null, releasePolicy: row?.releasePolicy ?? 'POOL' };
   }
 
   async findByIds(ids: readonly string[]): Promise<CampaignModel[]> {

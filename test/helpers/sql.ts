@@ -12,17 +12,21 @@ export interface TicketCounts {
   allocated: number;
   held: number;
   available: number;
+  /** Retired by the VOID release policy. */
+  void: number;
 }
 
 /** A campaign's ($1) tickets by status, counted in the tickets themselves. */
 export const TICKET_COUNTS_SQL = `SELECT count(*)::int AS total,
             count(*) FILTER (WHERE status = 'ALLOCATED')::int AS allocated,
             count(*) FILTER (WHERE status = 'HELD')::int AS held,
-            count(*) FILTER (WHERE status = 'AVAILABLE')::int AS available
+            count(*) FILTER (WHERE status = 'AVAILABLE')::int AS available,
+            count(*) FILTER (WHERE status = 'VOID')::int AS void
        FROM tickets WHERE campaign_id = $1`;
 
 /** What the stats read: a campaign's ($1) counters (kept by triggers), summed over their slots. */
-export const COUNTER_TOTALS_SQL = `SELECT sum(total)::int AS total, sum(allocated)::int AS allocated, sum(held)::int AS held
+export const COUNTER_TOTALS_SQL = `SELECT sum(total)::int AS total, sum(allocated)::int AS allocated, sum(held)::int AS held,
+            sum(void)::int AS void
        FROM campaign_counters WHERE campaign_id = $1`;
 
 /** A campaign's tickets by status, counted in the tickets themselves. */

@@ -179,7 +179,7 @@ export interface ClaimPayload {
  * Invariants checked in the database itself, after any storm: read in one statement, so in one
  * snapshot — a hold the sweeper ends meanwhile is seen before or after, never half.
  */
-export async function assertPoolInvariants(sql: Queryable, campaignId: string): Promise<{ total: number; allocated: number; available: number }> {
+export async function assertPoolInvariants(sql: Queryable, campaignId: string): Promise<TicketCounts> {
   const { rows } = await sql.query(
     `WITH ticket_counts AS (${TICKET_COUNTS_SQL}),
           counter_totals AS (${COUNTER_TOTALS_SQL}),
@@ -190,7 +190,7 @@ export async function assertPoolInvariants(sql: Queryable, campaignId: string): 
             SELECT count(*)::int AS n FROM tickets t
               LEFT JOIN allocations a ON a.campaign_id = t.campaign_id AND a.ticket_id = t.id AND a.status IN ('ACTIVE', 'HELD')
              WHERE t.campaign_id = $1
-               AND ((t.status = 'AVAILABLE') <> (a.id IS NULL)
+               AND ((t.status IN ('AVAILABLE', 'VOID')) <> (a.id IS NULL)
                  OR (t.status = 'ALLOCATED' AND a.status <> 'ACTIVE')
                  OR (t.status = 'HELD' AND a.status <> 'HELD')))
      SELECT row_to_json(ticket_counts) AS stats, row_to_json(counter_totals) AS counters, live_allocations.*, mismatched.n AS mismatched
@@ -208,8 +208,8 @@ export async function assertPoolInvariants(sql: Queryable, campaignId: string): 
   expect(live).toBe(distinct_tickets);
   expect(live).toBe(stats.allocated + stats.held);
   expect(mismatched).toBe(0);
-  expect(stats.allocated + stats.held + stats.available).toBe(stats.total);
+  expect(stats.allocated + stats.held + stats.available + stats.void).toBe(stats.total);
   // The stats counters (kept by triggers) agree with the tickets themselves.
-  expect(counters).toEqual({ total: stats.total, allocated: stats.allocated, held: stats.held });
+  expect(counters).toEqual({ total: stats.total, allocated: stats.allocated, held: stats.held, void: stats.void });
   return stats;
 }

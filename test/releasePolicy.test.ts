@@ -1,0 +1,132 @@
+// Release policies (prisma/migrations/20261203110000_release_policy): POOL returns a released or
+// expired ticket to the pool; VOID retires it for good — the ticket is VOID, counted in stats.void,
+// never claimable again, and a claim never takes over a VOID campaign's expired hold. After every
+// test, total = allocated + held + available + void, in the tickets and in the counters alike.
+import { assertPoolInvariants, ADMIN_KEY, CLAIM, startTestServer, type ClaimPayload, type TestServer } from './helpers/testServer';
+import { ticketsLiveTwice } from './helpers/sql';
+import { expireHolds, until } from './helpers/time';
+
+let server: TestServer;
+beforeAll(async () => {
+  // The sweeper only when a test asks for it (sweepNow): the lapsed-but-unswept state is read first.
+  server = await startTestServer({ database: { poolSize: 20 }, config: { holdSweepIntervalMs: 60_000 } });
+});
+afterAll(() => server.stop());
+
+const CREATE = 'mutation($input: CreateCampaignInput!) { createCampaign(input: $input) { campaign { id releasePolicy } } }';
+const STATS = 'query($id: ID!) { campaign(id: $id) { releasePolicy stats { total allocated held available void soldOutAt } } }';
+const HOLD = 'mutation($input: HoldTicketInput!) { holdTicket(input: $input) { allocation { id ticket { id status } } error { code } } }';
+const RELEASE = 'mutation($id: ID!) { releaseAllocation(allocationId: $id) { allocation { id status ticket { id code status } } error { code } } }';
+const TICKET_OF = 'query($id: ID!) { allocation(id: $id) { status ticket { status } } }';
+
+async function campaignWith(count: number, releasePolicy?: string): Promise<string> {
+  const res = await server.gql<{ createCampaign: { campaign: { id: string } } }>(ADMIN_KEY, CREATE, { input: { name: 'policy', ...(releasePolicy ? { releasePolicy } : {}) } });
+  expect(res.body.errors).toBeUndefined();
+  const id = res.body.data!.createCampaign.campaign.id;
+  await server.loadTickets(id, count);
+  await server.openCampaign(id);
+  return id;
+}
+const stats = async (id: string) => (await server.gql(ADMIN_KEY, STATS, { id })).body.data!.campaign.stats;
+const claim = async (key: string, campaignId: string, holder: string) =>
+  (await server.gql<ClaimPayload>(key, CLAIM, { input: { campaignId, holder } })).body.data!.claimTicket;
+const release = async (key: string, id: string) => (await server.gql(key, RELEASE, { id })).body.data!.releaseAllocation;
+const hold = async (key: string, campaignId: string, holder: string) =>
+  (await server.gql(key, HOLD, { input: { campaignId, holder, ttlSeconds: 60 } })).body.data!.holdTicket;
+const sweepNow = () => server.sql.query('SELECT tessera_expire_holds(1000)');
+
+test('releasePolicy is POOL unless chosen; VOID is kept; WAITLIST_FIRST is refused until waitlists exist; nonsense is a validation error', async () => {
+  const plain = await server.gql(ADMIN_KEY, CREATE, { input: { name: 'default' } });
+  expect(plain.body.data!.createCampaign.campaign.releasePolicy).toBe('POOL');
+  const voiding = await server.gql(ADMIN_KEY, CREATE, { input: { name: 'void', releasePolicy: 'VOID' } });
+  expect(voiding.body.data!.createCampaign.campaign.releasePolicy).toBe('VOID');
+  const listed = await server.gql(ADMIN_KEY, '{ campaigns(first: 5) { edges { node { id releasePolicy } } } }');
+  expect(listed.body.data!.campaigns.edges.map((e: { node: { releasePolicy: string } }) => e.node.releasePolicy)).toEqual(expect.arrayContaining(['POOL', 'VOID']));
+
+  const before = (await server.sql.query('SELECT count(*)::int AS n FROM campaigns')).rows[0].n;
+  const waitlist = await server.gql(ADMIN_KEY, CREATE, { input: { name: 'w', releasePolicy: 'WAITLIST_FIRST' } });
+  expect(waitlist.body.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+  expect(waitlist.body.errors?.[0]?.message).toContain('WAITLIST_FIRST');
+  const nonsense = await server.gql(ADMIN_KEY, CREATE, { input: { name: 'n', releasePolicy: 'SOMETIMES' } });
+  expect(nonsense.body.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+  expect((await server.sql.query('SELECT count(*)::int AS n FROM campaigns')).rows[0].n).toBe(before);
+});
+
+test('VOID: a released ticket is retired — VOID, counted in void, never claimed again — and the pool then sells out', async () => {
+  const partner = await server.createPartner();
+  const campaignId = await campaignWith(3, 'VOID');
+  const first = await claim(partner.apiKey, campaignId, 'a');
+  await claim(partner.apiKey, campaignId, 'b');
+  const released = await release(partner.apiKey, first.allocation!.id);
+  expect(released.allocation).toMatchObject({ status: 'RELEASED', ticket: { status: 'VOID' } });
+  expect(await stats(campaignId)).toMatchObject({ total: 3, allocated: 1, held: 0, available: 1, void: 1 });
+  const last = await claim(partner.apiKey, campaignId, 'c');
+  expect(last.allocation!.ticket.code).not.toBe(released.allocation.ticket.code);
+  expect((await claim(partner.apiKey, campaignId, 'd')).error?.code).toBe('SOLD_OUT');
+  expect(await stats(campaignId)).toMatchObject({ total: 3, allocated: 2, held: 0, available: 0, void: 1, soldOutAt: expect.any(String) });
+  // The retired ticket stays retired: no allocation ever takes it again.
+  const { rows } = await server.sql.query('SELECT count(*)::int AS n FROM allocations a JOIN tickets t ON t.campaign_id = a.campaign_id AND t.id = a.ticket_id WHERE t.code = $1 AND a.campaign_id = $2', [
+    released.allocation.ticket.code,
+    campaignId,
+  ]);
+  expect(rows[0].n).toBe(1);
+  await assertPoolInvariants(server.sql, campaignId);
+});
+
+test('VOID: an expired hold is retired from the instant it lapses — not taken over by a claim — and the sweeper writes it so', async () => {
+  const partner = await server.createPartner();
+  const campaignId = await campaignWith(2, 'VOID');
+  const held = await hold(partner.apiKey, campaignId, 'h');
+  // One ticket available, one held: a claim takes the available one; then nothing is available and
+  // the hold can never come back to the pool, so the next claim is SOLD_OUT, not ALL_HELD.
+  expect((await claim(partner.apiKey, campaignId, 'x')).allocation).not.toBeNull();
+  expect((await claim(partner.apiKey, campaignId, 'y')).error?.code).toBe('SOLD_OUT');
+  await expireHolds(server.sql, [held.allocation.id]);
+  expect(await stats(campaignId)).toMatchObject({ total: 2, allocated: 1, held: 0, available: 0, void: 1 });
+  expect((await server.gql(ADMIN_KEY, TICKET_OF, { id: held.allocation.id })).body.data!.allocation).toEqual({ status: 'EXPIRED', ticket: { status: 'VOID' } });
+  expect((await claim(partner.apiKey, campaignId, 'z')).error?.code).toBe('SOLD_OUT');
+  expect((await server.sql.query("SELECT status::text FROM allocations WHERE id = $1", [held.allocation.id])).rows[0].status).toBe('HELD'); // not taken over
+  await sweepNow();
+  const { rows } = await server.sql.query('SELECT a.status::text AS a, t.status::text AS t FROM allocations a JOIN tickets t ON t.campaign_id = a.campaign_id AND t.id = a.ticket_id WHERE a.id = $1', [held.allocation.id]);
+  expect(rows[0]).toEqual({ a: 'EXPIRED', t: 'VOID' });
+  expect(await stats(campaignId)).toMatchObject({ total: 2, allocated: 1, held: 0, available: 0, void: 1 });
+  await assertPoolInvariants(server.sql, campaignId);
+});
+
+test('POOL, for comparison: the same release and expiry return both tickets to the pool', async () => {
+  const partner = await server.createPartner();
+  const campaignId = await campaignWith(2);
+  const claimed = await claim(partner.apiKey, campaignId, 'a');
+  const held = await hold(partner.apiKey, campaignId, 'b');
+  expect((await claim(partner.apiKey, campaignId, 'c')).error?.code).toBe('ALL_HELD');
+  await release(partner.apiKey, claimed.allocation!.id);
+  await expireHolds(server.sql, [held.allocation.id]);
+  expect(await stats(campaignId)).toMatchObject({ total: 2, allocated: 0, held: 0, available: 2, void: 0 });
+  expect((await claim(partner.apiKey, campaignId, 'd')).allocation).not.toBeNull();
+  expect((await claim(partner.apiKey, campaignId, 'e')).allocation).not.toBeNull(); // takes over the expired hold
+  await assertPoolInvariants(server.sql, campaignId);
+});
+
+test('VOID under concurrency: 60 claims, 30 holds lapsing and 20 releases at once retire exactly what came back, and the identity holds', async () => {
+  const partners = await Promise.all([server.createPartner('p1'), server.createPartner('p2')]);
+  const campaignId = await campaignWith(80, 'VOID');
+  const holds = await Promise.all(Array.from({ length: 30 }, (_, i) => hold(partners[i % 2]!.apiKey, campaignId, `hold${i}`)));
+  const claims = await Promise.all(Array.from({ length: 20 }, (_, i) => claim(partners[i % 2]!.apiKey, campaignId, `first${i}`)));
+  expect(claims.every((c) => c.allocation)).toBe(true);
+  // Together: the holds lapse (and the sweeper runs twice), 20 claims are released, 60 more claims run.
+  await Promise.all([
+    expireHolds(server.sql, holds.map((h) => h.allocation.id)).then(sweepNow).then(sweepNow),
+    ...claims.map((c, i) => release(partners[i % 2]!.apiKey, c.allocation!.id)),
+    ...Array.from({ length: 60 }, (_, i) => claim(partners[i % 2]!.apiKey, campaignId, `storm${i}`)),
+  ]);
+  await sweepNow();
+  const figures = await assertPoolInvariants(server.sql, campaignId);
+  // What came back was retired, all of it: 30 lapsed holds and 20 releases; the storm took the
+  // 30 never-touched tickets and no more.
+  expect(figures).toEqual({ total: 80, allocated: 30, held: 0, available: 0, void: 50 });
+  expect(await stats(campaignId)).toMatchObject({ total: 80, allocated: 30, held: 0, available: 0, void: 50 });
+  expect(await ticketsLiveTwice(server.sql, campaignId)).toEqual([]);
+  await until(async () => (await server.sql.query("SELECT count(*)::int AS n FROM allocations WHERE campaign_id = $1 AND status = 'HELD'", [campaignId])).rows[0].n === 0, {
+    message: 'every lapsed hold swept',
+  });
+});
