@@ -32,6 +32,7 @@ const config = {
     Partner: '../models#PartnerModel',
     TimelinePoint: '../models#TimelinePointModel',
     PartnerStats: '../models#PartnerStatsModel',
+    Allotment: '../models#AllotmentModel',
     AllocationConnection: '../models#ConnectionModel<AllocationModel>',
     CampaignConnection: '../models#ConnectionModel<CampaignModel>',
     PartnerConnection: '../models#ConnectionModel<PartnerModel>',

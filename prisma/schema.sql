@@ -12,7 +12,7 @@ CREATE TYPE campaign_status AS ENUM ('DRAFT', 'OPEN', 'CLOSED');
 
 CREATE TYPE release_policy AS ENUM ('POOL', 'WAITLIST_FIRST', 'VOID');
 
-CREATE TYPE ticket_status AS ENUM ('AVAILABLE', 'HELD', 'ALLOCATED', 'VOID');
+CREATE TYPE ticket_status AS ENUM ('AVAILABLE', 'HELD', 'ALLOCATED', 'VOID', 'ALLOTTED');
 
 CREATE TYPE webhook_delivery_status AS ENUM ('PENDING', 'DELIVERED', 'FAILED');
 
@@ -55,7 +55,19 @@ CREATE TABLE allocations (
     expires_at timestamp(6) with time zone,
     released_at timestamp(6) with time zone,
     confirmed_at timestamp(6) with time zone,
-    request_index integer NOT NULL DEFAULT 0
+    request_index integer NOT NULL DEFAULT 0,
+    from_allotment boolean NOT NULL DEFAULT false
+);
+
+CREATE TABLE allotments (
+    campaign_id uuid NOT NULL,
+    partner_id uuid NOT NULL,
+    size integer NOT NULL,
+    lapses_at timestamp(6) with time zone,
+    lapsed_at timestamp(6) with time zone,
+    returned integer,
+    created_at timestamp(6) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    updated_at timestamp(6) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP
 );
 
 CREATE TABLE audit_log (
@@ -143,7 +155,8 @@ CREATE TABLE tickets (
     code text NOT NULL,
     status ticket_status NOT NULL DEFAULT 'AVAILABLE'::ticket_status,
     pick_order integer NOT NULL DEFAULT tessera_random_pick_order(),
-    created_at timestamp(6) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP
+    created_at timestamp(6) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    allotted_to uuid
 );
 
 CREATE TABLE webhook_deliveries (
@@ -207,6 +220,14 @@ ALTER TABLE allocations ADD CONSTRAINT allocations_partner_id_fkey FOREIGN KEY (
 ALTER TABLE allocations ADD CONSTRAINT allocations_pkey PRIMARY KEY (campaign_id, id);
 
 ALTER TABLE allocations ADD CONSTRAINT allocations_released_at CHECK (((status = 'RELEASED'::allocation_status) = (released_at IS NOT NULL)));
+
+ALTER TABLE allotments ADD CONSTRAINT allotments_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES campaigns(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+
+ALTER TABLE allotments ADD CONSTRAINT allotments_partner_id_fkey FOREIGN KEY (partner_id) REFERENCES partners(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+
+ALTER TABLE allotments ADD CONSTRAINT allotments_pkey PRIMARY KEY (campaign_id, partner_id);
+
+ALTER TABLE allotments ADD CONSTRAINT allotments_size_non_negative CHECK ((size >= 0));
 
 ALTER TABLE audit_log ADD CONSTRAINT audit_log_pkey PRIMARY KEY (id);
 
@@ -286,6 +307,8 @@ CREATE UNIQUE INDEX allocations_one_live_per_ticket ON public.allocations USING 
 
 CREATE INDEX allocations_partner_id_idempotency_key_idx ON public.allocations USING btree (partner_id, idempotency_key) WHERE (idempotency_key IS NOT NULL);
 
+CREATE INDEX allotments_due_idx ON public.allotments USING btree (lapses_at) WHERE ((lapsed_at IS NULL) AND (lapses_at IS NOT NULL));
+
 CREATE INDEX audit_log_at_idx ON public.audit_log USING btree (at DESC, id DESC);
 
 CREATE INDEX campaigns_created_at_id_idx ON public.campaigns USING btree (created_at DESC, id DESC);
@@ -293,6 +316,8 @@ CREATE INDEX campaigns_created_at_id_idx ON public.campaigns USING btree (create
 CREATE INDEX partner_quota_credits_campaign_id_partner_id_idx ON public.partner_quota_credits USING btree (campaign_id, partner_id);
 
 CREATE UNIQUE INDEX partners_key_prefix_key ON public.partners USING btree (key_prefix);
+
+CREATE INDEX tickets_allotted_idx ON public.tickets USING btree (campaign_id, allotted_to, pick_order) WHERE (status = 'ALLOTTED'::ticket_status);
 
 CREATE INDEX tickets_available_pick_idx ON public.tickets USING btree (campaign_id, pick_order) WHERE (status = 'AVAILABLE'::ticket_status);
 
@@ -340,16 +365,26 @@ CREATE OR REPLACE FUNCTION public.tessera_campaign_counts(p_campaign_id uuid)
  LANGUAGE plpgsql
 AS $function$
 #variable_conflict use_column
+DECLARE
+    voiding BOOLEAN := (SELECT cp.release_policy = 'VOID' FROM campaigns cp WHERE cp.id = p_campaign_id);
 BEGIN
     RETURN QUERY
+    WITH live_allotments AS MATERIALIZED (
+        SELECT l.partner_id FROM allotments l
+         WHERE l.campaign_id = p_campaign_id AND l.lapsed_at IS NULL AND (l.lapses_at IS NULL OR l.lapses_at > clock_timestamp())
+    )
     SELECT c.total, c.allocated, c.held - l.n,
-           c.total - c.allocated - c.held - c.void
-             + CASE WHEN (SELECT cp.release_policy FROM campaigns cp WHERE cp.id = p_campaign_id) = 'VOID' THEN 0 ELSE l.n END
-      FROM (SELECT COALESCE(sum(s.total), 0)::bigint AS total, COALESCE(sum(s.allocated), 0)::bigint AS allocated,
-                   COALESCE(sum(s.held), 0)::bigint AS held, COALESCE(sum(s.void), 0)::bigint AS void
-              FROM campaign_counters s WHERE s.campaign_id = p_campaign_id) c,
-           (SELECT count(*) AS n FROM allocations a
-             WHERE a.campaign_id = p_campaign_id AND a.status = 'HELD' AND a.expires_at <= clock_timestamp()) l;
+           c.total - c.allocated - c.held - c.void - s.n
+             + CASE WHEN voiding THEN 0 ELSE l.n - l.drawn END
+      FROM (SELECT COALESCE(sum(x.total), 0)::bigint AS total, COALESCE(sum(x.allocated), 0)::bigint AS allocated,
+                   COALESCE(sum(x.held), 0)::bigint AS held, COALESCE(sum(x.void), 0)::bigint AS void
+              FROM campaign_counters x WHERE x.campaign_id = p_campaign_id) c,
+           (SELECT count(*) AS n,
+                   count(*) FILTER (WHERE a.from_allotment AND a.partner_id IN (SELECT partner_id FROM live_allotments)) AS drawn
+              FROM allocations a
+             WHERE a.campaign_id = p_campaign_id AND a.status = 'HELD' AND a.expires_at <= clock_timestamp()) l,
+           (SELECT count(*) AS n FROM tickets t
+             WHERE t.campaign_id = p_campaign_id AND t.status = 'ALLOTTED' AND t.allotted_to IN (SELECT partner_id FROM live_allotments)) s;
 END
 $function$;
 
@@ -512,13 +547,16 @@ BEGIN
             UPDATE allocations a SET status = 'EXPIRED'
               FROM expired e
              WHERE a.campaign_id = e.campaign_id AND a.id = e.id AND a.status = 'HELD'
-            RETURNING a.campaign_id, a.ticket_id
+            RETURNING a.campaign_id, a.ticket_id, a.partner_id, a.from_allotment
+        ),
+        destined AS (
+            SELECT l.campaign_id, l.ticket_id, l.partner_id, tessera_returned_ticket(l.campaign_id, l.partner_id, l.from_allotment) AS status
+              FROM lapsed l
         )
         UPDATE tickets t
-           SET status = CASE WHEN (SELECT release_policy FROM campaigns WHERE id = c) = 'VOID' THEN 'VOID'::ticket_status
-                             ELSE 'AVAILABLE'::ticket_status END
-          FROM lapsed l
-         WHERE t.campaign_id = l.campaign_id AND t.id = l.ticket_id AND t.status = 'HELD';
+           SET status = d.status, allotted_to = CASE WHEN d.status = 'ALLOTTED' THEN d.partner_id END
+          FROM destined d
+         WHERE t.campaign_id = d.campaign_id AND t.id = d.ticket_id AND t.status = 'HELD';
         GET DIAGNOSTICS n = ROW_COUNT;
         swept := swept + n;
     END LOOP;
@@ -571,6 +609,79 @@ BEGIN
 END
 $function$;
 
+CREATE OR REPLACE FUNCTION public.tessera_lapse_allotments()
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    r RECORD;
+    freed INTEGER;
+    left_over BOOLEAN;
+    lapsed INTEGER := 0;
+BEGIN
+    FOR r IN
+        SELECT l.campaign_id, l.partner_id FROM allotments l
+         WHERE l.lapsed_at IS NULL AND l.lapses_at <= clock_timestamp()
+         ORDER BY l.lapses_at
+         LIMIT 100
+    LOOP
+        PERFORM pg_advisory_xact_lock_shared(1, hashtext(r.campaign_id::text));
+        PERFORM 1 FROM allotments l
+         WHERE l.campaign_id = r.campaign_id AND l.partner_id = r.partner_id
+           AND l.lapsed_at IS NULL AND l.lapses_at <= clock_timestamp()
+           FOR UPDATE SKIP LOCKED;
+        CONTINUE WHEN NOT FOUND;
+
+        WITH free AS (
+            UPDATE tickets t SET status = 'AVAILABLE', allotted_to = NULL
+             WHERE t.campaign_id = r.campaign_id
+               AND t.id = ANY(ARRAY(SELECT x.id FROM tickets x
+                                     WHERE x.campaign_id = r.campaign_id AND x.status = 'ALLOTTED' AND x.allotted_to = r.partner_id
+                                       FOR UPDATE SKIP LOCKED))
+               AND t.status = 'ALLOTTED'
+            RETURNING 1
+        )
+        SELECT count(*) INTO freed FROM free;
+        left_over := EXISTS (SELECT 1 FROM tickets x
+                              WHERE x.campaign_id = r.campaign_id AND x.status = 'ALLOTTED' AND x.allotted_to = r.partner_id);
+
+        -- What the lapse returned counts, besides what this sweep freed, the tickets other partners
+        -- took from lapses_at on, before any sweep (they keep allotted_to while they are live). Once
+        -- lapsed, size is what it held at the lapse: what was drawn from it and is still live, and
+        -- what it returned.
+        IF NOT left_over THEN
+            freed := freed + (SELECT count(*) FROM tickets t
+                               JOIN allocations a ON a.campaign_id = t.campaign_id AND a.ticket_id = t.id
+                              WHERE t.campaign_id = r.campaign_id AND t.allotted_to = r.partner_id
+                                AND a.partner_id <> r.partner_id AND a.status IN ('ACTIVE', 'HELD'));
+        END IF;
+        UPDATE allotments l
+           SET returned = COALESCE(l.returned, 0) + freed,
+               lapsed_at = CASE WHEN left_over THEN NULL ELSE clock_timestamp() END,
+               size = CASE WHEN left_over THEN l.size
+                           ELSE COALESCE(l.returned, 0) + freed
+                                + (SELECT count(*) FROM allocations a
+                                    WHERE a.campaign_id = r.campaign_id AND a.partner_id = r.partner_id AND a.from_allotment
+                                      AND (a.status = 'ACTIVE' OR (a.status = 'HELD' AND a.expires_at > clock_timestamp()))) END,
+               updated_at = clock_timestamp()
+         WHERE l.campaign_id = r.campaign_id AND l.partner_id = r.partner_id;
+        CONTINUE WHEN left_over;
+
+        lapsed := lapsed + 1;
+        IF EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.enabled) THEN
+            INSERT INTO webhook_events (type, campaign_id, partner_id, data, created_at)
+            SELECT 'ALLOTMENT_LAPSED', r.campaign_id, r.partner_id,
+                   tessera_campaign_event_data(r.campaign_id, cp.status::text)
+                     || jsonb_build_object('partnerId', r.partner_id, 'returned', l.returned),
+                   clock_timestamp()
+              FROM campaigns cp, allotments l
+             WHERE cp.id = r.campaign_id AND l.campaign_id = r.campaign_id AND l.partner_id = r.partner_id;
+        END IF;
+    END LOOP;
+    RETURN lapsed;
+END
+$function$;
+
 CREATE OR REPLACE FUNCTION public.tessera_random_pick_order()
  RETURNS integer
  LANGUAGE sql
@@ -613,6 +724,23 @@ BEGIN
                            WHERE a.campaign_id = cp.id AND a.status = 'ACTIVE')
      WHERE cp.id = p_campaign_id AND cp.sold_out_at IS NULL
        AND (SELECT sum(total) > 0 AND sum(total) = sum(allocated) + sum(void) FROM campaign_counters WHERE campaign_id = p_campaign_id);
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.tessera_returned_ticket(p_campaign_id uuid, p_partner_id uuid, p_drawn boolean)
+ RETURNS ticket_status
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF (SELECT release_policy FROM campaigns WHERE id = p_campaign_id) = 'VOID' THEN
+        RETURN 'VOID';
+    END IF;
+    IF p_drawn AND EXISTS (SELECT 1 FROM allotments l
+                            WHERE l.campaign_id = p_campaign_id AND l.partner_id = p_partner_id
+                              AND (l.lapses_at IS NULL OR l.lapses_at > clock_timestamp())) THEN
+        RETURN 'ALLOTTED';
+    END IF;
+    RETURN 'AVAILABLE';
 END
 $function$;
 

@@ -118,6 +118,7 @@ export const CLAIM_MESSAGES: Record<ClaimErrorCode, string> = {
   PARTNER_QUOTA_REACHED: "The partner's quota in this campaign is reached.",
   INSUFFICIENT_TICKETS: 'Fewer tickets are available than the quantity asked; nothing was allocated.',
   HOLD_EXTENSION_LIMIT: "The hold would last past its creation plus the campaign's maxHoldSeconds; it was not extended.",
+  ALL_ALLOTTED: 'Nothing is available to this partner now; tickets allotted to other partners may return when their allotments lapse.',
 };
 
 export function claimError(code: ClaimErrorCode, message = CLAIM_MESSAGES[code]): ClaimError {

@@ -3,7 +3,7 @@ import type { JsonValue } from './db/json';
 import type { DeliveryStatus, WebhookEvent } from './generated/graphql';
 
 export type CampaignStatus = 'DRAFT' | 'OPEN' | 'CLOSED';
-export type TicketStatus = 'AVAILABLE' | 'HELD' | 'ALLOCATED' | 'VOID';
+export type TicketStatus = 'AVAILABLE' | 'HELD' | 'ALLOCATED' | 'VOID' | 'ALLOTTED';
 export type ReleasePolicy = 'POOL' | 'WAITLIST_FIRST' | 'VOID';
 export type AllocationStatus = 'HELD' | 'ACTIVE' | 'RELEASED' | 'EXPIRED';
 
@@ -45,6 +45,7 @@ export interface CampaignStatsModel {
   allocated: number;
   held: number;
   available: number;
+  allotted: number;
   void: number;
   soldOutAt: Date | null;
 }
@@ -53,6 +54,17 @@ export interface TimelinePointModel {
   at: Date;
   allocated: number;
   cumulative: number;
+}
+
+/** A partner's allotment in a campaign (src/db/allotments.ts). */
+export interface AllotmentModel {
+  campaignId: string;
+  partnerId: string;
+  size: number;
+  used: number;
+  remaining: number;
+  lapsesAt: Date | null;
+  lapsedAt: Date | null;
 }
 
 export interface PartnerStatsModel {

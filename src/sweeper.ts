@@ -1,12 +1,13 @@
 // The hold sweeper: every interval, returns expired holds' tickets to the pool (db/expireHolds.ts),
-// folds the stats counters of exited backends (tessera_fold_counters), and announces campaigns that
-// sold out or fell to their low-stock threshold (tessera_stock_events, webhooks).
+// returns the unused tickets of allotments that lapsed (tessera_lapse_allotments), folds the stats
+// counters of exited backends (tessera_fold_counters), and announces campaigns that sold out or fell
+// to their low-stock threshold (tessera_stock_events, webhooks).
 // Not needed for correctness — an expired hold's ticket is claimable, and reads as available, from
 // the instant it expires — but it keeps the table true to the clock, so the claim's fast path (the
 // AVAILABLE index) finds those tickets too. Every instance may run one: SKIP LOCKED keeps them (and
 // claims taking over the same holds) out of each other's way.
 import type { Database } from './db/client';
-import { expireHolds, foldCounters, stockEvents } from './db/expireHolds';
+import { expireHolds, foldCounters, lapseAllotments, stockEvents } from './db/expireHolds';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 
@@ -24,6 +25,7 @@ export function startHoldSweeper(db: Database, logger: Logger, metrics: Metrics,
         swept = await expireHolds(db.prisma, BATCH);
         if (swept > 0) metrics.holdsExpired.inc(swept);
       } while (swept >= BATCH && Date.now() < until);
+      await lapseAllotments(db.prisma);
       await foldCounters(db.prisma);
       await stockEvents(db.prisma);
     } catch (err) {

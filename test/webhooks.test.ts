@@ -7,6 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { leaseDue, recordAttempt } from '../src/db/webhookDeliveries';
+import { PER_ENDPOINT } from '../src/webhooks/dispatcher';
 import { sealSecret } from '../src/webhooks/secrets';
 import { newWebhookSecret } from '../src/webhooks/signature';
 import { createTestDatabase, startTestServer, TEST_WEBHOOK_KEY, ADMIN_KEY, type TestServer } from './helpers/testServer';
@@ -270,7 +271,7 @@ test("a receiver that never answers holds only its own endpoint's slots: another
     ).rows[0]!;
     expect(stuckDeliveries.total).toBe(20);
     expect(stuckDeliveries.delivered).toBe(0);
-    expect(stuckDeliveries.leased).toBeLessThanOrEqual(4); // the per-endpoint cap
+    expect(stuckDeliveries.leased).toBeLessThanOrEqual(PER_ENDPOINT);
   } finally {
     hanging.closeAllConnections();
     await new Promise((resolve) => hanging.close(resolve));

@@ -9,6 +9,7 @@ export interface Stats {
   allocated: number;
   held: number;
   available: number;
+  allotted: number;
   void: number;
   fillRate: number;
   soldOutAt: string | null;
@@ -110,7 +111,7 @@ export async function campaigns(): Promise<void> {
   const refresh = async () => {
     try {
       const data = await gql<{ campaigns: { edges: { node: CampaignRow }[] } }>(
-        '{ campaigns(first: 100) { edges { node { id name status stats { total allocated held available void fillRate soldOutAt } } } } }',
+        '{ campaigns(first: 100) { edges { node { id name status stats { total allocated held allotted available void fillRate soldOutAt } } } } }',
       );
       table.replaceChildren(
         ...data.campaigns.edges.map(({ node }) =>
@@ -189,11 +190,13 @@ interface CampaignDetail {
   perHolderLimit: number | null;
   releasePolicy: string;
   maxHoldSeconds: number | null;
+  allotments: { partner: { name: string }; size: number; used: number; remaining: number; lapsesAt: string | null; lapsedAt: string | null }[];
 }
 
 const DETAIL = `query($id: ID!) {
   campaign(id: $id) {
     id name status opensAt closesAt perHolderLimit releasePolicy maxHoldSeconds
+    allotments { partner { name } size used remaining lapsesAt lapsedAt }
     timeline(bucket: MINUTE) { at allocated cumulative }
     partnerStats { partner { name } allocated held quota }
     allocations(first: 15, order: NEWEST_FIRST) { edges { node { sequence holder status ticket { code } partner { name } } } }
@@ -206,6 +209,7 @@ export async function campaign(id: string): Promise<void> {
   const chart = h('div.chart', { 'data-testid': 'timeline' });
   const partners = h('tbody');
   const latest = h('tbody', { 'data-testid': 'latest' });
+  const allotments = h('tbody', { 'data-testid': 'allotments' });
   const actions = h('div.actions');
   const title = h('h1', {}, '…');
   const meta = h('p.meta');
@@ -220,6 +224,8 @@ export async function campaign(id: string): Promise<void> {
       h('div', {}, h('h2', {}, 'Partners'), h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Partner'), h('th', {}, 'Allocated'), h('th', {}, 'Held'), h('th', {}, 'Quota'))), partners)),
       h('div', {}, h('h2', {}, 'Latest allocations'), h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, '#'), h('th', {}, 'Code'), h('th', {}, 'Holder'), h('th', {}, 'Partner'), h('th', {}, 'Status'))), latest)),
     ),
+    h('section', {}, h('h2', {}, 'Allotments'),
+      h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Partner'), h('th', {}, 'Size'), h('th', {}, 'Used'), h('th', {}, 'Remaining'), h('th', {}, 'Lapses'))), allotments)),
     h('section', {}, h('h2', {}, 'Load tickets'), loader),
   );
 
@@ -246,6 +252,15 @@ export async function campaign(id: string): Promise<void> {
     );
     partners.replaceChildren(
       ...c.partnerStats.map((p) => h('tr', {}, h('td', {}, p.partner.name), h('td', {}, fmt(p.allocated)), h('td', {}, fmt(p.held)), h('td', {}, p.quota === null ? '—' : fmt(p.quota)))),
+    );
+    const lapse = (a: CampaignDetail['allotments'][number]) =>
+      a.lapsedAt ? `lapsed ${new Date(a.lapsedAt).toLocaleString()}` : a.lapsesAt ? new Date(a.lapsesAt).toLocaleString() : 'when the campaign ends';
+    allotments.replaceChildren(
+      ...(c.allotments.length === 0
+        ? [h('tr', {}, h('td.empty', { colspan: '5' }, 'No allotments: every ticket is in the general pool.'))]
+        : c.allotments.map((a) =>
+            h('tr', {}, h('td', {}, a.partner.name), h('td', {}, fmt(a.size)), h('td', {}, fmt(a.used)), h('td', {}, fmt(a.remaining)), h('td', {}, lapse(a))),
+          )),
     );
     latest.replaceChildren(
       ...c.allocations.edges.map(({ node }) =>
@@ -299,7 +314,7 @@ export async function campaign(id: string): Promise<void> {
   }
   let detailTimer: ReturnType<typeof setTimeout> | null = null;
   const unsubscribe = subscription().subscribe<{ campaignStats: Stats }>(
-    { query: 'subscription($id: ID!) { campaignStats(id: $id) { total allocated held available void fillRate soldOutAt } }', variables: { id } },
+    { query: 'subscription($id: ID!) { campaignStats(id: $id) { total allocated held allotted available void fillRate soldOutAt } }', variables: { id } },
     {
       next: ({ data }) => {
         if (!data) return;
@@ -312,6 +327,7 @@ export async function campaign(id: string): Promise<void> {
               ['Allocated', fmt(s.allocated)],
               ['Held', fmt(s.held)],
               ['Available', fmt(s.available)],
+              ['Allotted', fmt(s.allotted)],
               ['Retired', fmt(s.void)],
               ['Fill', pct(s.fillRate)],
               ['Sold out', s.soldOutAt ? new Date(s.soldOutAt).toLocaleTimeString() : '—'],

@@ -1,23 +1,34 @@
--- A campaign's figures from its counter slots, in O(1) of its size — those of src/db/campaignStats.ts
--- for one campaign: a hold past its expiry counts as available (its ticket is claimable from that
--- instant) — or, under the VOID release policy, as retired — not as held, even before the sweeper
--- has written so; retired (VOID) tickets are not available. Used by the webhook events that report
--- a campaign (tessera_campaign_event_data, tessera_stock_events). VOLATILE: it reads the clock.
--- (PL/pgSQL, checked when it runs: it names columns a migration after the baseline adds.)
+-- A campaign's figures from its counter slots — those of src/db/campaignStats.ts for one campaign:
+-- a hold past its expiry counts as available (its ticket is claimable from that instant) — or as
+-- retired under the VOID release policy, or as allotted when drawn from a live allotment it returns
+-- to — not as held, even before the sweeper has written so; retired (VOID) tickets and the unused
+-- tickets of live allotments are not available. Used by the webhook events that report a campaign
+-- (tessera_campaign_event_data, tessera_stock_events). VOLATILE: it reads the clock.
+-- (PL/pgSQL, checked when it runs: it names columns and a table migrations after the baseline add.)
 CREATE OR REPLACE FUNCTION "tessera_campaign_counts"(p_campaign_id UUID)
   RETURNS TABLE (total BIGINT, allocated BIGINT, held BIGINT, available BIGINT)
   LANGUAGE plpgsql VOLATILE
 AS $$
 #variable_conflict use_column
+DECLARE
+    voiding BOOLEAN := (SELECT cp.release_policy = 'VOID' FROM campaigns cp WHERE cp.id = p_campaign_id);
 BEGIN
     RETURN QUERY
+    WITH live_allotments AS MATERIALIZED (
+        SELECT l.partner_id FROM allotments l
+         WHERE l.campaign_id = p_campaign_id AND l.lapsed_at IS NULL AND (l.lapses_at IS NULL OR l.lapses_at > clock_timestamp())
+    )
     SELECT c.total, c.allocated, c.held - l.n,
-           c.total - c.allocated - c.held - c.void
-             + CASE WHEN (SELECT cp.release_policy FROM campaigns cp WHERE cp.id = p_campaign_id) = 'VOID' THEN 0 ELSE l.n END
-      FROM (SELECT COALESCE(sum(s.total), 0)::bigint AS total, COALESCE(sum(s.allocated), 0)::bigint AS allocated,
-                   COALESCE(sum(s.held), 0)::bigint AS held, COALESCE(sum(s.void), 0)::bigint AS void
-              FROM campaign_counters s WHERE s.campaign_id = p_campaign_id) c,
-           (SELECT count(*) AS n FROM allocations a
-             WHERE a.campaign_id = p_campaign_id AND a.status = 'HELD' AND a.expires_at <= clock_timestamp()) l;
+           c.total - c.allocated - c.held - c.void - s.n
+             + CASE WHEN voiding THEN 0 ELSE l.n - l.drawn END
+      FROM (SELECT COALESCE(sum(x.total), 0)::bigint AS total, COALESCE(sum(x.allocated), 0)::bigint AS allocated,
+                   COALESCE(sum(x.held), 0)::bigint AS held, COALESCE(sum(x.void), 0)::bigint AS void
+              FROM campaign_counters x WHERE x.campaign_id = p_campaign_id) c,
+           (SELECT count(*) AS n,
+                   count(*) FILTER (WHERE a.from_allotment AND a.partner_id IN (SELECT partner_id FROM live_allotments)) AS drawn
+              FROM allocations a
+             WHERE a.campaign_id = p_campaign_id AND a.status = 'HELD' AND a.expires_at <= clock_timestamp()) l,
+           (SELECT count(*) AS n FROM tickets t
+             WHERE t.campaign_id = p_campaign_id AND t.status = 'ALLOTTED' AND t.allotted_to IN (SELECT partner_id FROM live_allotments)) s;
 END
 $$;

@@ -1,5 +1,6 @@
 -- The sweeper (src/sweeper.ts, src/db/expireHolds.ts, every HOLD_SWEEP_INTERVAL_MS): returns
--- expired holds' tickets to the pool (or retires them, VOID, under that release policy), a batch per campaign, SKIP LOCKED so that it never waits for
+-- expired holds' tickets to the pool, to the allotment they were drawn from, or retires them (VOID)
+-- — tessera_returned_ticket decides — a batch per campaign, SKIP LOCKED so that it never waits for
 -- (or races) a claim taking over the same hold — whoever locks the hold first ends it, exactly once
 -- (docs/CORRECTNESS.md §9).
 --
@@ -32,13 +33,16 @@ BEGIN
             UPDATE allocations a SET status = 'EXPIRED'
               FROM expired e
              WHERE a.campaign_id = e.campaign_id AND a.id = e.id AND a.status = 'HELD'
-            RETURNING a.campaign_id, a.ticket_id
+            RETURNING a.campaign_id, a.ticket_id, a.partner_id, a.from_allotment
+        ),
+        destined AS (
+            SELECT l.campaign_id, l.ticket_id, l.partner_id, tessera_returned_ticket(l.campaign_id, l.partner_id, l.from_allotment) AS status
+              FROM lapsed l
         )
         UPDATE tickets t
-           SET status = CASE WHEN (SELECT release_policy FROM campaigns WHERE id = c) = 'VOID' THEN 'VOID'::ticket_status
-                             ELSE 'AVAILABLE'::ticket_status END
-          FROM lapsed l
-         WHERE t.campaign_id = l.campaign_id AND t.id = l.ticket_id AND t.status = 'HELD';
+           SET status = d.status, allotted_to = CASE WHEN d.status = 'ALLOTTED' THEN d.partner_id END
+          FROM destined d
+         WHERE t.campaign_id = d.campaign_id AND t.id = d.ticket_id AND t.status = 'HELD';
         GET DIAGNOSTICS n = ROW_COUNT;
         swept := swept + n;
     END LOOP;

@@ -14,7 +14,8 @@
 // Then, per campaign, as many AVAILABLE tickets as requests passed its gate, FOR UPDATE SKIP LOCKED
 // from a random point of the pick order (wrapping round below it only for what is missing: the
 // UNION ALL stops once LIMIT is reached), re-checked in the UPDATE (docs/CORRECTNESS.md §1), and
-// one allocation per request. Expired holds are not taken here: a request left without a ticket
+// one allocation per request. A partner with tickets ALLOTTED to it in the campaign takes nothing
+// here: it draws on its allotment first, in the second look. Expired holds are not taken here: a request left without a ticket
 // comes back SHORT, and the single claim's second look (claimTicket.ts) takes over expired holds,
 // waits for tickets in flight and decides between SOLD_OUT and ALL_HELD.
 //
@@ -76,7 +77,10 @@ gates AS MATERIALIZED (
    ORDER BY i.ord
 ),
 passed AS MATERIALIZED (
-  SELECT g.*, row_number() OVER (PARTITION BY g.campaign_id ORDER BY g.ord) AS slot FROM gates g WHERE g.verdict = 'OK'
+  SELECT g.*, row_number() OVER (PARTITION BY g.campaign_id ORDER BY g.ord) AS slot FROM gates g
+   WHERE g.verdict = 'OK'
+     -- a partner with tickets ALLOTTED to it draws on them first, in the second look
+     AND NOT EXISTS (SELECT 1 FROM tickets t WHERE t.campaign_id = g.campaign_id AND t.status = 'ALLOTTED' AND t.allotted_to = g.partner_id)
 ),
 wanted AS MATERIALIZED (
   SELECT p.campaign_id, count(*)::integer AS n, (array_agg(p.start ORDER BY p.ord))[1] AS start FROM passed p GROUP BY p.campaign_id

@@ -6,7 +6,9 @@
 // gate, key, holder, quota row), the order the group statement takes them in too.
 //
 // AVAILABLE tickets only, FOR UPDATE SKIP LOCKED from a random point of the pick order, wrapping
-// round below it only if nothing was found above (the UNION ALL stops at its LIMIT). Nothing found
+// round below it only if nothing was found above (the UNION ALL stops at its LIMIT). A partner with
+// tickets ALLOTTED to it in the campaign takes nothing here (one probe of an index that is empty in a
+// campaign without allotments): it draws on its allotment first, in the second look. Nothing found
 // means SHORT: the single claim's second look (claimTicket.ts) takes over expired holds, waits for
 // tickets in flight, and decides between SOLD_OUT and ALL_HELD.
 import type { Pool } from 'pg';
@@ -19,16 +21,20 @@ WITH gate AS MATERIALIZED (
   SELECT verdict, prior_campaign_id, prior_allocation_id
     FROM tessera_claim_gate($1::uuid, $2::uuid, $3::text, $5::text, 1, 1)
 ),
+-- A partner with tickets set aside by an allotment draws on them first: the second look does that.
+own_allotted AS MATERIALIZED (
+  SELECT EXISTS (SELECT 1 FROM tickets t WHERE t.campaign_id = $1::uuid AND t.status = 'ALLOTTED' AND t.allotted_to = $2::uuid) AS found
+),
 picked AS MATERIALIZED (
   SELECT u.id FROM (
     SELECT a.id FROM (SELECT t.id FROM tickets t
                        WHERE t.campaign_id = $1::uuid AND t.status = 'AVAILABLE' AND t.pick_order >= $7::integer
-                         AND (SELECT verdict FROM gate) = 'OK'
+                         AND (SELECT verdict FROM gate) = 'OK' AND NOT (SELECT found FROM own_allotted)
                        ORDER BY t.pick_order LIMIT 1 FOR UPDATE SKIP LOCKED) a
     UNION ALL
     SELECT b.id FROM (SELECT t.id FROM tickets t
                        WHERE t.campaign_id = $1::uuid AND t.status = 'AVAILABLE' AND t.pick_order < $7::integer
-                         AND (SELECT verdict FROM gate) = 'OK'
+                         AND (SELECT verdict FROM gate) = 'OK' AND NOT (SELECT found FROM own_allotted)
                        ORDER BY t.pick_order LIMIT 1 FOR UPDATE SKIP LOCKED) b
   ) u LIMIT 1
 ),

@@ -82,14 +82,19 @@ type ClaimedRow = Nullable<AllocationRow> & CampaignColumns & {
   contended: boolean | null;
   /** Too few taken, and some tickets are held (unexpired): they may come back. */
   held: boolean | null;
+  /** Too few taken, and other partners' live allotments still set tickets aside. */
+  allotted_elsewhere: boolean | null;
 };
 type Nullable<T> = { [K in keyof T]: T[K] | null };
 
 export type ClaimOutcome =
   | { kind: 'CLAIMED'; allocations: AllocationModel[]; tickets: TicketModel[]; campaign: CampaignModel }
   | { kind: 'PRIOR'; campaignId: string; allocationId: string }
-  /** Nothing taken. `contended`: ask again (waiting); `held`: tickets may come back (ALL_HELD). */
-  | { kind: 'SHORT'; contended: boolean; held: boolean }
+  /**
+   * Nothing taken. `contended`: ask again (waiting); `allotted`: other partners' allotments hold
+   * tickets back (ALL_ALLOTTED); `held`: tickets may come back (ALL_HELD).
+   */
+  | { kind: 'SHORT'; contended: boolean; held: boolean; allotted: boolean }
   | { kind: 'CAMPAIGN_NOT_FOUND' | 'CAMPAIGN_NOT_OPEN' | 'HOLDER_LIMIT_REACHED' | 'PARTNER_QUOTA_REACHED' };
 
 /**
@@ -108,7 +113,7 @@ export function readClaim(rows: ClaimedRow[], campaignId: string): ClaimOutcome 
   if (!row) throw new Error('claim statement returned no row');
   switch (row.verdict) {
     case 'OK': {
-      if (row.id === null) return { kind: 'SHORT', contended: row.contended === true, held: row.held === true };
+      if (row.id === null) return { kind: 'SHORT', contended: row.contended === true, held: row.held === true, allotted: row.allotted_elsewhere === true };
       const allocations = rows.map((r) => toAllocation(r as AllocationRow));
       const tickets = rows.map((r, i) => ({
         campaignId,
@@ -137,19 +142,19 @@ export function claimSql(p: ClaimTicketParams): Prisma.Sql {
       SELECT verdict, prior_campaign_id, prior_allocation_id
         FROM tessera_claim_gate(${c}, ${p.partnerId}::uuid, ${p.holder}::text, ${p.idempotencyKey}::text, ${n}, ${n})
     ),
-    ${pickTickets({ campaign: c, start: p.start, count: n, lock: p.wait ? 'FOR UPDATE' : 'FOR UPDATE SKIP LOCKED', when: Prisma.sql`(SELECT verdict FROM gate) = 'OK'` })},
+    ${pickTickets({ campaign: c, partner: Prisma.sql`${p.partnerId}::uuid`, start: p.start, count: n, lock: p.wait ? 'FOR UPDATE' : 'FOR UPDATE SKIP LOCKED', when: Prisma.sql`(SELECT verdict FROM gate) = 'OK'` })},
     complete AS MATERIALIZED (SELECT count(*) = ${n} AS ok FROM chosen),
     ${takeTickets({ campaign: c, when: Prisma.sql`(SELECT ok FROM complete)`, status: p.kind === 'hold' ? 'HELD' : 'ALLOCATED' })},
     allocated AS (
       INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, metadata, idempotency_key,
-                               request_hash, status, sequence, allocated_at, expires_at, request_index)
+                               request_hash, status, sequence, allocated_at, expires_at, request_index, from_allotment)
       -- sequence and allocated_at side by side, so that their orders agree as closely as two
       -- concurrent transactions allow.
       SELECT k.campaign_id, k.id, ${p.partnerId}::uuid, ${p.holder}::text, ${metadata}::jsonb,
              ${p.idempotencyKey}::text, ${p.requestHash}::text, ${allocationStatus},
              nextval('allocation_sequence'), clock_timestamp(), ${expiresAt},
-             (row_number() OVER (ORDER BY k.id) - 1)::integer
-        FROM taken k
+             (row_number() OVER (ORDER BY k.id) - 1)::integer, ch.drawn
+        FROM taken k JOIN chosen ch ON ch.id = k.id
       RETURNING ${Prisma.raw(ALLOCATION_COLUMNS)}
     ),
     ${Prisma.raw(COUNT_ALLOCATED)},
@@ -170,7 +175,13 @@ export function claimSql(p: ClaimTicketParams): Prisma.Sql {
            CASE WHEN g.verdict = 'OK' AND a.id IS NULL THEN
              EXISTS (SELECT 1 FROM allocations h
                       WHERE h.campaign_id = ${c} AND h.status = 'HELD' AND h.expires_at > clock_timestamp() AND ${returnsToPool(c)})
-           END AS held
+           END AS held,
+           CASE WHEN g.verdict = 'OK' AND a.id IS NULL THEN
+             EXISTS (SELECT 1 FROM tickets x
+                      WHERE x.campaign_id = ${c} AND x.status = 'ALLOTTED' AND x.allotted_to <> ${p.partnerId}::uuid
+                        AND x.allotted_to = ANY(ARRAY(SELECT l.partner_id FROM allotments l
+                                                       WHERE l.campaign_id = ${c} AND (l.lapses_at IS NULL OR l.lapses_at > clock_timestamp()))))
+           END AS allotted_elsewhere
       FROM gate g
       LEFT JOIN allocated a ON true
       LEFT JOIN taken k ON k.id = a.ticket_id

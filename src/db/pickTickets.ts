@@ -4,11 +4,15 @@
 //
 //   WITH <gate> , ${pickTickets(…)} [, <all-or-nothing check>] , ${takeTickets(…)} , <allocations> …
 //
-// pickTickets: CTEs `upper`, `lower`, `expired` and `chosen` — up to `count` AVAILABLE tickets from
-// the random start `start` (wrapping round below it), then, only for what is still missing, holds
-// that have expired (never under the VOID release policy: their tickets are retired, by the
-// sweeper); every row FOR UPDATE SKIP LOCKED (or FOR UPDATE in the single claim's second
-// look). `chosen` numbers the tickets picked (slot) so a group claim can pair them with requests.
+// pickTickets: CTEs `own`, `upper`, `lower`, `lapsed_allotted`, `expired` and `chosen` — first the
+// claimer's own ALLOTTED tickets (its allotment is drawn on first; `drawn` while it has not
+// lapsed), then up to `count` AVAILABLE tickets from the random start `start` (wrapping round below
+// it), then, only for what is still missing, tickets of other partners' allotments that have lapsed
+// (claimable from lapses_at on, before the sweeper returns them), then holds that have expired
+// (never under the VOID release policy: their tickets are retired, by the sweeper; never another
+// partner's hold drawn from its live allotment: that ticket goes back to the allotment); every row
+// FOR UPDATE SKIP LOCKED (or FOR UPDATE in the single claim's second look). `chosen` numbers the
+// tickets picked (slot) and says which are drawn from the claimer's allotment.
 // Why a random start and why only the partial index can serve it: claimTicket.ts.
 //
 // takeTickets: CTEs `lapsed` and `taken` — an expired hold being taken over is ended first (the
@@ -23,6 +27,8 @@ import { Prisma } from '../generated/prisma/client';
 export function pickTickets(o: {
   /** `${campaignId}::uuid` */
   campaign: Prisma.Sql;
+  /** `${partnerId}::uuid`: the claimer, whose allotment is drawn on first. */
+  partner: Prisma.Sql;
   /** The random pick_order to start from. */
   start: number;
   /** How many tickets to pick (an SQL expression). */
@@ -32,33 +38,62 @@ export function pickTickets(o: {
   /** Nothing is locked unless this holds (the gate's verdict). */
   when: Prisma.Sql;
 }): Prisma.Sql {
-  const { campaign: c, count: n, when } = o;
+  const { campaign: c, partner: p, count: n, when } = o;
   const lock = Prisma.raw(o.lock);
   return Prisma.sql`
+    own_allotment AS MATERIALIZED (
+      SELECT l.lapses_at IS NULL OR l.lapses_at > clock_timestamp() AS live
+        FROM allotments l WHERE l.campaign_id = ${c} AND l.partner_id = ${p}
+    ),
+    own AS MATERIALIZED (
+      SELECT t.id FROM tickets t
+       WHERE t.campaign_id = ${c} AND t.status = 'ALLOTTED' AND t.allotted_to = ${p}
+         AND ${when}
+       ORDER BY t.pick_order LIMIT ${n}
+       ${lock}
+    ),
     upper AS MATERIALIZED (
       SELECT t.id FROM tickets t
        WHERE t.campaign_id = ${c} AND t.status = 'AVAILABLE' AND t.pick_order >= ${o.start}::integer
          AND ${when}
-       ORDER BY t.pick_order LIMIT ${n}
+       ORDER BY t.pick_order LIMIT ${n} - (SELECT count(*) FROM own)
        ${lock}
     ),
     lower AS MATERIALIZED (
       SELECT t.id FROM tickets t
        WHERE t.campaign_id = ${c} AND t.status = 'AVAILABLE' AND t.pick_order < ${o.start}::integer
          AND ${when}
-       ORDER BY t.pick_order LIMIT ${n} - (SELECT count(*) FROM upper)
+       ORDER BY t.pick_order LIMIT ${n} - (SELECT count(*) FROM own) - (SELECT count(*) FROM upper)
        ${lock}
     ),
+    lapsed_allotted AS MATERIALIZED (
+      SELECT t.id FROM tickets t
+       WHERE t.campaign_id = ${c} AND t.status = 'ALLOTTED' AND t.allotted_to <> ${p}
+         AND t.allotted_to = ANY(ARRAY(SELECT l.partner_id FROM allotments l
+                                        WHERE l.campaign_id = ${c} AND l.lapses_at <= clock_timestamp()))
+         AND ${when}
+       ORDER BY t.pick_order LIMIT ${n} - (SELECT count(*) FROM own) - (SELECT count(*) FROM upper) - (SELECT count(*) FROM lower)
+       FOR UPDATE OF t SKIP LOCKED
+    ),
     expired AS MATERIALIZED (
-      SELECT a.campaign_id, a.id, a.ticket_id FROM allocations a
+      SELECT a.campaign_id, a.id, a.ticket_id, a.from_allotment AND a.partner_id = ${p} AND COALESCE((SELECT live FROM own_allotment), false) AS drawn
+        FROM allocations a
        WHERE a.campaign_id = ${c} AND a.status = 'HELD' AND a.expires_at <= clock_timestamp()
          AND ${when} AND ${returnsToPool(c)}
-       ORDER BY a.expires_at, a.id LIMIT ${n} - (SELECT count(*) FROM upper) - (SELECT count(*) FROM lower)
-       FOR UPDATE SKIP LOCKED
+         -- another partner's hold drawn from its live allotment returns to that allotment, not to us
+         AND (NOT a.from_allotment OR a.partner_id = ${p}
+              OR NOT EXISTS (SELECT 1 FROM allotments l WHERE l.campaign_id = a.campaign_id AND l.partner_id = a.partner_id
+                                AND (l.lapses_at IS NULL OR l.lapses_at > clock_timestamp())))
+       ORDER BY a.expires_at, a.id
+       LIMIT ${n} - (SELECT count(*) FROM own) - (SELECT count(*) FROM upper) - (SELECT count(*) FROM lower) - (SELECT count(*) FROM lapsed_allotted)
+       FOR UPDATE OF a SKIP LOCKED
     ),
     chosen AS MATERIALIZED (
-      SELECT id, row_number() OVER () AS slot
-        FROM (SELECT id FROM upper UNION ALL SELECT id FROM lower UNION ALL SELECT ticket_id FROM expired) x
+      SELECT id, drawn, row_number() OVER () AS slot
+        FROM (SELECT id, COALESCE((SELECT live FROM own_allotment), false) AS drawn FROM own
+              UNION ALL SELECT id, false FROM upper UNION ALL SELECT id, false FROM lower
+              UNION ALL SELECT id, false FROM lapsed_allotted
+              UNION ALL SELECT ticket_id, drawn FROM expired) x
     )`;
 }
 
@@ -83,8 +118,9 @@ export function takeTickets(o: {
        WHERE ${when}
          AND (SELECT count(*) FROM lapsed) = (SELECT count(*) FROM expired)
          AND t.campaign_id = ${c} AND t.id = ANY(ARRAY(SELECT id FROM chosen))
-         AND t.status = CASE WHEN t.id = ANY(ARRAY(SELECT ticket_id FROM expired))
-                             THEN 'HELD'::ticket_status ELSE 'AVAILABLE'::ticket_status END
+         AND t.status = CASE WHEN t.id = ANY(ARRAY(SELECT ticket_id FROM expired)) THEN 'HELD'::ticket_status
+                             WHEN t.id = ANY(ARRAY(SELECT id FROM own UNION ALL SELECT id FROM lapsed_allotted)) THEN 'ALLOTTED'::ticket_status
+                             ELSE 'AVAILABLE'::ticket_status END
       RETURNING t.campaign_id, t.id, t.code
     )`;
 }

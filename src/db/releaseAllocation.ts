@@ -1,5 +1,6 @@
-// Returns an allocation's ticket to the pool: the allocation becomes RELEASED and its ticket
-// AVAILABLE — or VOID, retired for good, under the campaign's VOID release policy — in one statement. It takes the campaign gate shared (as everything that changes which
+// Returns an allocation's ticket: the allocation becomes RELEASED and its ticket AVAILABLE — or
+// ALLOTTED again when it was drawn from the partner's live allotment, or VOID under the campaign's
+// VOID release policy (tessera_returned_ticket decides) — in one statement. It takes the campaign gate shared (as everything that changes which
 // allocations are live does), then the allocation row, then the ticket row — the order every
 // statement that touches an existing allocation uses. A claim never waits on either.
 //
@@ -36,11 +37,15 @@ export async function releaseAllocation(db: Db, allocationId: string, partnerId:
          AND (a.status = 'ACTIVE' OR (a.status = 'HELD' AND a.expires_at > clock_timestamp()))
       RETURNING a.*
     ),
+    destined AS (
+      SELECT r.campaign_id, r.ticket_id, r.partner_id, tessera_returned_ticket(r.campaign_id, r.partner_id, r.from_allotment) AS status
+        FROM released r
+    ),
     returned AS (
       UPDATE tickets t
-         SET status = CASE WHEN cp.release_policy = 'VOID' THEN 'VOID'::ticket_status ELSE 'AVAILABLE'::ticket_status END
-        FROM released r JOIN campaigns cp ON cp.id = r.campaign_id
-       WHERE t.campaign_id = r.campaign_id AND t.id = r.ticket_id
+         SET status = d.status, allotted_to = CASE WHEN d.status = 'ALLOTTED' THEN d.partner_id END
+        FROM destined d
+       WHERE t.campaign_id = d.campaign_id AND t.id = d.ticket_id
       RETURNING t.id
     )
     SELECT ${Prisma.raw(ALLOCATION_COLUMNS)} FROM released`;

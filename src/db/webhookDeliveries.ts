@@ -85,6 +85,7 @@ function bodyOf(event: EventRow, allocation: AllocationFacts | undefined): strin
 /** Drains up to `limit` events into deliveries; returns how many events it took. */
 export async function drainEvents(pool: Pool, limit: number): Promise<number> {
   const client = await pool.connect();
+  let broken: Error | undefined;
   try {
     await client.query('BEGIN');
     const { rows: events } = await client.query<EventRow>(DRAIN_SQL, [limit]);
@@ -92,10 +93,10 @@ export async function drainEvents(pool: Pool, limit: number): Promise<number> {
     await client.query('COMMIT');
     return events.length;
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    await client.query('ROLLBACK').catch((rollback: Error) => (broken = rollback));
     throw error;
   } finally {
-    client.release();
+    client.release(broken); // a connection that could not roll back is closed, not pooled
   }
 }
 
@@ -105,12 +106,15 @@ async function insertDeliveries(client: PoolClient, drained: EventRow[]): Promis
   const events = drained.filter((e) => endpoints.some((endpoint) => routes(endpoint, e)));
   if (events.length === 0) return;
   const allocationEvents = events.filter((e) => e.allocation_id !== null);
+  // By key (= ANY on both columns of the primary key), never a join on unnest(): planned generically
+  // (plan_cache_mode) without statistics, that join once became nested loops over whole tables —
+  // five seconds for 500 events, then the statement timeout, on every tick (chaos scenario g).
   const { rows: facts } = await client.query<AllocationFacts>(
     `SELECT a.id, a.campaign_id, a.partner_id, a.holder, a.sequence::text AS sequence, t.code
-       FROM unnest($1::uuid[], $2::uuid[]) AS k(campaign_id, id)
-       JOIN allocations a ON a.campaign_id = k.campaign_id AND a.id = k.id
-       JOIN tickets t ON t.campaign_id = a.campaign_id AND t.id = a.ticket_id`,
-    [allocationEvents.map((e) => e.campaign_id), allocationEvents.map((e) => e.allocation_id)],
+       FROM allocations a
+       JOIN tickets t ON t.campaign_id = a.campaign_id AND t.id = a.ticket_id
+      WHERE a.campaign_id = ANY($1::uuid[]) AND a.id = ANY($2::uuid[])`,
+    [[...new Set(allocationEvents.map((e) => e.campaign_id))], allocationEvents.map((e) => e.allocation_id)],
   );
   const allocations = new Map(facts.map((f) => [f.id, f]));
   const rows: [string, string, string, string | null, string, string][] = [];
@@ -178,6 +182,7 @@ const LEASE_LOCK = 5;
  */
 export async function leaseDue(pool: Pool, o: { limit: number; perEndpoint: number; leaseMs: number }): Promise<LeasedDelivery[]> {
   const client = await pool.connect();
+  let broken: Error | undefined;
   try {
     await client.query('BEGIN');
     // Taken before the statement, whose snapshot then holds every lease an earlier turn committed.
@@ -186,10 +191,10 @@ export async function leaseDue(pool: Pool, o: { limit: number; perEndpoint: numb
     await client.query('COMMIT');
     return rows;
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    await client.query('ROLLBACK').catch((rollback: Error) => (broken = rollback));
     throw error;
   } finally {
-    client.release();
+    client.release(broken); // a connection that could not roll back is closed, not pooled
   }
 }
 

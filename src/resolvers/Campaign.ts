@@ -1,4 +1,4 @@
-import type { CampaignResolvers, CampaignStatsResolvers, PartnerStatsResolvers } from '../generated/graphql';
+import type { AllotmentResolvers, CampaignResolvers, CampaignStatsResolvers, PartnerStatsResolvers } from '../generated/graphql';
 
 export const Campaign: CampaignResolvers = {
   stats: (campaign, _, ctx) => ctx.loaders.stats.load(campaign.id),
@@ -11,6 +11,15 @@ export const Campaign: CampaignResolvers = {
   allocations: (campaign, args, ctx) => ctx.services.allocationRecords.listForCampaign(ctx, campaign.id, args),
   timeline: (campaign, { bucket }, ctx) => ctx.services.campaigns.timeline(ctx, campaign.id, bucket),
   partnerStats: (campaign, _, ctx) => ctx.services.campaigns.partnerStats(ctx, campaign.id),
+  allotments: (campaign, _, ctx) => ctx.services.campaigns.allotments(ctx, campaign.id),
+};
+
+export const Allotment: AllotmentResolvers = {
+  partner: (allotment, _, ctx) =>
+    ctx.loaders.partner.load(allotment.partnerId).then((partner) => {
+      if (!partner) throw new Error(`partner ${allotment.partnerId} of an allotment is missing`);
+      return partner;
+    }),
 };
 
 export const PartnerStats: PartnerStatsResolvers = {

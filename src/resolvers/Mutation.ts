@@ -17,6 +17,8 @@ export const Mutation: MutationResolvers = {
   setPartnerQuota: async (_, { campaignId, partnerId, quota }, ctx) => ({
     campaign: await ctx.services.campaigns.setPartnerQuota(ctx, campaignId, partnerId, quota),
   }),
+  setPartnerAllotment: (_, { campaignId, partnerId, size, lapsesAt }, ctx) =>
+    ctx.services.campaigns.setPartnerAllotment(ctx, campaignId, partnerId, size, lapsesAt),
   updateCampaign: async (_, { id, input }, ctx) => ({ campaign: await ctx.services.campaigns.update(ctx, id, input) }),
   revokeApiKey: async (_, { partnerId }, ctx) => ({ partner: await ctx.services.partners.revoke(ctx, partnerId) }),
   rotateApiKey: (_, { partnerId }, ctx) => ctx.services.partners.rotate(ctx, partnerId),

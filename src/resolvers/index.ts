@@ -1,7 +1,7 @@
 import { DateTimeResolver, JSONResolver } from 'graphql-scalars';
 import type { Resolvers } from '../generated/graphql';
 import { Allocation } from './Allocation';
-import { Campaign, CampaignStats, PartnerStats } from './Campaign';
+import { Allotment, Campaign, CampaignStats, PartnerStats } from './Campaign';
 import { Mutation } from './Mutation';
 import { Partner } from './Partner';
 import { Query } from './Query';
@@ -16,6 +16,7 @@ export const resolvers: Resolvers = {
   Query,
   Mutation,
   Subscription,
+  Allotment,
   Campaign,
   CampaignStats,
   PartnerStats,

@@ -245,21 +245,20 @@ export class AllocationService {
             wait = true;
             continue;
           }
-          return this.shortage(r, outcome.held || outcome.contended);
+          return this.shortage(r, outcome.held || outcome.contended, outcome.allotted);
         default:
           return refusal(outcome.kind);
       }
     }
   }
 
-  private shortage(r: Request, held: boolean): Allocated {
+  /** Nothing free for this partner: tickets allotted to others come first, then holds that may come back. */
+  private shortage(r: Request, held: boolean, allotted: boolean): Allocated {
     if (r.operation === 'claimTickets') {
-      return refusal(
-        'INSUFFICIENT_TICKETS',
-        `Fewer than ${r.quantity} tickets are available${held ? ' (some are held and may come back)' : ''}; nothing was allocated.`,
-      );
+      const why = allotted ? ' (others are allotted to other partners)' : held ? ' (some are held and may come back)' : '';
+      return refusal('INSUFFICIENT_TICKETS', `Fewer than ${r.quantity} tickets are available${why}; nothing was allocated.`);
     }
-    return refusal(held ? 'ALL_HELD' : 'SOLD_OUT');
+    return refusal(allotted ? 'ALL_ALLOTTED' : held ? 'ALL_HELD' : 'SOLD_OUT');
   }
 
   /** Same partner + key: the original allocations if the request is the same, else a refusal. */

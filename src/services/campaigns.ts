@@ -6,6 +6,7 @@ import { lockCampaignGate } from '../db/campaignGate';
 import { closeCampaign } from '../db/closeCampaign';
 import { openCampaign } from '../db/openCampaign';
 import { setPartnerQuota } from '../db/partnerQuota';
+import { findAllotments, setPartnerAllotment, type AllotmentRow } from '../db/allotments';
 import { findCampaignPage } from '../db/findCampaigns';
 import { generateTickets, loadTickets, recordSoldOut } from '../db/loadTickets';
 import { pgErrorInfo, PG } from '../db/pgErrors';
@@ -147,6 +148,36 @@ export class CampaignService {
     await setPartnerQuota(this.db.prisma, campaign.id, partnerId.toLowerCase(), cap);
     ctx.loaders.partnerStats.clear(campaign.id);
     return this.fresh(ctx, campaign);
+  }
+
+  /**
+   * Sets aside `size` tickets for the partner until `lapsesAt` (0 removes the allotment): see
+   * db/allotments.ts. A CLOSED campaign cannot be changed; the size may not go below what is drawn
+   * from the allotment, nor take more tickets than are available.
+   */
+  async setPartnerAllotment(
+    ctx: RequestContext,
+    campaignId: string,
+    partnerId: string,
+    size: number,
+    lapsesAt: Date | null | undefined,
+  ): Promise<CampaignModel> {
+    const campaign = await this.require(campaignId);
+    if (!validate.isUuid(partnerId) || (await ctx.loaders.partner.load(partnerId.toLowerCase())) === null) throw notFound('Partner', partnerId);
+    const count = validate.intInRange('size', size, 0, validate.LIMITS.quota);
+    if (lapsesAt && lapsesAt.getTime() <= Date.now()) throw new InvalidInput('lapsesAt', 'lapsesAt must be in the future.');
+    if (campaign.status === 'CLOSED') throw apiError(ErrorCode.INVALID_TRANSITION, `Campaign ${campaign.id} is closed; its allotments cannot be changed.`);
+    const result = await setPartnerAllotment(this.db.prisma, { campaignId: campaign.id, partnerId: partnerId.toLowerCase(), size: count, lapsesAt: lapsesAt ?? null });
+    if (result.verdict === 'BELOW_USED') throw new InvalidInput('size', `size may not be below the ${result.inUse} tickets drawn from the allotment (or 0, which removes it).`);
+    if (result.verdict === 'TOO_FEW') throw new InvalidInput('size', `Only ${result.available} more tickets are available to set aside.`);
+    ctx.loaders.stats.clear(campaign.id);
+    this.live?.changed(campaign.id);
+    return this.fresh(ctx, campaign);
+  }
+
+  /** A campaign's allotments: every partner's for an operator, the caller's own for a partner. */
+  async allotments(ctx: RequestContext, campaignId: string): Promise<AllotmentRow[]> {
+    return findAllotments(this.db.prisma, campaignId, ctx.viewer.kind === 'admin' ? null : ctx.viewer.partnerId);
   }
 
   /** campaignStats subscription: admin only; NOT_FOUND for an unknown campaign. */

@@ -19,10 +19,17 @@ import { openSecret } from './secrets';
 export const POLL_MS = 250;
 /** Events drained into deliveries per statement. */
 const DRAIN_BATCH = 500;
-/** Attempts in flight from this process. */
-const MAX_IN_FLIGHT = 64;
-/** Attempts in flight to one endpoint, from every instance together. */
-export const PER_ENDPOINT = 4;
+/**
+ * Attempts in flight from this process: sockets waiting on receivers, cheap to hold. Sixteen dead
+ * endpoints together would fill it; each of them alone holds only its PER_ENDPOINT.
+ */
+const MAX_IN_FLIGHT = 256;
+/**
+ * Attempts in flight to one endpoint, from every instance together. Enough for a busy partner (16
+ * at 50 ms a round trip is 320 events a second), few enough that a dead endpoint — each attempt
+ * held for the 10 s deadline, or for the 20 s lease of an instance that was killed — ties up little.
+ */
+export const PER_ENDPOINT = 16;
 /** How long a stop waits for attempts in flight; the rest are handed on by their leases. */
 const STOP_WAIT_MS = 2_000;
 

@@ -111,6 +111,8 @@ test('the console signs in, creates and loads a campaign, and its fill bar moves
   expect(widths.every((w, i) => i === 0 || w > widths[i - 1]!)).toBe(true);
   await page.getByTestId('figure-allocated').getByText('150').waitFor();
   await page.getByTestId('figure-retired').getByText('0').waitFor();
+  await page.getByTestId('figure-allotted').getByText('0').waitFor();
+  await page.getByTestId('allotments').getByText('No allotments').waitFor();
   expect(await page.getByTestId('release-policy').textContent()).toBe('return to the pool');
   // The rest of the page follows the live figures within a second or so.
   await page.locator('table', { hasText: 'Partner' }).getByText('150').first().waitFor();

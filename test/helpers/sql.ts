@@ -14,6 +14,8 @@ export interface TicketCounts {
   available: number;
   /** Retired by the VOID release policy. */
   void: number;
+  /** Set aside by allotments (ALLOTTED), lapsed or not. */
+  allotted: number;
 }
 
 /** A campaign's ($1) tickets by status, counted in the tickets themselves. */
@@ -21,7 +23,8 @@ export const TICKET_COUNTS_SQL = `SELECT count(*)::int AS total,
             count(*) FILTER (WHERE status = 'ALLOCATED')::int AS allocated,
             count(*) FILTER (WHERE status = 'HELD')::int AS held,
             count(*) FILTER (WHERE status = 'AVAILABLE')::int AS available,
-            count(*) FILTER (WHERE status = 'VOID')::int AS void
+            count(*) FILTER (WHERE status = 'VOID')::int AS void,
+            count(*) FILTER (WHERE status = 'ALLOTTED')::int AS allotted
        FROM tickets WHERE campaign_id = $1`;
 
 /** What the stats read: a campaign's ($1) counters (kept by triggers), summed over their slots. */
@@ -35,8 +38,8 @@ export async function ticketCounts(sql: Queryable, campaignId: string): Promise<
 }
 
 /** What the stats read: the campaign's counters (kept by triggers), summed over their slots. */
-export async function counterTotals(sql: Queryable, campaignId: string): Promise<Omit<TicketCounts, 'available'>> {
-  return (await sql.query<Omit<TicketCounts, 'available'>>(COUNTER_TOTALS_SQL, [campaignId])).rows[0]!;
+export async function counterTotals(sql: Queryable, campaignId: string): Promise<Omit<TicketCounts, 'available' | 'allotted'>> {
+  return (await sql.query<Omit<TicketCounts, 'available' | 'allotted'>>(COUNTER_TOTALS_SQL, [campaignId])).rows[0]!;
 }
 
 /** Tickets with more than one live (HELD or ACTIVE) allocation, in one campaign or (null) in all: must be none. */

@@ -190,7 +190,7 @@ export async function assertPoolInvariants(sql: Queryable, campaignId: string): 
             SELECT count(*)::int AS n FROM tickets t
               LEFT JOIN allocations a ON a.campaign_id = t.campaign_id AND a.ticket_id = t.id AND a.status IN ('ACTIVE', 'HELD')
              WHERE t.campaign_id = $1
-               AND ((t.status IN ('AVAILABLE', 'VOID')) <> (a.id IS NULL)
+               AND ((t.status IN ('AVAILABLE', 'VOID', 'ALLOTTED')) <> (a.id IS NULL)
                  OR (t.status = 'ALLOCATED' AND a.status <> 'ACTIVE')
                  OR (t.status = 'HELD' AND a.status <> 'HELD')))
      SELECT row_to_json(ticket_counts) AS stats, row_to_json(counter_totals) AS counters, live_allocations.*, mismatched.n AS mismatched
@@ -199,7 +199,7 @@ export async function assertPoolInvariants(sql: Queryable, campaignId: string): 
   );
   const { stats, counters, live, distinct_tickets, mismatched } = rows[0] as {
     stats: TicketCounts;
-    counters: Omit<TicketCounts, 'available'>;
+    counters: Omit<TicketCounts, 'available' | 'allotted'>;
     live: number;
     distinct_tickets: number;
     mismatched: number;
@@ -208,7 +208,7 @@ export async function assertPoolInvariants(sql: Queryable, campaignId: string): 
   expect(live).toBe(distinct_tickets);
   expect(live).toBe(stats.allocated + stats.held);
   expect(mismatched).toBe(0);
-  expect(stats.allocated + stats.held + stats.available + stats.void).toBe(stats.total);
+  expect(stats.allocated + stats.held + stats.available + stats.void + stats.allotted).toBe(stats.total);
   // The stats counters (kept by triggers) agree with the tickets themselves.
   expect(counters).toEqual({ total: stats.total, allocated: stats.allocated, held: stats.held, void: stats.void });
   return stats;

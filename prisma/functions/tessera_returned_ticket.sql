@@ -1,0 +1,24 @@
+-- Where a ticket goes when its allocation stops being live (a release, or a hold that ended), under
+-- the campaign's release policy (issue 16):
+--   VOID                                   retired for good: VOID (the allotment it was drawn
+--                                          from, if any, shrinks with it: its size is used + what
+--                                          is left, src/db/allotments.ts);
+--   drawn from the partner's live allotment back to that allotment: ALLOTTED;
+--   otherwise                              back to the pool: AVAILABLE.
+-- The policy never changes after creation; an allotment is live until its lapses_at.
+-- (PL/pgSQL, checked when it runs: it names columns and a table migrations after the baseline add.)
+CREATE OR REPLACE FUNCTION "tessera_returned_ticket"(p_campaign_id UUID, p_partner_id UUID, p_drawn BOOLEAN) RETURNS ticket_status
+  LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    IF (SELECT release_policy FROM campaigns WHERE id = p_campaign_id) = 'VOID' THEN
+        RETURN 'VOID';
+    END IF;
+    IF p_drawn AND EXISTS (SELECT 1 FROM allotments l
+                            WHERE l.campaign_id = p_campaign_id AND l.partner_id = p_partner_id
+                              AND (l.lapses_at IS NULL OR l.lapses_at > clock_timestamp())) THEN
+        RETURN 'ALLOTTED';
+    END IF;
+    RETURN 'AVAILABLE';
+END
+$$;
