@@ -59,11 +59,11 @@ test('a stored allocation no request asked for is a violation', async () => {
 test('an unanswered request, inconsistent stats, fill going backwards and a claim after close are violations', async () => {
   const { history, campaignId } = await cleanHistory(4, 2);
   history.add({ campaignId, holder: 'x', metadata: {}, idempotencyKey: 'never' }, 'k').attempts.push({ startedAt: 0, endedAt: 0, retry: false, outcome: { kind: 'unknown', reason: 'http 503' } });
-  history.statsReads.push({ at: 1, total: 4, allocated: 2, held: 0, available: 1 }, { at: 2, total: 4, allocated: 1, held: 0, available: 3 });
+  history.statsReads.push({ at: 1, total: 4, allocated: 2, held: 0, allotted: 0, available: 1, void: 0 }, { at: 2, total: 4, allocated: 1, held: 0, allotted: 0, available: 3, void: 0 });
   history.closeAck = { at: 3, storedAtAck: 1 };
   const violations = (await checkHistory(history, server.sql, campaignId)).violations.join('\n');
   expect(violations).toMatch(/key never was never answered/);
-  expect(violations).toMatch(/2\+0\+1 != 4/);
+  expect(violations).toMatch(/2\+0\+0\+1\+0 != 4/);
   expect(violations).toMatch(/allocated went back from 2 to 1/);
   expect(violations).toMatch(/1 allocations stored after closeCampaign was acknowledged/);
 });

@@ -188,7 +188,7 @@ export function statsReader(server: ServerProcess, campaignId: string, history: 
     while (running) {
       try {
         const at = Date.now();
-        const data = await gql(server.url, ADMIN_KEY, 'query($id: ID!) { campaign(id: $id) { stats { total allocated held available } } }', { id: campaignId }, 3000);
+        const data = await gql(server.url, ADMIN_KEY, 'query($id: ID!) { campaign(id: $id) { stats { total allocated held allotted available void } } }', { id: campaignId }, 3000);
         history.statsReads.push({ at, ...data.campaign.stats });
       } catch {
         // the server may be down in this scenario

@@ -24,7 +24,11 @@ export interface StatsRead {
   total: number;
   allocated: number;
   held: number;
+  /** Unused tickets of live allotments. */
+  allotted: number;
   available: number;
+  /** Retired by the VOID release policy. */
+  void: number;
 }
 
 export class History {
@@ -128,7 +132,9 @@ export async function checkHistory(history: History, sql: Pool, campaignId: stri
   // Stats: consistent at every read, and fill never goes backwards (the scenarios release nothing).
   let previous = -1;
   for (const s of [...history.statsReads].sort((x, y) => x.at - y.at)) {
-    if (s.allocated + s.held + s.available !== s.total) fail(`stats read at ${s.at}: ${s.allocated}+${s.held}+${s.available} != ${s.total}`);
+    if (s.allocated + s.held + s.allotted + s.available + s.void !== s.total) {
+      fail(`stats read at ${s.at}: ${s.allocated}+${s.held}+${s.allotted}+${s.available}+${s.void} != ${s.total}`);
+    }
     if (s.allocated < previous) fail(`stats read at ${s.at}: allocated went back from ${previous} to ${s.allocated}`);
     previous = Math.max(previous, s.allocated);
   }

@@ -11,7 +11,9 @@ import { sleep, until } from '../helpers/time';
 import { sendClaim } from './client';
 import { checkHistory, History, idleInTransaction } from './history';
 import { FaultyReceiver } from './receiver';
+import { gql } from './client';
 import {
+  ADMIN_KEY,
   closeCampaign,
   freePort,
   retryUnknowns,
@@ -501,7 +503,106 @@ async function checkWebhooks(
   return violations;
 }
 
-export const SCENARIOS = [sigkill, terminateBackends, restartPostgres, poolExhaustion, transactionTimeout, clientDisconnect, webhookFaults];
+/**
+ * h. An allotment lapses mid-storm while the server is SIGKILLed and its database connections are
+ * terminated (issue 16): one partner's allotment of a third of the pool lapses 1.5 s into a storm by
+ * three partners. The checker proves, besides the history's invariants (with `allotted` in the
+ * identity), that no other partner took an allotted ticket before lapsesAt, and that the lapse was
+ * written once, whole: size = what the owner drew + what the lapse returned.
+ */
+export function allotmentLapse(env: ScenarioEnv): Promise<ScenarioResult> {
+  const p = plan(env.size, { tickets: 900, claims: 1200, concurrency: 32 }, { tickets: 150, claims: 200, concurrency: 16 });
+  const size = Math.floor(p.tickets / 3);
+  let owner = '';
+  let lapsesAt = new Date();
+  return run(
+    'h',
+    'an allotment lapses mid-storm: the server SIGKILLed and its connections terminated',
+    env,
+    {
+      tickets: p.tickets,
+      serverEnv: { HOLD_SWEEP_INTERVAL_MS: '200' },
+      check: async (ctx) => {
+        const violations: string[] = [];
+        await until(async () => (await ctx.sql.query('SELECT lapsed_at FROM allotments WHERE partner_id = $1', [owner])).rows[0]?.lapsed_at, {
+          message: 'the sweeper to write the lapse',
+          timeoutMs: 30_000,
+        });
+        const early = (
+          await ctx.sql.query(
+            `SELECT count(*)::int AS n FROM allocations a JOIN tickets t ON t.campaign_id = a.campaign_id AND t.id = a.ticket_id
+              WHERE a.campaign_id = $1 AND t.allotted_to = $2 AND a.partner_id <> $2 AND a.allocated_at < $3`,
+            [ctx.campaignId, owner, lapsesAt],
+          )
+        ).rows[0].n;
+        if (early > 0) violations.push(`${early} allotted tickets taken by other partners before lapsesAt`);
+        const row = (
+          await ctx.sql.query(
+            `SELECT l.size, l.returned,
+                    (SELECT count(*)::int FROM allocations a WHERE a.campaign_id = l.campaign_id AND a.partner_id = l.partner_id
+                        AND a.from_allotment AND a.status IN ('ACTIVE', 'HELD')) AS drawn,
+                    (SELECT count(*)::int FROM tickets t WHERE t.campaign_id = l.campaign_id AND t.status = 'ALLOTTED') AS still_allotted
+               FROM allotments l WHERE l.campaign_id = $1 AND l.partner_id = $2`,
+            [ctx.campaignId, owner],
+          )
+        ).rows[0];
+        if (row.size !== size) violations.push(`the lapsed allotment records size ${row.size}, not ${size}`);
+        if (row.drawn + row.returned !== size) violations.push(`drawn ${row.drawn} + returned ${row.returned} != size ${size}`);
+        if (row.still_allotted !== 0) violations.push(`${row.still_allotted} tickets still ALLOTTED after the lapse`);
+        ctx.notes.push(`allotment of ${size}: ${row.drawn} drawn by its partner, ${row.returned} returned at the lapse; ${early} taken early`);
+        return violations;
+      },
+    },
+    async (ctx) => {
+      owner = (await ctx.sql.query("SELECT id FROM partners WHERE name = 'chaos-1'")).rows[0].id;
+      lapsesAt = new Date(Date.now() + 1_500);
+      await gql(ctx.server.url, ADMIN_KEY, 'mutation($c: ID!, $p: ID!, $n: Int!, $at: DateTime) { setPartnerAllotment(campaignId: $c, partnerId: $p, size: $n, lapsesAt: $at) { id } }', {
+        c: ctx.campaignId,
+        p: owner,
+        n: size,
+        at: lapsesAt.toISOString(),
+      });
+      const database = (await ctx.sql.query('SELECT current_database() AS d')).rows[0].d;
+      let stop = false;
+      let terminated = 0;
+      const killer = (async () => {
+        while (!stop) {
+          await sleep(150 + Math.random() * 200);
+          const { rows } = await ctx.sql.query(
+            `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+              WHERE datname = $1 AND application_name = 'tessera' AND pid <> pg_backend_pid() AND random() < 0.3`,
+            [database],
+          );
+          terminated += rows[0].n;
+        }
+      })();
+      let fault: Promise<void> | null = null;
+      await storm({
+        server: ctx.server,
+        fixture: ctx,
+        history: ctx.history,
+        label: 'h',
+        ...p,
+        onSent: (sent) => {
+          if (sent === Math.floor(p.claims * 0.35)) {
+            fault = (async () => {
+              await ctx.server.kill();
+              ctx.notes.push(`server SIGKILLed after ${sent} claims sent`);
+              await sleep(200);
+              await ctx.server.start();
+            })();
+          }
+        },
+      });
+      await fault;
+      stop = true;
+      await killer;
+      ctx.notes.push(`${terminated} backends terminated`);
+    },
+  );
+}
+
+export const SCENARIOS = [sigkill, terminateBackends, restartPostgres, poolExhaustion, transactionTimeout, clientDisconnect, webhookFaults, allotmentLapse];
 
 export function verdictLine(r: ScenarioResult): string {
   if (r.skipped) return `SKIP ${r.id}. ${r.name}: ${r.skipped}`;
