@@ -46,3 +46,30 @@ test('the contract of the next features builds on top of the contract schema', (
   const sdl = [readFileSync(path.join(contractDir, 'schema.graphql'), 'utf8'), readFileSync(path.join(contractDir, 'next.graphql'), 'utf8')].join('\n');
   expect(() => buildSchema(sdl)).not.toThrow();
 });
+
+test("every field of the next features' contract that schema.graphql already has, it has as the contract says: its arguments, and its type", () => {
+  const sdl = [readFileSync(path.join(contractDir, 'schema.graphql'), 'utf8'), readFileSync(path.join(contractDir, 'next.graphql'), 'utf8')].join('\n');
+  const next = buildSchema(sdl);
+  const ours = schema.getTypeMap();
+  type Field = { args?: readonly { name: string; type: unknown }[]; type: unknown };
+  const fieldsOf = (t: unknown): Record<string, Field> | null =>
+    t && typeof t === 'object' && 'getFields' in t ? (t as { getFields(): Record<string, Field> }).getFields() : null;
+  let compared = 0;
+  for (const [name, type] of Object.entries(next.getTypeMap())) {
+    if (name.startsWith('__') || !ours[name]) continue;
+    const theirs = fieldsOf(type);
+    const mine = fieldsOf(ours[name]);
+    if (!theirs || !mine) continue;
+    for (const [field, def] of Object.entries(theirs)) {
+      const own = mine[field];
+      if (!own) continue; // a feature not built yet
+      compared += 1;
+      expect(`${name}.${field}: ${String(own.type)}`).toBe(`${name}.${field}: ${String(def.type)}`);
+      // Every argument the contract names, with its type (ours may add optional ones).
+      for (const arg of def.args ?? []) {
+        expect(`${name}.${field}(${arg.name}: ${String(own.args?.find((a) => a.name === arg.name)?.type)})`).toBe(`${name}.${field}(${arg.name}: ${String(arg.type)})`);
+      }
+    }
+  }
+  expect(compared).toBeGreaterThan(50);
+});
