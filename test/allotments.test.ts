@@ -9,7 +9,7 @@ import { sealSecret } from '../src/webhooks/secrets';
 import { newWebhookSecret } from '../src/webhooks/signature';
 import { assertPoolInvariants, ADMIN_KEY, CLAIM, startTestServer, TEST_WEBHOOK_KEY, type ClaimPayload, type TestServer } from './helpers/testServer';
 import { ticketsLiveTwice } from './helpers/sql';
-import { sleep, until } from './helpers/time';
+import { sleep, until, untilSessionsWaitForLock } from './helpers/time';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -290,4 +290,22 @@ test('under VOID a drawn ticket that comes back is retired and the allotment shr
   expect(swept.allotments).toEqual([expect.objectContaining({ size: 2, used: 0, remaining: 2 })]);
   expect(swept.stats).toEqual({ total: 3, allocated: 0, held: 0, allotted: 2, available: 1, void: 0 });
   await assertPoolInvariants(server.sql, pool);
+});
+
+test("an owner's claim that finds its allotted tickets locked by a transaction in flight waits for it, and takes what it gives back", async () => {
+  const owner = await server.createPartner('patient');
+  const campaignId = await server.openCampaignWith(1);
+  await allot(campaignId, owner.id, 1);
+  const other = await server.sql.connect();
+  try {
+    await other.query('BEGIN');
+    await other.query("SELECT id FROM tickets WHERE campaign_id = $1 AND status = 'ALLOTTED' FOR UPDATE", [campaignId]);
+    const pending = claim(owner.apiKey, campaignId, 'o');
+    await untilSessionsWaitForLock(server.sql, 1);
+    await other.query('ROLLBACK'); // the ticket comes back: the waiting claim must take it, not answer SOLD_OUT
+    expect((await pending).allocation).not.toBeNull();
+  } finally {
+    other.release();
+  }
+  await assertPoolInvariants(server.sql, campaignId);
 });

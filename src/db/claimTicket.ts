@@ -167,6 +167,13 @@ export function claimSql(p: ClaimTicketParams): Prisma.Sql {
                (SELECT count(*) FROM (SELECT 1 FROM tickets x
                   WHERE x.campaign_id = ${c} AND x.status = 'AVAILABLE'
                   ORDER BY x.pick_order LIMIT ${n}) s)
+             -- this partner's allotted tickets, and those of allotments that have lapsed
+             + (SELECT count(*) FROM (SELECT 1 FROM tickets x
+                  WHERE x.campaign_id = ${c} AND x.status = 'ALLOTTED'
+                    AND (x.allotted_to = ${p.partnerId}::uuid
+                         OR x.allotted_to = ANY(ARRAY(SELECT l.partner_id FROM allotments l
+                                                       WHERE l.campaign_id = ${c} AND l.lapses_at <= clock_timestamp())))
+                  ORDER BY x.pick_order LIMIT ${n}) s)
              + (SELECT count(*) FROM (SELECT 1 FROM allocations y
                   WHERE y.campaign_id = ${c} AND y.status = 'HELD' AND y.expires_at <= clock_timestamp() AND ${returnsToPool(c)}
                   ORDER BY y.expires_at LIMIT ${n}) s)

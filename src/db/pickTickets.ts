@@ -73,7 +73,8 @@ export function pickTickets(o: {
                                         WHERE l.campaign_id = ${c} AND l.lapses_at <= clock_timestamp()))
          AND ${when}
        ORDER BY t.pick_order LIMIT ${n} - (SELECT count(*) FROM own) - (SELECT count(*) FROM upper) - (SELECT count(*) FROM lower)
-       FOR UPDATE OF t SKIP LOCKED
+       -- never waits, even in the waiting look: another partner's own pick locks these first
+       FOR UPDATE SKIP LOCKED
     ),
     expired AS MATERIALIZED (
       SELECT a.campaign_id, a.id, a.ticket_id, a.from_allotment AND a.partner_id = ${p} AND COALESCE((SELECT live FROM own_allotment), false) AS drawn
