@@ -113,6 +113,11 @@ test('the console signs in, creates and loads a campaign, and its fill bar moves
   await page.getByTestId('figure-retired').getByText('0').waitFor();
   await page.getByTestId('figure-allotted').getByText('0').waitFor();
   await page.getByTestId('allotments').getByText('No allotments').waitFor();
+  // An allotment for the partner appears with its figures, and the live figures count it.
+  const allotted = await server.gql(ADMIN_KEY, 'mutation($c: ID!, $p: ID!) { setPartnerAllotment(campaignId: $c, partnerId: $p, size: 5) { id } }', { c: campaignId, p: partner.id });
+  expect(allotted.body.errors).toBeUndefined();
+  await page.getByTestId('allotments').locator('tr', { hasText: 'Box office' }).getByText('when the campaign ends').waitFor();
+  await page.getByTestId('figure-allotted').getByText('5').waitFor();
   expect(await page.getByTestId('release-policy').textContent()).toBe('return to the pool');
   // The rest of the page follows the live figures within a second or so.
   await page.locator('table', { hasText: 'Partner' }).getByText('150').first().waitFor();
