@@ -45,15 +45,16 @@ BEGIN
         left_over := EXISTS (SELECT 1 FROM tickets x
                               WHERE x.campaign_id = r.campaign_id AND x.status = 'ALLOTTED' AND x.allotted_to = r.partner_id);
 
-        -- What the lapse returned counts, besides what this sweep freed, the tickets other partners
-        -- took from lapses_at on, before any sweep (they keep allotted_to while they are live). Once
-        -- lapsed, size is what it held at the lapse: what was drawn from it and is still live, and
-        -- what it returned.
+        -- What the lapse returned counts, besides what this sweep freed, the tickets claims took from
+        -- lapses_at on, before any sweep — another partner's, or the owner's own, no longer drawn
+        -- from the allotment: from_allotment is false (they keep allotted_to while they are live).
+        -- Once lapsed, size is what it held at the lapse: what was drawn from it and is still live,
+        -- and what it returned.
         IF NOT left_over THEN
             freed := freed + (SELECT count(*) FROM tickets t
                                JOIN allocations a ON a.campaign_id = t.campaign_id AND a.ticket_id = t.id
                               WHERE t.campaign_id = r.campaign_id AND t.allotted_to = r.partner_id
-                                AND a.partner_id <> r.partner_id AND a.status IN ('ACTIVE', 'HELD'));
+                                AND NOT a.from_allotment AND a.status IN ('ACTIVE', 'HELD'));
         END IF;
         UPDATE allotments l
            SET returned = COALESCE(l.returned, 0) + freed,
