@@ -125,6 +125,11 @@ export function intInRange(field: string, value: number, min: number, max: numbe
   return value;
 }
 
+/** An optional setting: null when left out or null, else an integer from `min` to `max`. */
+export function optionalIntInRange(field: string, value: number | null | undefined, min: number, max: number): number | null {
+  return value === null || value === undefined ? null : intInRange(field, value, min, max);
+}
+
 export function pageSize(first: number | null | undefined): number {
   if (first === null || first === undefined) return LIMITS.defaultPageSize;
   return intInRange('first', first, 0, LIMITS.pageSize);

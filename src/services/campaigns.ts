@@ -67,18 +67,9 @@ export class CampaignService {
 
   async create(ctx: RequestContext, input: CreateCampaignInput): Promise<CampaignModel> {
     const name = validate.text('name', input.name, validate.LIMITS.nameLength);
-    const perHolderLimit =
-      input.perHolderLimit === null || input.perHolderLimit === undefined
-        ? null
-        : validate.intInRange('perHolderLimit', input.perHolderLimit, 1, validate.LIMITS.perHolderLimit);
-    const lowStockThreshold =
-      input.lowStockThreshold === null || input.lowStockThreshold === undefined
-        ? null
-        : validate.intInRange('lowStockThreshold', input.lowStockThreshold, 1, validate.LIMITS.lowStockThreshold);
-    const maxHoldSeconds =
-      input.maxHoldSeconds === null || input.maxHoldSeconds === undefined
-        ? null
-        : validate.intInRange('maxHoldSeconds', input.maxHoldSeconds, 1, validate.LIMITS.maxHoldSeconds);
+    const perHolderLimit = validate.optionalIntInRange('perHolderLimit', input.perHolderLimit, 1, validate.LIMITS.perHolderLimit);
+    const lowStockThreshold = validate.optionalIntInRange('lowStockThreshold', input.lowStockThreshold, 1, validate.LIMITS.lowStockThreshold);
+    const maxHoldSeconds = validate.optionalIntInRange('maxHoldSeconds', input.maxHoldSeconds, 1, validate.LIMITS.maxHoldSeconds);
     const releasePolicy = input.releasePolicy ?? 'POOL';
     if (releasePolicy === 'WAITLIST_FIRST') throw new InvalidInput('releasePolicy', 'releasePolicy WAITLIST_FIRST needs waitlists, which Tessera does not have yet: use POOL or VOID.');
     validate.campaignWindow(input.opensAt, input.closesAt);
@@ -144,7 +135,7 @@ export class CampaignService {
   async setPartnerQuota(ctx: RequestContext, campaignId: string, partnerId: string, quota: number | null | undefined): Promise<CampaignModel> {
     const campaign = await this.require(campaignId);
     if (!validate.isUuid(partnerId) || (await ctx.loaders.partner.load(partnerId.toLowerCase())) === null) throw notFound('Partner', partnerId);
-    const cap = quota === null || quota === undefined ? null : validate.intInRange('quota', quota, 0, validate.LIMITS.quota);
+    const cap = validate.optionalIntInRange('quota', quota, 0, validate.LIMITS.quota);
     await setPartnerQuota(this.db.prisma, campaign.id, partnerId.toLowerCase(), cap);
     ctx.loaders.partnerStats.clear(campaign.id);
     return this.fresh(ctx, campaign);

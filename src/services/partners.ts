@@ -80,7 +80,7 @@ export class PartnerService implements Authenticator {
 
   async setRateLimit(ctx: RequestContext, partnerId: string, pointsPerSecond: number | null | undefined): Promise<PartnerModel> {
     const current = await this.require(partnerId);
-    const rateLimit = pointsPerSecond === null || pointsPerSecond === undefined ? null : validate.intInRange('pointsPerSecond', pointsPerSecond, 1, 1_000_000);
+    const rateLimit = validate.optionalIntInRange('pointsPerSecond', pointsPerSecond, 1, 1_000_000);
     const row = await this.db.prisma.partner.update({ where: { id: current.id }, data: { rateLimit }, select: { ...PARTNER_FIELDS, keyPrefix: true } });
     this.keys?.delete(row.keyPrefix);
     this.live?.keyChanged(row.id);
