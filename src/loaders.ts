@@ -14,6 +14,8 @@ import type { PartnerService } from './services/partners';
 
 export interface Loaders {
   readonly campaign: DataLoader<string, CampaignModel | null>;
+  /** Every field of a campaign, whatever `campaign` was primed with (a claim returns it without its settings). */
+  readonly campaignDetails: DataLoader<string, CampaignModel | null>;
   readonly stats: DataLoader<string, CampaignStatsModel>;
   readonly partner: DataLoader<string, PartnerModel | null>;
   /** Every field of a partner, whatever `partner` was primed with. */
@@ -40,6 +42,7 @@ function byKey<T>(keys: readonly string[], items: T[], keyOf: (item: T) => strin
  */
 class RequestLoaders implements Loaders {
   #campaign?: Loaders['campaign'];
+  #campaignDetails?: Loaders['campaignDetails'];
   #stats?: Loaders['stats'];
   #partner?: Loaders['partner'];
   #partnerDetails?: Loaders['partnerDetails'];
@@ -55,6 +58,10 @@ class RequestLoaders implements Loaders {
 
   get campaign(): Loaders['campaign'] {
     return (this.#campaign ??= new DataLoader(async (ids) => byKey(ids, await this.services.campaigns.findByIds(ids), (c) => c.id)));
+  }
+
+  get campaignDetails(): Loaders['campaignDetails'] {
+    return (this.#campaignDetails ??= new DataLoader(async (ids) => byKey(ids, await this.services.campaigns.findByIds(ids), (c) => c.id)));
   }
 
   get stats(): Loaders['stats'] {

@@ -130,3 +130,17 @@ test('VOID under concurrency: 60 claims, 30 holds lapsing and 20 releases at onc
     message: 'every lapsed hold swept',
   });
 });
+
+test("a claim's campaign answers its settings too, though the claim statement returns the campaign without them", async () => {
+  const partner = await server.createPartner();
+  const res = await server.gql<{ createCampaign: { campaign: { id: string } } }>(ADMIN_KEY, CREATE, {
+    input: { name: 'settings', releasePolicy: 'VOID', maxHoldSeconds: 600, lowStockThreshold: 3 },
+  });
+  const campaignId = res.body.data!.createCampaign.campaign.id;
+  await server.loadTickets(campaignId, 2);
+  await server.openCampaign(campaignId);
+  const claimed = await server.gql(partner.apiKey, 'mutation($i: ClaimTicketInput!) { claimTicket(input: $i) { allocation { campaign { id releasePolicy maxHoldSeconds lowStockThreshold } } } }', {
+    i: { campaignId, holder: 's' },
+  });
+  expect(claimed.body.data!.claimTicket.allocation.campaign).toEqual({ id: campaignId, releasePolicy: 'VOID', maxHoldSeconds: 600, lowStockThreshold: 3 });
+});

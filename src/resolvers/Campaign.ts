@@ -1,13 +1,18 @@
 import type { AllotmentResolvers, CampaignResolvers, CampaignStatsResolvers, PartnerStatsResolvers } from '../generated/graphql';
+import type { Loaders } from '../loaders';
+import type { CampaignModel } from '../models';
+
+/** The campaign with every field: itself when it has them, else read once per request (campaignDetails). */
+async function details(ctx: { loaders: Loaders }, campaign: CampaignModel): Promise<CampaignModel> {
+  if (campaign.releasePolicy !== undefined) return campaign;
+  return (await ctx.loaders.campaignDetails.load(campaign.id)) ?? campaign;
+}
 
 export const Campaign: CampaignResolvers = {
   stats: (campaign, _, ctx) => ctx.loaders.stats.load(campaign.id),
-  lowStockThreshold: async (campaign, _, ctx) =>
-    campaign.lowStockThreshold !== undefined ? campaign.lowStockThreshold : (await ctx.services.campaigns.settings(campaign.id)).lowStockThreshold,
-  maxHoldSeconds: async (campaign, _, ctx) =>
-    campaign.maxHoldSeconds !== undefined ? campaign.maxHoldSeconds : (await ctx.services.campaigns.settings(campaign.id)).maxHoldSeconds,
-  releasePolicy: async (campaign, _, ctx) =>
-    campaign.releasePolicy !== undefined ? campaign.releasePolicy : (await ctx.services.campaigns.settings(campaign.id)).releasePolicy,
+  lowStockThreshold: async (campaign, _, ctx) => campaign.lowStockThreshold ?? (await details(ctx, campaign)).lowStockThreshold ?? null,
+  maxHoldSeconds: async (campaign, _, ctx) => campaign.maxHoldSeconds ?? (await details(ctx, campaign)).maxHoldSeconds ?? null,
+  releasePolicy: async (campaign, _, ctx) => campaign.releasePolicy ?? (await details(ctx, campaign)).releasePolicy ?? 'POOL',
   allocations: (campaign, args, ctx) => ctx.services.allocationRecords.listForCampaign(ctx, campaign.id, args),
   timeline: (campaign, { bucket }, ctx) => ctx.services.campaigns.timeline(ctx, campaign.id, bucket),
   partnerStats: (campaign, _, ctx) => ctx.services.campaigns.partnerStats(ctx, campaign.id),

@@ -34,8 +34,6 @@ export interface UpdateCampaignInput {
   closesAt?: Date | null;
 }
 
-export type CampaignSettings = Required<Pick<CampaignModel, 'lowStockThreshold' | 'maxHoldSeconds' | 'releasePolicy'>>;
-
 export interface LoadResult {
   loaded: number;
   duplicates: number;
@@ -242,12 +240,6 @@ export class CampaignService {
       pageInfo: { hasNextPage: rows.length > limit, endCursor: edges.at(-1)?.cursor ?? null },
       totalCount: () => this.db.prisma.campaign.count({ where: status ? { status } : {} }),
     };
-  }
-
-  /** A campaign's settings the claim statements do not return with it (they return the rest). */
-  async settings(id: string): Promise<CampaignSettings> {
-    const row = await this.db.prisma.campaign.findUnique({ where: { id }, select: { lowStockThreshold: true, maxHoldSeconds: true, releasePolicy: true } });
-    return { lowStockThreshold: row?.lowStockThreshold ?? null, maxHoldSeconds: row?.maxHoldSeconds ?? null, releasePolicy: row?.releasePolicy ?? 'POOL' };
   }
 
   async findByIds(ids: readonly string[]): Promise<CampaignModel[]> {
