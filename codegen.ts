@@ -33,6 +33,8 @@ const config = {
     TimelinePoint: '../models#TimelinePointModel',
     PartnerStats: '../models#PartnerStatsModel',
     Allotment: '../models#AllotmentModel',
+    WaitlistEntry: '../models#WaitlistEntryModel',
+    WaitlistEntryConnection: '../models#ConnectionModel<WaitlistEntryModel>',
     AllocationConnection: '../models#ConnectionModel<AllocationModel>',
     CampaignConnection: '../models#ConnectionModel<CampaignModel>',
     PartnerConnection: '../models#ConnectionModel<PartnerModel>',

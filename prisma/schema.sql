@@ -12,7 +12,9 @@ CREATE TYPE campaign_status AS ENUM ('DRAFT', 'OPEN', 'CLOSED');
 
 CREATE TYPE release_policy AS ENUM ('POOL', 'WAITLIST_FIRST', 'VOID');
 
-CREATE TYPE ticket_status AS ENUM ('AVAILABLE', 'HELD', 'ALLOCATED', 'VOID', 'ALLOTTED');
+CREATE TYPE ticket_status AS ENUM ('AVAILABLE', 'HELD', 'ALLOCATED', 'VOID', 'ALLOTTED', 'RETURNED');
+
+CREATE TYPE waitlist_status AS ENUM ('WAITING', 'OFFERED', 'ACCEPTED', 'EXPIRED', 'LEFT');
 
 CREATE TYPE webhook_delivery_status AS ENUM ('PENDING', 'DELIVERED', 'FAILED');
 
@@ -38,6 +40,9 @@ ALTER SEQUENCE partner_quota_credits_id_seq OWNED BY partner_quota_credits.id;
 CREATE SEQUENCE tickets_id_seq AS bigint START WITH 1 INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1;
 ALTER SEQUENCE tickets_id_seq OWNED BY tickets.id;
 
+CREATE SEQUENCE waitlist_sequence AS bigint START WITH 1 INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1;
+ALTER SEQUENCE waitlist_sequence OWNED BY waitlist_entries.seq;
+
 -- Tables (columns in their order)
 
 CREATE TABLE allocations (
@@ -56,7 +61,8 @@ CREATE TABLE allocations (
     released_at timestamp(6) with time zone,
     confirmed_at timestamp(6) with time zone,
     request_index integer NOT NULL DEFAULT 0,
-    from_allotment boolean NOT NULL DEFAULT false
+    from_allotment boolean NOT NULL DEFAULT false,
+    waitlist_entry_id uuid
 );
 
 CREATE TABLE allotments (
@@ -105,7 +111,8 @@ CREATE TABLE campaigns (
     sold_out_announced_at timestamp(6) with time zone,
     low_stock_announced_at timestamp(6) with time zone,
     max_hold_seconds integer,
-    release_policy release_policy NOT NULL DEFAULT 'POOL'::release_policy
+    release_policy release_policy NOT NULL DEFAULT 'POOL'::release_policy,
+    waitlist_offer_seconds integer NOT NULL DEFAULT 900
 );
 
 CREATE TABLE minute_counters (
@@ -157,6 +164,22 @@ CREATE TABLE tickets (
     pick_order integer NOT NULL DEFAULT tessera_random_pick_order(),
     created_at timestamp(6) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
     allotted_to uuid
+);
+
+CREATE TABLE waitlist_entries (
+    campaign_id uuid NOT NULL,
+    id uuid NOT NULL DEFAULT gen_random_uuid(),
+    partner_id uuid NOT NULL,
+    holder text NOT NULL,
+    quantity integer NOT NULL,
+    metadata jsonb,
+    idempotency_key text,
+    request_hash text,
+    status waitlist_status NOT NULL DEFAULT 'WAITING'::waitlist_status,
+    seq bigint NOT NULL DEFAULT nextval('waitlist_sequence'::regclass),
+    created_at timestamp(6) with time zone NOT NULL DEFAULT clock_timestamp(),
+    offered_at timestamp(6) with time zone,
+    ended_at timestamp(6) with time zone
 );
 
 CREATE TABLE webhook_deliveries (
@@ -273,6 +296,14 @@ ALTER TABLE tickets ADD CONSTRAINT tickets_code_length CHECK (((char_length(code
 
 ALTER TABLE tickets ADD CONSTRAINT tickets_pkey PRIMARY KEY (campaign_id, id);
 
+ALTER TABLE waitlist_entries ADD CONSTRAINT waitlist_entries_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES campaigns(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+
+ALTER TABLE waitlist_entries ADD CONSTRAINT waitlist_entries_partner_id_fkey FOREIGN KEY (partner_id) REFERENCES partners(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+
+ALTER TABLE waitlist_entries ADD CONSTRAINT waitlist_entries_pkey PRIMARY KEY (campaign_id, id);
+
+ALTER TABLE waitlist_entries ADD CONSTRAINT waitlist_entries_quantity CHECK (((quantity >= 1) AND (quantity <= 100)));
+
 ALTER TABLE webhook_deliveries ADD CONSTRAINT webhook_deliveries_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES webhook_endpoints(id) ON UPDATE CASCADE ON DELETE RESTRICT;
 
 ALTER TABLE webhook_deliveries ADD CONSTRAINT webhook_deliveries_pkey PRIMARY KEY (id);
@@ -307,6 +338,8 @@ CREATE UNIQUE INDEX allocations_one_live_per_ticket ON public.allocations USING 
 
 CREATE INDEX allocations_partner_id_idempotency_key_idx ON public.allocations USING btree (partner_id, idempotency_key) WHERE (idempotency_key IS NOT NULL);
 
+CREATE INDEX allocations_waitlist_entry_idx ON public.allocations USING btree (campaign_id, waitlist_entry_id) WHERE (waitlist_entry_id IS NOT NULL);
+
 CREATE INDEX allotments_due_idx ON public.allotments USING btree (lapses_at) WHERE ((lapsed_at IS NULL) AND (lapses_at IS NOT NULL));
 
 CREATE INDEX audit_log_at_idx ON public.audit_log USING btree (at DESC, id DESC);
@@ -322,6 +355,20 @@ CREATE INDEX tickets_allotted_idx ON public.tickets USING btree (campaign_id, al
 CREATE INDEX tickets_available_pick_idx ON public.tickets USING btree (campaign_id, pick_order) WHERE (status = 'AVAILABLE'::ticket_status);
 
 CREATE UNIQUE INDEX tickets_campaign_id_code_key ON public.tickets USING btree (campaign_id, code);
+
+CREATE INDEX tickets_returned_idx ON public.tickets USING btree (campaign_id, pick_order) WHERE (status = 'RETURNED'::ticket_status);
+
+CREATE INDEX waitlist_entries_campaign_seq ON public.waitlist_entries USING btree (campaign_id, seq);
+
+CREATE INDEX waitlist_entries_id ON public.waitlist_entries USING btree (id);
+
+CREATE UNIQUE INDEX waitlist_entries_key ON public.waitlist_entries USING btree (campaign_id, partner_id, idempotency_key) WHERE (idempotency_key IS NOT NULL);
+
+CREATE UNIQUE INDEX waitlist_entries_live_holder ON public.waitlist_entries USING btree (campaign_id, partner_id, holder) WHERE (status = ANY (ARRAY['WAITING'::waitlist_status, 'OFFERED'::waitlist_status]));
+
+CREATE INDEX waitlist_entries_partner_key ON public.waitlist_entries USING btree (partner_id, idempotency_key) WHERE (idempotency_key IS NOT NULL);
+
+CREATE INDEX waitlist_entries_waiting ON public.waitlist_entries USING btree (campaign_id, seq) WHERE (status = 'WAITING'::waitlist_status);
 
 CREATE INDEX webhook_deliveries_endpoint_id_created_at_id_idx ON public.webhook_deliveries USING btree (endpoint_id, created_at DESC, id DESC);
 
@@ -366,16 +413,17 @@ CREATE OR REPLACE FUNCTION public.tessera_campaign_counts(p_campaign_id uuid)
 AS $function$
 #variable_conflict use_column
 DECLARE
-    voiding BOOLEAN := (SELECT cp.release_policy = 'VOID' FROM campaigns cp WHERE cp.id = p_campaign_id);
+    policy TEXT := (SELECT cp.release_policy::text FROM campaigns cp WHERE cp.id = p_campaign_id);
 BEGIN
     RETURN QUERY
     WITH live_allotments AS MATERIALIZED (
         SELECT l.partner_id FROM allotments l
          WHERE l.campaign_id = p_campaign_id AND l.lapsed_at IS NULL AND (l.lapses_at IS NULL OR l.lapses_at > clock_timestamp())
     )
-    SELECT c.total, c.allocated, c.held - l.n,
-           c.total - c.allocated - c.held - c.void - s.n
-             + CASE WHEN voiding THEN 0 ELSE l.n - l.drawn END
+    SELECT c.total, c.allocated,
+           c.held + r.n - CASE WHEN policy = 'WAITLIST_FIRST' THEN l.drawn ELSE l.n END,
+           c.total - c.allocated - c.held - c.void - s.n - r.n
+             + CASE WHEN policy = 'POOL' THEN l.n - l.drawn ELSE 0 END
       FROM (SELECT COALESCE(sum(x.total), 0)::bigint AS total, COALESCE(sum(x.allocated), 0)::bigint AS allocated,
                    COALESCE(sum(x.held), 0)::bigint AS held, COALESCE(sum(x.void), 0)::bigint AS void
               FROM campaign_counters x WHERE x.campaign_id = p_campaign_id) c,
@@ -384,7 +432,13 @@ BEGIN
               FROM allocations a
              WHERE a.campaign_id = p_campaign_id AND a.status = 'HELD' AND a.expires_at <= clock_timestamp()) l,
            (SELECT count(*) AS n FROM tickets t
-             WHERE t.campaign_id = p_campaign_id AND t.status = 'ALLOTTED' AND t.allotted_to IN (SELECT partner_id FROM live_allotments)) s;
+             WHERE t.campaign_id = p_campaign_id AND t.status = 'ALLOTTED' AND t.allotted_to IN (SELECT partner_id FROM live_allotments)) s,
+           -- WAITLIST_FIRST: on their way to the waitlist (RETURNED, or left in a lapsed allotment the
+           -- sweeper has not returned yet) — held, as in src/db/campaignStats.ts.
+           (SELECT count(*) AS n FROM tickets t
+             WHERE t.campaign_id = p_campaign_id
+               AND (t.status = 'RETURNED'
+                    OR (policy = 'WAITLIST_FIRST' AND t.status = 'ALLOTTED' AND t.allotted_to NOT IN (SELECT partner_id FROM live_allotments)))) r;
 END
 $function$;
 
@@ -609,6 +663,71 @@ BEGIN
 END
 $function$;
 
+CREATE OR REPLACE FUNCTION public.tessera_join_waitlist(p_campaign_id uuid, p_partner_id uuid, p_holder text, p_quantity integer, p_metadata jsonb, p_idempotency_key text, p_request_hash text)
+ RETURNS TABLE(verdict text, entry_id uuid, prior_campaign_id uuid, prior_request_hash text)
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    c campaigns%ROWTYPE;
+    live INTEGER;
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared(1, hashtext(p_campaign_id::text));
+
+    IF p_idempotency_key IS NOT NULL THEN
+        PERFORM pg_advisory_xact_lock(2, hashtext(p_partner_id::text || ':' || p_idempotency_key));
+        SELECT 'PRIOR', w.id, w.campaign_id, w.request_hash INTO verdict, entry_id, prior_campaign_id, prior_request_hash
+          FROM waitlist_entries w
+         WHERE w.partner_id = p_partner_id AND w.idempotency_key = p_idempotency_key
+         LIMIT 1;
+        IF FOUND THEN RETURN NEXT; RETURN; END IF;
+    END IF;
+
+    SELECT * INTO c FROM campaigns WHERE id = p_campaign_id;
+    IF NOT FOUND THEN
+        verdict := 'CAMPAIGN_NOT_FOUND'; RETURN NEXT; RETURN;
+    END IF;
+    IF c.status <> 'OPEN'
+       OR (c.opens_at IS NOT NULL AND clock_timestamp() < c.opens_at)
+       OR (c.closes_at IS NOT NULL AND clock_timestamp() >= c.closes_at) THEN
+        verdict := 'CAMPAIGN_NOT_OPEN'; RETURN NEXT; RETURN;
+    END IF;
+    IF c.release_policy <> 'WAITLIST_FIRST' OR p_quantity > COALESCE(c.per_holder_limit, 100) THEN
+        verdict := 'INVALID_INPUT'; RETURN NEXT; RETURN;
+    END IF;
+
+    PERFORM pg_advisory_xact_lock(6, hashtext(p_campaign_id::text));
+
+    SELECT 'ALREADY_ENTERED', w.id INTO verdict, entry_id
+      FROM waitlist_entries w
+     WHERE w.campaign_id = p_campaign_id AND w.partner_id = p_partner_id AND w.holder = p_holder
+       AND w.status IN ('WAITING', 'OFFERED');
+    IF FOUND THEN RETURN NEXT; RETURN; END IF;
+
+    IF c.per_holder_limit IS NOT NULL THEN
+        SELECT count(*) INTO live FROM allocations a
+         WHERE a.campaign_id = p_campaign_id AND a.partner_id = p_partner_id AND a.holder = p_holder
+           AND (a.status = 'ACTIVE' OR (a.status = 'HELD' AND a.expires_at > clock_timestamp()));
+        IF live + p_quantity > c.per_holder_limit THEN
+            verdict := 'HOLDER_LIMIT_REACHED'; RETURN NEXT; RETURN;
+        END IF;
+    END IF;
+
+    IF EXISTS (SELECT 1 FROM tickets t WHERE t.campaign_id = p_campaign_id AND t.status = 'AVAILABLE')
+       OR EXISTS (SELECT 1 FROM tickets t
+                   WHERE t.campaign_id = p_campaign_id AND t.status = 'ALLOTTED' AND t.allotted_to = p_partner_id
+                     AND EXISTS (SELECT 1 FROM allotments l
+                                  WHERE l.campaign_id = p_campaign_id AND l.partner_id = p_partner_id
+                                    AND (l.lapses_at IS NULL OR l.lapses_at > clock_timestamp()))) THEN
+        verdict := 'NOT_SOLD_OUT'; RETURN NEXT; RETURN;
+    END IF;
+
+    INSERT INTO waitlist_entries (campaign_id, partner_id, holder, quantity, metadata, idempotency_key, request_hash)
+    VALUES (p_campaign_id, p_partner_id, p_holder, p_quantity, p_metadata, p_idempotency_key, p_request_hash)
+    RETURNING 'OK', id INTO verdict, entry_id;
+    RETURN NEXT;
+END
+$function$;
+
 CREATE OR REPLACE FUNCTION public.tessera_lapse_allotments()
  RETURNS integer
  LANGUAGE plpgsql
@@ -633,7 +752,10 @@ BEGIN
         CONTINUE WHEN NOT FOUND;
 
         WITH free AS (
-            UPDATE tickets t SET status = 'AVAILABLE', allotted_to = NULL
+            UPDATE tickets t
+               SET status = (SELECT CASE WHEN cp.release_policy = 'WAITLIST_FIRST' THEN 'RETURNED' ELSE 'AVAILABLE' END::ticket_status
+                               FROM campaigns cp WHERE cp.id = r.campaign_id),
+                   allotted_to = NULL
              WHERE t.campaign_id = r.campaign_id
                AND t.id = ANY(ARRAY(SELECT x.id FROM tickets x
                                      WHERE x.campaign_id = r.campaign_id AND x.status = 'ALLOTTED' AND x.allotted_to = r.partner_id
@@ -680,6 +802,174 @@ BEGIN
         END IF;
     END LOOP;
     RETURN lapsed;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.tessera_leave_waitlist(p_entry_id uuid, p_partner_id uuid)
+ RETURNS TABLE(verdict text, campaign_id uuid, released integer)
+ LANGUAGE plpgsql
+AS $function$
+#variable_conflict use_column
+DECLARE
+    c UUID;
+    s TEXT;
+BEGIN
+    SELECT w.campaign_id INTO c FROM waitlist_entries w
+     WHERE w.id = p_entry_id AND (p_partner_id IS NULL OR w.partner_id = p_partner_id);
+    IF NOT FOUND THEN
+        verdict := 'ENTRY_NOT_FOUND'; RETURN NEXT; RETURN;
+    END IF;
+    campaign_id := c;
+    released := 0;
+    PERFORM pg_advisory_xact_lock_shared(1, hashtext(c::text));
+    SELECT w.status::text INTO s FROM waitlist_entries w WHERE w.campaign_id = c AND w.id = p_entry_id FOR UPDATE;
+    IF s = 'WAITING' THEN
+        UPDATE waitlist_entries w SET status = 'LEFT', ended_at = clock_timestamp()
+         WHERE w.campaign_id = c AND w.id = p_entry_id;
+        verdict := 'OK'; RETURN NEXT; RETURN;
+    END IF;
+    IF s <> 'OFFERED' THEN
+        verdict := 'NOT_WAITLISTED'; RETURN NEXT; RETURN;
+    END IF;
+
+    WITH declined AS (
+        UPDATE allocations a SET status = 'RELEASED', released_at = clock_timestamp(), expires_at = NULL
+         WHERE a.campaign_id = c
+           AND a.id = ANY(ARRAY(SELECT x.id FROM allocations x
+                                 WHERE x.campaign_id = c AND x.waitlist_entry_id = p_entry_id
+                                   AND x.status = 'HELD' AND x.expires_at > clock_timestamp()
+                                   FOR UPDATE SKIP LOCKED))
+           AND a.status = 'HELD'
+        RETURNING a.campaign_id, a.ticket_id, a.partner_id, a.from_allotment
+    ),
+    returned AS (
+        UPDATE tickets t
+           SET status = tessera_returned_ticket(d.campaign_id, d.partner_id, d.from_allotment)
+          FROM declined d
+         WHERE t.campaign_id = d.campaign_id AND t.id = d.ticket_id AND t.status = 'HELD'
+        RETURNING 1
+    )
+    SELECT count(*) INTO released FROM returned;
+    -- An offer whose holds had all been confirmed or had lapsed meanwhile: the entry settled with them.
+    UPDATE waitlist_entries w SET status = 'LEFT', ended_at = clock_timestamp()
+     WHERE w.campaign_id = c AND w.id = p_entry_id AND w.status = 'OFFERED';
+    verdict := 'OK'; RETURN NEXT;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.tessera_offer_all_returned()
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    c UUID;
+    offered INTEGER := 0;
+BEGIN
+    FOR c IN
+        SELECT DISTINCT t.campaign_id FROM tickets t WHERE t.status = 'RETURNED' LIMIT 100
+    LOOP
+        offered := offered + tessera_offer_returned(c);
+    END LOOP;
+    RETURN offered;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.tessera_offer_returned(p_campaign_id uuid)
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    cp campaigns%ROWTYPE;
+    pool BIGINT[];
+    give BIGINT[];
+    e RECORD;
+    verdict TEXT;
+    expires TIMESTAMPTZ;
+    offered INTEGER := 0;
+BEGIN
+    SELECT * INTO cp FROM campaigns WHERE id = p_campaign_id;
+    IF NOT FOUND OR cp.release_policy <> 'WAITLIST_FIRST' THEN
+        RETURN 0;
+    END IF;
+    PERFORM pg_advisory_xact_lock_shared(1, hashtext(p_campaign_id::text));
+    PERFORM pg_advisory_xact_lock(6, hashtext(p_campaign_id::text));
+
+    SELECT array_agg(x.id ORDER BY x.pick_order) INTO pool
+      FROM (SELECT t.id, t.pick_order FROM tickets t
+             WHERE t.campaign_id = p_campaign_id AND t.status = 'RETURNED'
+               FOR UPDATE SKIP LOCKED) x;
+    IF pool IS NULL THEN
+        RETURN 0;
+    END IF;
+
+    SELECT * INTO cp FROM campaigns WHERE id = p_campaign_id; -- read again after the locks
+    IF cp.status = 'OPEN'
+       AND (cp.opens_at IS NULL OR clock_timestamp() >= cp.opens_at)
+       AND (cp.closes_at IS NULL OR clock_timestamp() < cp.closes_at) THEN
+        FOR e IN
+            SELECT w.id, w.partner_id, w.holder, w.quantity, w.metadata FROM waitlist_entries w
+             WHERE w.campaign_id = p_campaign_id AND w.status = 'WAITING'
+             ORDER BY w.seq
+        LOOP
+            EXIT WHEN cardinality(pool) = 0;
+            CONTINUE WHEN e.quantity > cardinality(pool);
+            SELECT g.verdict INTO verdict FROM tessera_claim_gate(p_campaign_id, e.partner_id, e.holder, NULL, e.quantity, e.quantity) g;
+            CONTINUE WHEN verdict <> 'OK';
+
+            give := pool[1:e.quantity];
+            pool := pool[e.quantity + 1:];
+            expires := clock_timestamp() + make_interval(secs => LEAST(cp.waitlist_offer_seconds, COALESCE(cp.max_hold_seconds, cp.waitlist_offer_seconds)));
+
+            WITH offered_tickets AS (
+                UPDATE tickets t SET status = 'HELD'
+                 WHERE t.campaign_id = p_campaign_id AND t.id = ANY(give) AND t.status = 'RETURNED'
+                RETURNING t.id, t.code
+            ),
+            made AS (
+                INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, metadata, status, sequence,
+                                         allocated_at, expires_at, request_index, waitlist_entry_id)
+                SELECT p_campaign_id, h.id, e.partner_id, e.holder, e.metadata, 'HELD', nextval('allocation_sequence'),
+                       clock_timestamp(), expires, (row_number() OVER (ORDER BY h.id) - 1)::integer, e.id
+                  FROM offered_tickets h
+                RETURNING id, ticket_id, sequence, expires_at
+            ),
+            counted AS (
+                INSERT INTO campaign_counters AS c (campaign_id, slot, allocated, held)
+                SELECT p_campaign_id, pg_backend_pid(), 0, count(*) FROM made
+                ON CONFLICT (campaign_id, slot) DO UPDATE SET held = c.held + EXCLUDED.held
+            ),
+            counted_partners AS (
+                INSERT INTO partner_counters AS c (campaign_id, partner_id, slot, active, held)
+                SELECT p_campaign_id, e.partner_id, pg_backend_pid(), 0, count(*) FROM made
+                ON CONFLICT (campaign_id, partner_id, slot) DO UPDATE SET held = c.held + EXCLUDED.held
+            ),
+            counted_quota AS (
+                UPDATE partner_quotas q SET live = q.live + (SELECT count(*) FROM made)
+                 WHERE q.campaign_id = p_campaign_id AND q.partner_id = e.partner_id
+            ),
+            entry AS (
+                UPDATE waitlist_entries w SET status = 'OFFERED', offered_at = clock_timestamp()
+                 WHERE w.campaign_id = p_campaign_id AND w.id = e.id AND w.status = 'WAITING'
+            )
+            INSERT INTO webhook_events (type, campaign_id, partner_id, data, created_at)
+            SELECT 'WAITLIST_OFFERED', p_campaign_id, e.partner_id,
+                   jsonb_build_object(
+                     'entry', jsonb_build_object('id', e.id, 'campaignId', p_campaign_id, 'holder', e.holder),
+                     'allocations', (SELECT jsonb_agg(jsonb_build_object(
+                                        'id', m.id, 'campaignId', p_campaign_id, 'partnerId', e.partner_id,
+                                        'holder', e.holder, 'sequence', m.sequence, 'status', 'HELD',
+                                        'expiresAt', to_char(m.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                                        'ticket', jsonb_build_object('code', h.code)) ORDER BY m.sequence)
+                                       FROM made m JOIN offered_tickets h ON h.id = m.ticket_id)),
+                   clock_timestamp()
+             WHERE EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.enabled);
+            offered := offered + 1;
+        END LOOP;
+    END IF;
+
+    UPDATE tickets t SET status = 'AVAILABLE'
+     WHERE t.campaign_id = p_campaign_id AND t.id = ANY(pool) AND t.status = 'RETURNED';
+    RETURN offered;
 END
 $function$;
 
@@ -732,8 +1022,10 @@ CREATE OR REPLACE FUNCTION public.tessera_returned_ticket(p_campaign_id uuid, p_
  RETURNS ticket_status
  LANGUAGE plpgsql
 AS $function$
+DECLARE
+    policy TEXT := (SELECT release_policy::text FROM campaigns WHERE id = p_campaign_id);
 BEGIN
-    IF (SELECT release_policy FROM campaigns WHERE id = p_campaign_id) = 'VOID' THEN
+    IF policy = 'VOID' THEN
         RETURN 'VOID';
     END IF;
     IF p_drawn AND EXISTS (SELECT 1 FROM allotments l
@@ -741,7 +1033,37 @@ BEGIN
                               AND (l.lapses_at IS NULL OR l.lapses_at > clock_timestamp())) THEN
         RETURN 'ALLOTTED';
     END IF;
+    IF policy = 'WAITLIST_FIRST' THEN
+        RETURN 'RETURNED';
+    END IF;
     RETURN 'AVAILABLE';
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.tessera_settle_waitlist_entry()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF NEW.waitlist_entry_id IS NULL THEN
+        RETURN NULL;
+    END IF;
+    IF NEW.status = 'ACTIVE' THEN
+        PERFORM 1 FROM waitlist_entries w
+         WHERE w.campaign_id = NEW.campaign_id AND w.id = NEW.waitlist_entry_id
+           FOR UPDATE;
+        UPDATE waitlist_entries w SET status = 'ACCEPTED', ended_at = clock_timestamp()
+         WHERE w.campaign_id = NEW.campaign_id AND w.id = NEW.waitlist_entry_id AND w.status = 'OFFERED'
+           AND NOT EXISTS (SELECT 1 FROM allocations a
+                            WHERE a.campaign_id = NEW.campaign_id AND a.waitlist_entry_id = NEW.waitlist_entry_id
+                              AND a.status <> 'ACTIVE');
+    ELSE
+        UPDATE waitlist_entries w
+           SET status = CASE WHEN NEW.status = 'EXPIRED' THEN 'EXPIRED' ELSE 'LEFT' END::waitlist_status,
+               ended_at = clock_timestamp()
+         WHERE w.campaign_id = NEW.campaign_id AND w.id = NEW.waitlist_entry_id AND w.status = 'OFFERED';
+    END IF;
+    RETURN NULL;
 END
 $function$;
 
@@ -801,6 +1123,8 @@ CREATE TRIGGER allocations_count_changed AFTER UPDATE ON public.allocations REFE
 CREATE TRIGGER allocations_count_live AFTER UPDATE OF status ON public.allocations FOR EACH ROW EXECUTE FUNCTION tessera_count_live();
 
 CREATE TRIGGER allocations_record_events AFTER UPDATE ON public.allocations REFERENCING OLD TABLE AS rows_out NEW TABLE AS rows_in FOR EACH STATEMENT EXECUTE FUNCTION tessera_record_allocation_events();
+
+CREATE TRIGGER allocations_settle_waitlist_entry AFTER UPDATE OF status ON public.allocations FOR EACH ROW WHEN (((old.status = 'HELD'::allocation_status) AND (new.status <> 'HELD'::allocation_status))) EXECUTE FUNCTION tessera_settle_waitlist_entry();
 
 CREATE TRIGGER tickets_count_deleted AFTER DELETE ON public.tickets REFERENCING OLD TABLE AS rows_out FOR EACH STATEMENT EXECUTE FUNCTION tessera_count_tickets();
 

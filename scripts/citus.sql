@@ -31,6 +31,7 @@ SELECT create_distributed_table('tickets', 'campaign_id');
 SELECT create_distributed_table('allocations', 'campaign_id', colocate_with => 'tickets');
 SELECT create_distributed_table('partner_quotas', 'campaign_id', colocate_with => 'tickets');
 SELECT create_distributed_table('allotments', 'campaign_id', colocate_with => 'tickets');
+SELECT create_distributed_table('waitlist_entries', 'campaign_id', colocate_with => 'tickets');
 SELECT create_distributed_table('partner_quota_credits', 'campaign_id', colocate_with => 'tickets');
 SELECT create_distributed_table('campaign_counters', 'campaign_id', colocate_with => 'tickets');
 SELECT create_distributed_table('partner_counters', 'campaign_id', colocate_with => 'tickets');

@@ -13,6 +13,7 @@ import { ClaimBatcher } from './services/claimBatcher';
 import { CampaignService } from './services/campaigns';
 import { PartnerService } from './services/partners';
 import type { RequestContext } from './services/requestContext';
+import { WaitlistService } from './services/waitlist';
 import { WebhookService } from './services/webhooks';
 
 export interface Services {
@@ -22,6 +23,7 @@ export interface Services {
   readonly partners: PartnerService;
   readonly audit: AuditService;
   readonly webhooks: WebhookService;
+  readonly waitlist: WaitlistService;
 }
 
 export interface Context extends RequestContext {
@@ -71,6 +73,7 @@ export function createServices(
     partners: new PartnerService(db, options.adminApiKey, options.apiKeyCacheTtlMs, options.onError, options.live),
     audit: new AuditService(db, options.logger),
     webhooks: new WebhookService(db, options.webhooks),
+    waitlist: new WaitlistService(db, options.live),
   };
 }
 

@@ -119,6 +119,10 @@ export const CLAIM_MESSAGES: Record<ClaimErrorCode, string> = {
   INSUFFICIENT_TICKETS: 'Fewer tickets are available than the quantity asked; nothing was allocated.',
   HOLD_EXTENSION_LIMIT: "The hold would last past its creation plus the campaign's maxHoldSeconds; it was not extended.",
   ALL_ALLOTTED: 'Nothing is available to this partner now; tickets allotted to other partners may return when their allotments lapse.',
+  NOT_SOLD_OUT: 'A ticket is available to this partner: claim it instead of joining the waitlist.',
+  NOT_WAITLISTED: 'The entry is no longer waiting or offered.',
+  ALREADY_ENTERED: 'This holder already has a live entry here.',
+  ENTRY_NOT_FOUND: 'No entry of yours has this id.',
 };
 
 export function claimError(code: ClaimErrorCode, message = CLAIM_MESSAGES[code]): ClaimError {

@@ -8,6 +8,7 @@ import { campaignStats } from './db/campaignStats';
 import { findAllocationsByIds } from './db/findAllocations';
 import { findTickets } from './db/findTickets';
 import { partnerStats } from './db/campaignReports';
+import { findOfferAllocationIds, waitlistFigures } from './db/waitlist';
 import type { AllocationModel, CampaignModel, CampaignStatsModel, PartnerModel, PartnerStatsModel, TicketModel } from './models';
 import type { CampaignService } from './services/campaigns';
 import type { PartnerService } from './services/partners';
@@ -25,6 +26,10 @@ export interface Loaders {
   readonly allocation: DataLoader<string, AllocationModel | null>;
   /** Per campaign (admin report; one statement per campaign asked about). */
   readonly partnerStats: DataLoader<string, PartnerStatsModel[]>;
+  /** Per campaign: WAITING and OFFERED waitlist entries. */
+  readonly waitlistFigures: DataLoader<string, { waiting: number; offered: number }>;
+  /** Keyed by `${campaignId}:${entryId}`: the ids of the allocations offered to the entry. */
+  readonly waitlistOffer: DataLoader<string, string[]>;
 }
 
 const EMPTY_STATS: CampaignStatsModel = { total: 0, allocated: 0, held: 0, available: 0, allotted: 0, void: 0, soldOutAt: null };
@@ -49,6 +54,8 @@ class RequestLoaders implements Loaders {
   #ticket?: Loaders['ticket'];
   #allocation?: Loaders['allocation'];
   #partnerStats?: Loaders['partnerStats'];
+  #waitlistFigures?: Loaders['waitlistFigures'];
+  #waitlistOffer?: Loaders['waitlistOffer'];
 
   constructor(
     private readonly db: Database,
@@ -99,6 +106,24 @@ class RequestLoaders implements Loaders {
 
   get partnerStats(): Loaders['partnerStats'] {
     return (this.#partnerStats ??= new DataLoader(async (ids) => Promise.all(ids.map((id) => partnerStats(this.db.prisma, id)))));
+  }
+
+  get waitlistFigures(): Loaders['waitlistFigures'] {
+    return (this.#waitlistFigures ??= new DataLoader(async (ids) => {
+      const figures = await waitlistFigures(this.db.prisma, ids);
+      return ids.map((id) => figures.get(id) ?? { waiting: 0, offered: 0 });
+    }));
+  }
+
+  get waitlistOffer(): Loaders['waitlistOffer'] {
+    return (this.#waitlistOffer ??= new DataLoader(async (keys) => {
+      const entries = keys.map((key) => {
+        const [campaignId, id] = key.split(':') as [string, string];
+        return { campaignId, id };
+      });
+      const offers = await findOfferAllocationIds(this.db.prisma, entries);
+      return entries.map((e) => offers.get(e.id) ?? []);
+    }));
   }
 }
 

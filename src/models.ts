@@ -6,6 +6,7 @@ export type CampaignStatus = 'DRAFT' | 'OPEN' | 'CLOSED';
 export type TicketStatus = 'AVAILABLE' | 'HELD' | 'ALLOCATED' | 'VOID' | 'ALLOTTED';
 export type ReleasePolicy = 'POOL' | 'WAITLIST_FIRST' | 'VOID';
 export type AllocationStatus = 'HELD' | 'ACTIVE' | 'RELEASED' | 'EXPIRED';
+export type WaitlistStatus = 'WAITING' | 'OFFERED' | 'ACCEPTED' | 'EXPIRED' | 'LEFT';
 
 export interface PartnerModel {
   id: string;
@@ -37,6 +38,7 @@ export interface CampaignModel {
   lowStockThreshold?: number | null;
   maxHoldSeconds?: number | null;
   releasePolicy?: ReleasePolicy;
+  waitlistOfferSeconds?: number;
   createdAt: Date;
 }
 
@@ -65,6 +67,23 @@ export interface AllotmentModel {
   remaining: number;
   lapsesAt: Date | null;
   lapsedAt: Date | null;
+}
+
+/** A waitlist entry (src/db/waitlist.ts). */
+export interface WaitlistEntryModel {
+  id: string;
+  campaignId: string;
+  partnerId: string;
+  holder: string;
+  quantity: number;
+  status: WaitlistStatus;
+  /** Join order. */
+  seq: number;
+  /** The 1-based rank among the campaign's WAITING entries; null unless WAITING. */
+  position: number | null;
+  createdAt: Date;
+  offeredAt: Date | null;
+  endedAt: Date | null;
 }
 
 export interface PartnerStatsModel {

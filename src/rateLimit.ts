@@ -25,6 +25,8 @@ export const OPERATION_COSTS: Readonly<Record<string, number>> = {
   confirmHold: 3,
   extendHold: 3,
   releaseAllocation: 3,
+  joinWaitlist: 5,
+  leaveWaitlist: 3,
 };
 
 export interface RateLimits {

@@ -77,11 +77,11 @@ test.each([
     for (const [wait, generic] of [[false, false], [true, false], [false, true], [true, true]] as const) {
       const ticketScans = await scans(campaignId, wait, variant, 'tickets', generic);
       // The picks and the contended check use the partial index of AVAILABLE tickets (those of
-      // allotments, ALLOTTED tickets, theirs); the UPDATE finds its rows by primary key; nothing
-      // scans the campaign.
+      // allotments, ALLOTTED tickets, theirs; the WAITLIST_FIRST check of returned tickets, RETURNED
+      // ones, theirs); the UPDATE finds its rows by primary key; nothing scans the campaign.
       const picks = ticketScans.filter((s) => !s.endsWith(':tickets_pkey'));
       expect(picks.filter((s) => s.endsWith(':tickets_available_pick_idx')).length).toBeGreaterThanOrEqual(2);
-      for (const scan of picks) expect(scan).toMatch(/Index.*Scan:tickets_(available_pick|allotted)_idx/);
+      for (const scan of picks) expect(scan).toMatch(/Index.*Scan:tickets_(available_pick|allotted|returned)_idx/);
       expect(ticketScans.filter((s) => s.endsWith(':tickets_pkey')).length).toBe(1);
       for (const scan of await scans(campaignId, wait, variant, 'allocations', generic)) expect(scan).toMatch(/^(Index|Bitmap)/);
     }

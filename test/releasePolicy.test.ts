@@ -14,6 +14,8 @@ beforeAll(async () => {
 afterAll(() => server.stop());
 
 const CREATE = 'mutation($input: CreateCampaignInput!) { createCampaign(input: $input) { campaign { id releasePolicy } } }';
+const CREATE_WITH_OFFER =
+  'mutation($input: CreateCampaignInput!) { createCampaign(input: $input) { campaign { id releasePolicy waitlistOfferSeconds waitlistLength } } }';
 const STATS = 'query($id: ID!) { campaign(id: $id) { releasePolicy stats { total allocated held available void soldOutAt } } }';
 const HOLD = 'mutation($input: HoldTicketInput!) { holdTicket(input: $input) { allocation { id ticket { id status } } error { code } } }';
 const RELEASE = 'mutation($id: ID!) { releaseAllocation(allocationId: $id) { allocation { id status ticket { id code status } } error { code } } }';
@@ -35,18 +37,27 @@ const hold = async (key: string, campaignId: string, holder: string) =>
   (await server.gql(key, HOLD, { input: { campaignId, holder, ttlSeconds: 60 } })).body.data!.holdTicket;
 const sweepNow = () => server.sql.query('SELECT tessera_expire_holds(1000)');
 
-test('releasePolicy is POOL unless chosen; VOID is kept; WAITLIST_FIRST is refused until waitlists exist; nonsense is a validation error', async () => {
+test('releasePolicy is POOL unless chosen; VOID and WAITLIST_FIRST are kept; waitlistOfferSeconds defaults within maxHoldSeconds; nonsense is a validation error', async () => {
   const plain = await server.gql(ADMIN_KEY, CREATE, { input: { name: 'default' } });
   expect(plain.body.data!.createCampaign.campaign.releasePolicy).toBe('POOL');
   const voiding = await server.gql(ADMIN_KEY, CREATE, { input: { name: 'void', releasePolicy: 'VOID' } });
   expect(voiding.body.data!.createCampaign.campaign.releasePolicy).toBe('VOID');
-  const listed = await server.gql(ADMIN_KEY, '{ campaigns(first: 5) { edges { node { id releasePolicy } } } }');
-  expect(listed.body.data!.campaigns.edges.map((e: { node: { releasePolicy: string } }) => e.node.releasePolicy)).toEqual(expect.arrayContaining(['POOL', 'VOID']));
+  const waitlist = await server.gql(ADMIN_KEY, CREATE_WITH_OFFER, { input: { name: 'w', releasePolicy: 'WAITLIST_FIRST' } });
+  expect(waitlist.body.data!.createCampaign.campaign).toMatchObject({ releasePolicy: 'WAITLIST_FIRST', waitlistOfferSeconds: 900, waitlistLength: 0 });
+  const short = await server.gql(ADMIN_KEY, CREATE_WITH_OFFER, { input: { name: 's', releasePolicy: 'WAITLIST_FIRST', maxHoldSeconds: 60 } });
+  expect(short.body.data!.createCampaign.campaign.waitlistOfferSeconds).toBe(60);
+  const listed = await server.gql(ADMIN_KEY, '{ campaigns(first: 5) { edges { node { id releasePolicy waitlistOfferSeconds } } } }');
+  expect(listed.body.data!.campaigns.edges.map((e: { node: { releasePolicy: string } }) => e.node.releasePolicy)).toEqual(
+    expect.arrayContaining(['POOL', 'VOID', 'WAITLIST_FIRST']),
+  );
 
   const before = (await server.sql.query('SELECT count(*)::int AS n FROM campaigns')).rows[0].n;
-  const waitlist = await server.gql(ADMIN_KEY, CREATE, { input: { name: 'w', releasePolicy: 'WAITLIST_FIRST' } });
-  expect(waitlist.body.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
-  expect(waitlist.body.errors?.[0]?.message).toContain('WAITLIST_FIRST');
+  // An offer is a hold: never longer than maxHoldSeconds.
+  const tooLong = await server.gql(ADMIN_KEY, CREATE, { input: { name: 'l', releasePolicy: 'WAITLIST_FIRST', maxHoldSeconds: 60, waitlistOfferSeconds: 61 } });
+  expect(tooLong.body.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+  expect(tooLong.body.errors?.[0]?.message).toContain('waitlistOfferSeconds');
+  const zero = await server.gql(ADMIN_KEY, CREATE, { input: { name: 'z', releasePolicy: 'WAITLIST_FIRST', waitlistOfferSeconds: 0 } });
+  expect(zero.body.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
   const nonsense = await server.gql(ADMIN_KEY, CREATE, { input: { name: 'n', releasePolicy: 'SOMETIMES' } });
   expect(nonsense.body.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
   expect((await server.sql.query('SELECT count(*)::int AS n FROM campaigns')).rows[0].n).toBe(before);

@@ -181,6 +181,12 @@ interface LatestAllocation {
   partner: { name: string };
 }
 
+const POLICY_TEXT: Record<string, string> = {
+  POOL: 'return to the pool',
+  VOID: 'are retired (VOID)',
+  WAITLIST_FIRST: 'go to the waitlist first',
+};
+
 interface CampaignDetail {
   id: string;
   name: string;
@@ -191,12 +197,27 @@ interface CampaignDetail {
   releasePolicy: string;
   maxHoldSeconds: number | null;
   allotments: { partner: { name: string }; size: number; used: number; remaining: number; lapsesAt: string | null; lapsedAt: string | null }[];
+  waitlistLength: number;
+  waitlistOfferSeconds: number;
+  head: { edges: { node: WaitlistRow }[] };
+  offers: { totalCount: number; edges: { node: WaitlistRow }[] };
+}
+
+interface WaitlistRow {
+  holder: string;
+  quantity: number;
+  position: number | null;
+  createdAt: string;
+  offer: { expiresAt: string | null; status: string }[];
 }
 
 const DETAIL = `query($id: ID!) {
   campaign(id: $id) {
     id name status opensAt closesAt perHolderLimit releasePolicy maxHoldSeconds
     allotments { partner { name } size used remaining lapsesAt lapsedAt }
+    waitlistLength waitlistOfferSeconds
+    head: waitlist(first: 5, status: WAITING) { edges { node { holder quantity position createdAt offer { expiresAt status } } } }
+    offers: waitlist(first: 5, status: OFFERED) { totalCount edges { node { holder quantity position createdAt offer { expiresAt status } } } }
     timeline(bucket: MINUTE) { at allocated cumulative }
     partnerStats { partner { name } allocated held quota }
     allocations(first: 15, order: NEWEST_FIRST) { edges { node { sequence holder status ticket { code } partner { name } } } }
@@ -210,6 +231,8 @@ export async function campaign(id: string): Promise<void> {
   const partners = h('tbody');
   const latest = h('tbody', { 'data-testid': 'latest' });
   const allotments = h('tbody', { 'data-testid': 'allotments' });
+  const waitlistSummary = h('p', { 'data-testid': 'waitlist-summary' });
+  const waitlist = h('tbody', { 'data-testid': 'waitlist' });
   const actions = h('div.actions');
   const title = h('h1', {}, '…');
   const meta = h('p.meta');
@@ -226,6 +249,8 @@ export async function campaign(id: string): Promise<void> {
     ),
     h('section', {}, h('h2', {}, 'Allotments'),
       h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Partner'), h('th', {}, 'Size'), h('th', {}, 'Used'), h('th', {}, 'Remaining'), h('th', {}, 'Lapses'))), allotments)),
+    h('section', {}, h('h2', {}, 'Waitlist'), waitlistSummary,
+      h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Position'), h('th', {}, 'Holder'), h('th', {}, 'Tickets'), h('th', {}, 'Joined'), h('th', {}, 'Offer'))), waitlist)),
     h('section', {}, h('h2', {}, 'Load tickets'), loader),
   );
 
@@ -243,7 +268,7 @@ export async function campaign(id: string): Promise<void> {
       ` window ${c.opensAt ? new Date(c.opensAt).toLocaleString() : 'now'} – ${c.closesAt ? new Date(c.closesAt).toLocaleString() : 'open-ended'}`,
       ` · per-holder limit ${c.perHolderLimit ?? 'none'}`,
       ' · released tickets ',
-      h('span', { 'data-testid': 'release-policy' }, c.releasePolicy === 'VOID' ? 'are retired (VOID)' : 'return to the pool'),
+      h('span', { 'data-testid': 'release-policy' }, POLICY_TEXT[c.releasePolicy] ?? c.releasePolicy),
       c.maxHoldSeconds === null ? '' : ` · holds at most ${fmt(c.maxHoldSeconds)} s`,
     );
     actions.replaceChildren(
@@ -262,6 +287,20 @@ export async function campaign(id: string): Promise<void> {
             h('tr', {}, h('td', {}, a.partner.name), h('td', {}, fmt(a.size)), h('td', {}, fmt(a.used)), h('td', {}, fmt(a.remaining)), h('td', {}, lapse(a))),
           )),
     );
+    waitlistSummary.textContent =
+      c.releasePolicy === 'WAITLIST_FIRST'
+        ? `${fmt(c.waitlistLength)} waiting · ${fmt(c.offers.totalCount)} offers out, each held ${fmt(c.waitlistOfferSeconds)} s`
+        : 'No waitlist: released tickets do not go to a waitlist under this release policy.';
+    const entryRow = (e: WaitlistRow) =>
+      h('tr', {},
+        h('td', {}, e.position === null ? '—' : String(e.position)),
+        h('td', {}, e.holder),
+        h('td', {}, fmt(e.quantity)),
+        h('td', {}, new Date(e.createdAt).toLocaleString()),
+        h('td', {}, e.offer.length === 0 ? 'waiting' : `offered until ${new Date(e.offer[0]!.expiresAt ?? Date.now()).toLocaleTimeString()}`),
+      );
+    const rows = [...c.offers.edges, ...c.head.edges].map(({ node }) => entryRow(node));
+    waitlist.replaceChildren(...(rows.length === 0 ? [h('tr', {}, h('td.empty', { colspan: '5' }, 'Nobody is waiting.'))] : rows));
     latest.replaceChildren(
       ...c.allocations.edges.map(({ node }) =>
         h('tr', {}, h('td', {}, String(node.sequence)), h('td.code', {}, node.ticket.code), h('td', {}, node.holder), h('td', {}, node.partner.name), h('td', {}, node.status)),

@@ -2,7 +2,8 @@
 -- (src/sweeper.ts, every HOLD_SWEEP_INTERVAL_MS). From lapses_at on, any claim may already take an
 -- allotment's unused tickets (the second look, src/db/pickTickets.ts: `lapsed_allotted`); this
 -- writes the lapse down: the tickets still ALLOTTED go back to the pool (never VOID: an unused
--- allotment was never allocated), `returned` counts them, and once none is left the allotment gets
+-- allotment was never allocated) — under WAITLIST_FIRST to the waitlist first: RETURNED, for the
+-- sweeper's tessera_offer_returned right after (claims take none of them meanwhile), `returned` counts them, and once none is left the allotment gets
 -- lapsed_at and its ALLOTMENT_LAPSED event — once: all under the allotment row's lock, which two
 -- sweepers never share (SKIP LOCKED). A ticket a claim has locked meanwhile is the claim's, or comes
 -- back to the next sweep.
@@ -33,7 +34,10 @@ BEGIN
         CONTINUE WHEN NOT FOUND;
 
         WITH free AS (
-            UPDATE tickets t SET status = 'AVAILABLE', allotted_to = NULL
+            UPDATE tickets t
+               SET status = (SELECT CASE WHEN cp.release_policy = 'WAITLIST_FIRST' THEN 'RETURNED' ELSE 'AVAILABLE' END::ticket_status
+                               FROM campaigns cp WHERE cp.id = r.campaign_id),
+                   allotted_to = NULL
              WHERE t.campaign_id = r.campaign_id
                AND t.id = ANY(ARRAY(SELECT x.id FROM tickets x
                                      WHERE x.campaign_id = r.campaign_id AND x.status = 'ALLOTTED' AND x.allotted_to = r.partner_id

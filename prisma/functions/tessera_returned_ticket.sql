@@ -4,20 +4,29 @@
 --                                          from, if any, shrinks with it: its size is used + what
 --                                          is left, src/db/allotments.ts);
 --   drawn from the partner's live allotment back to that allotment: ALLOTTED;
+--   WAITLIST_FIRST                         RETURNED: offered to the waitlist, or put back in the
+--                                          pool, by tessera_offer_returned — which whoever returns
+--                                          it calls next (src/db/waitlist.ts), the sweeper within a
+--                                          second if that caller died first;
 --   otherwise                              back to the pool: AVAILABLE.
 -- The policy never changes after creation; an allotment is live until its lapses_at.
 -- (PL/pgSQL, checked when it runs: it names columns and a table migrations after the baseline add.)
 CREATE OR REPLACE FUNCTION "tessera_returned_ticket"(p_campaign_id UUID, p_partner_id UUID, p_drawn BOOLEAN) RETURNS ticket_status
   LANGUAGE plpgsql VOLATILE
 AS $$
+DECLARE
+    policy TEXT := (SELECT release_policy::text FROM campaigns WHERE id = p_campaign_id);
 BEGIN
-    IF (SELECT release_policy FROM campaigns WHERE id = p_campaign_id) = 'VOID' THEN
+    IF policy = 'VOID' THEN
         RETURN 'VOID';
     END IF;
     IF p_drawn AND EXISTS (SELECT 1 FROM allotments l
                             WHERE l.campaign_id = p_campaign_id AND l.partner_id = p_partner_id
                               AND (l.lapses_at IS NULL OR l.lapses_at > clock_timestamp())) THEN
         RETURN 'ALLOTTED';
+    END IF;
+    IF policy = 'WAITLIST_FIRST' THEN
+        RETURN 'RETURNED';
     END IF;
     RETURN 'AVAILABLE';
 END

@@ -5,7 +5,9 @@
 // tickets ALLOTTED to them: O(allotted), nothing at all in a campaign without allotments.
 // A hold past its expiry counts as available (its ticket is claimable from that instant) — as void
 // under the VOID release policy, which retires it — not as held, even before the sweeper has
-// written so: those are counted from the index of held allocations.
+// written so: those are counted from the index of held allocations. Under WAITLIST_FIRST it stays
+// held until the sweeper has offered it to the waitlist (or put it back in the pool): no claim takes
+// it meanwhile.
 // Batched: one statement for every campaign a request asks about.
 //
 // soldOutAt: recorded by the release that ends a sell-out (db/releaseAllocation.ts); while a
@@ -50,19 +52,34 @@ export async function campaignStats(db: Db, campaignIds: readonly string[]): Pro
        WHERE t.status = 'ALLOTTED'
        GROUP BY t.campaign_id
     ),
+    -- WAITLIST_FIRST: tickets on their way to the waitlist count as held — RETURNED ones, and the
+    -- unused tickets of allotments past lapses_at that the sweeper has not returned yet (no claim
+    -- takes either: they are offered first).
+    on_the_way AS (
+      SELECT t.campaign_id, count(*) AS n
+        FROM tickets t
+       WHERE t.campaign_id = ANY(${campaignIds}::uuid[])
+         AND (t.status = 'RETURNED'
+              OR (t.status = 'ALLOTTED'
+                  AND (t.campaign_id, t.allotted_to) NOT IN (SELECT campaign_id, partner_id FROM live_allotments)
+                  AND (SELECT cp.release_policy FROM campaigns cp WHERE cp.id = t.campaign_id) = 'WAITLIST_FIRST'))
+       GROUP BY t.campaign_id
+    ),
     figures AS (
       SELECT cp.id AS campaign_id, cp.sold_out_at,
              COALESCE(c.total, 0) AS total,
              COALESCE(c.allocated, 0) AS allocated,
-             COALESCE(c.held, 0) - COALESCE(l.n, 0) AS held,
+             COALESCE(c.held, 0) + COALESCE(r.n, 0)
+               - CASE cp.release_policy WHEN 'WAITLIST_FIRST' THEN COALESCE(l.drawn, 0) ELSE COALESCE(l.n, 0) END AS held,
              COALESCE(s.n, 0) + CASE WHEN cp.release_policy = 'VOID' THEN 0 ELSE COALESCE(l.drawn, 0) END AS allotted,
-             COALESCE(c.total - c.allocated - c.held - c.void, 0) - COALESCE(s.n, 0)
-               + CASE WHEN cp.release_policy = 'VOID' THEN 0 ELSE COALESCE(l.n - l.drawn, 0) END AS available,
+             COALESCE(c.total - c.allocated - c.held - c.void, 0) - COALESCE(s.n, 0) - COALESCE(r.n, 0)
+               + CASE WHEN cp.release_policy = 'POOL' THEN COALESCE(l.n - l.drawn, 0) ELSE 0 END AS available,
              COALESCE(c.void, 0) + CASE WHEN cp.release_policy = 'VOID' THEN COALESCE(l.n, 0) ELSE 0 END AS void
         FROM campaigns cp
         LEFT JOIN counts c ON c.campaign_id = cp.id
         LEFT JOIN lapsed l ON l.campaign_id = cp.id
         LEFT JOIN set_aside s ON s.campaign_id = cp.id
+        LEFT JOIN on_the_way r ON r.campaign_id = cp.id
        WHERE cp.id = ANY(${campaignIds}::uuid[])
     )
     SELECT f.campaign_id, f.total, f.allocated, f.held, f.allotted, f.available, f.void,

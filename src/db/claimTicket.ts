@@ -37,7 +37,7 @@ import type { JsonValue } from './json';
 import { ALLOCATION_COLUMNS, toAllocation, type AllocationRow } from './allocationRow';
 import { COUNT_ALLOCATED } from './countAllocations';
 import { ALLOCATION_EVENTS } from './webhookEvents';
-import { pickTickets, returnsToPool, takeTickets } from './pickTickets';
+import { pickTickets, releasePolicy, takeTickets } from './pickTickets';
 import { CAMPAIGN_COLUMNS, campaignOf, type CampaignColumns } from './campaignColumns';
 import type { AllocationModel, CampaignModel, TicketModel } from '../models';
 
@@ -173,15 +173,30 @@ export function claimSql(p: ClaimTicketParams): Prisma.Sql {
                     AND (x.allotted_to = ${p.partnerId}::uuid
                          OR x.allotted_to = ANY(ARRAY(SELECT l.partner_id FROM allotments l
                                                        WHERE l.campaign_id = ${c} AND l.lapses_at <= clock_timestamp())))
+                    AND (${releasePolicy(c)} <> 'WAITLIST_FIRST'
+                         OR x.allotted_to = ANY(ARRAY(SELECT l.partner_id FROM allotments l
+                                                       WHERE l.campaign_id = ${c} AND l.partner_id = ${p.partnerId}::uuid
+                                                         AND (l.lapses_at IS NULL OR l.lapses_at > clock_timestamp()))))
                   ORDER BY x.pick_order LIMIT ${n}) s)
              + (SELECT count(*) FROM (SELECT 1 FROM allocations y
-                  WHERE y.campaign_id = ${c} AND y.status = 'HELD' AND y.expires_at <= clock_timestamp() AND ${returnsToPool(c)}
+                  WHERE y.campaign_id = ${c} AND y.status = 'HELD' AND y.expires_at <= clock_timestamp() AND ${releasePolicy(c)} = 'POOL'
                   ORDER BY y.expires_at LIMIT ${n}) s)
              ) >= ${n}`}
            END AS contended,
            CASE WHEN g.verdict = 'OK' AND a.id IS NULL THEN
-             EXISTS (SELECT 1 FROM allocations h
-                      WHERE h.campaign_id = ${c} AND h.status = 'HELD' AND h.expires_at > clock_timestamp() AND ${returnsToPool(c)})
+             CASE ${releasePolicy(c)}
+               WHEN 'VOID' THEN false
+               WHEN 'POOL' THEN EXISTS (SELECT 1 FROM allocations h
+                                         WHERE h.campaign_id = ${c} AND h.status = 'HELD' AND h.expires_at > clock_timestamp())
+               -- WAITLIST_FIRST: expired holds, returned tickets and a lapsed allotment's leftovers
+               -- are on their way to the waitlist, then to the pool: they may come back too
+               ELSE EXISTS (SELECT 1 FROM allocations h WHERE h.campaign_id = ${c} AND h.status = 'HELD')
+                    OR EXISTS (SELECT 1 FROM tickets x WHERE x.campaign_id = ${c} AND x.status = 'RETURNED')
+                    OR EXISTS (SELECT 1 FROM tickets x
+                                WHERE x.campaign_id = ${c} AND x.status = 'ALLOTTED'
+                                  AND x.allotted_to = ANY(ARRAY(SELECT l.partner_id FROM allotments l
+                                                                 WHERE l.campaign_id = ${c} AND l.lapses_at <= clock_timestamp())))
+             END
            END AS held,
            CASE WHEN g.verdict = 'OK' AND a.id IS NULL THEN
              EXISTS (SELECT 1 FROM tickets x

@@ -20,6 +20,7 @@ interface CampaignRow {
   low_stock_threshold: number | null;
   max_hold_seconds: number | null;
   release_policy: ReleasePolicy;
+  waitlist_offer_seconds: number;
   created_at: Date;
   created_at_text: string;
 }
@@ -29,7 +30,7 @@ export async function findCampaignPage(
   q: { status: CampaignStatus | null; after: CampaignCursor | null; limit: number },
 ): Promise<{ campaign: CampaignModel; cursor: CampaignCursor }[]> {
   const rows = await db.$queryRaw<CampaignRow[]>`
-    SELECT id, name, status, opens_at, closes_at, per_holder_limit, low_stock_threshold, max_hold_seconds, release_policy, created_at, created_at::text AS created_at_text
+    SELECT id, name, status, opens_at, closes_at, per_holder_limit, low_stock_threshold, max_hold_seconds, release_policy, waitlist_offer_seconds, created_at, created_at::text AS created_at_text
       FROM campaigns
      WHERE (${q.status}::campaign_status IS NULL OR status = ${q.status}::campaign_status)
        AND (${q.after?.createdAt ?? null}::timestamptz IS NULL
@@ -47,6 +48,7 @@ export async function findCampaignPage(
       lowStockThreshold: r.low_stock_threshold,
       maxHoldSeconds: r.max_hold_seconds,
       releasePolicy: r.release_policy,
+      waitlistOfferSeconds: r.waitlist_offer_seconds,
       createdAt: r.created_at,
     },
     cursor: { createdAt: r.created_at_text, id: r.id },

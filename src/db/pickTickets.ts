@@ -8,8 +8,10 @@
 // claimer's own ALLOTTED tickets (its allotment is drawn on first; `drawn` while it has not
 // lapsed), then up to `count` AVAILABLE tickets from the random start `start` (wrapping round below
 // it), then, only for what is still missing, tickets of other partners' allotments that have lapsed
-// (claimable from lapses_at on, before the sweeper returns them), then holds that have expired
-// (never under the VOID release policy: their tickets are retired, by the sweeper; never another
+// (claimable from lapses_at on, before the sweeper returns them — except under WAITLIST_FIRST, where
+// the sweeper offers them to the waitlist first, as it does the owner's own once lapsed), then holds
+// that have expired (only under the POOL release policy: VOID retires their tickets and
+// WAITLIST_FIRST offers them to the waitlist first, both through the sweeper; never another
 // partner's hold drawn from its live allotment: that ticket goes back to the allotment); every row
 // FOR UPDATE SKIP LOCKED (or FOR UPDATE in the single claim's second look). `chosen` numbers the
 // tickets picked (slot) and says which are drawn from the claimer's allotment.
@@ -49,6 +51,8 @@ export function pickTickets(o: {
       SELECT t.id FROM tickets t
        WHERE t.campaign_id = ${c} AND t.status = 'ALLOTTED' AND t.allotted_to = ${p}
          AND ${when}
+         -- once lapsed, under WAITLIST_FIRST its tickets go to the waitlist first, even the owner's
+         AND (COALESCE((SELECT live FROM own_allotment), false) OR ${releasePolicy(c)} <> 'WAITLIST_FIRST')
        ORDER BY t.pick_order LIMIT ${n}
        ${lock}
     ),
@@ -71,7 +75,7 @@ export function pickTickets(o: {
        WHERE t.campaign_id = ${c} AND t.status = 'ALLOTTED' AND t.allotted_to <> ${p}
          AND t.allotted_to = ANY(ARRAY(SELECT l.partner_id FROM allotments l
                                         WHERE l.campaign_id = ${c} AND l.lapses_at <= clock_timestamp()))
-         AND ${when}
+         AND ${when} AND ${releasePolicy(c)} <> 'WAITLIST_FIRST'
        ORDER BY t.pick_order LIMIT ${n} - (SELECT count(*) FROM own) - (SELECT count(*) FROM upper) - (SELECT count(*) FROM lower)
        -- never waits, even in the waiting look: another partner's own pick locks these first
        FOR UPDATE SKIP LOCKED
@@ -80,7 +84,7 @@ export function pickTickets(o: {
       SELECT a.campaign_id, a.id, a.ticket_id, a.from_allotment AND a.partner_id = ${p} AND COALESCE((SELECT live FROM own_allotment), false) AS drawn
         FROM allocations a
        WHERE a.campaign_id = ${c} AND a.status = 'HELD' AND a.expires_at <= clock_timestamp()
-         AND ${when} AND ${returnsToPool(c)}
+         AND ${when} AND ${releasePolicy(c)} = 'POOL'
          -- another partner's hold drawn from its live allotment returns to that allotment, not to us
          AND (NOT a.from_allotment OR a.partner_id = ${p}
               OR NOT EXISTS (SELECT 1 FROM allotments l WHERE l.campaign_id = a.campaign_id AND l.partner_id = a.partner_id
@@ -127,12 +131,14 @@ export function takeTickets(o: {
 }
 
 /**
- * Whether the campaign's released and expired tickets go back to the pool (its release policy is
- * not VOID): a held ticket can then come back, and an expired hold can be taken over. One index
- * lookup of the campaign, run once per statement; the policy never changes after creation.
+ * The campaign's release policy (POOL, WAITLIST_FIRST or VOID), for a statement to compare: one index
+ * lookup of the campaign, run once per statement; the policy never changes after creation. Expired
+ * holds are taken over only under POOL (VOID retires their tickets; WAITLIST_FIRST offers them to the
+ * waitlist first, through the sweeper), and a lapsed allotment's tickets are claimable before the
+ * sweep except under WAITLIST_FIRST.
  */
-export const returnsToPool = (campaign: Prisma.Sql): Prisma.Sql =>
-  Prisma.sql`(SELECT cp.release_policy <> 'VOID' FROM campaigns cp WHERE cp.id = ${campaign})`;
+export const releasePolicy = (campaign: Prisma.Sql): Prisma.Sql =>
+  Prisma.sql`(SELECT cp.release_policy FROM campaigns cp WHERE cp.id = ${campaign})`;
 
 /** Upper end of pick_order (prisma/functions/tessera_random_pick_order.sql). */
 const PICK_ORDER_RANGE = 2_147_483_647;

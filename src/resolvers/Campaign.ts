@@ -17,6 +17,9 @@ export const Campaign: CampaignResolvers = {
   timeline: (campaign, { bucket }, ctx) => ctx.services.campaigns.timeline(ctx, campaign.id, bucket),
   partnerStats: (campaign, _, ctx) => ctx.services.campaigns.partnerStats(ctx, campaign.id),
   allotments: (campaign, _, ctx) => ctx.services.campaigns.allotments(ctx, campaign.id),
+  waitlistOfferSeconds: async (campaign, _, ctx) => campaign.waitlistOfferSeconds ?? (await details(ctx, campaign)).waitlistOfferSeconds ?? 900,
+  waitlist: (campaign, args, ctx) => ctx.services.waitlist.list(ctx, campaign.id, args),
+  waitlistLength: (campaign, _, ctx) => ctx.services.waitlist.length(ctx, campaign.id),
 };
 
 export const Allotment: AllotmentResolvers = {

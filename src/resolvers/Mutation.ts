@@ -14,6 +14,8 @@ export const Mutation: MutationResolvers = {
   confirmHold: (_, { allocationId }, ctx) => ctx.services.allocationRecords.confirm(ctx, allocationId),
   extendHold: (_, { allocationId, ttlSeconds }, ctx) => ctx.services.allocationRecords.extend(ctx, allocationId, ttlSeconds),
   claimTickets: (_, { input }, ctx) => ctx.services.allocations.claimMany(ctx, input),
+  joinWaitlist: (_, { input }, ctx) => ctx.services.waitlist.join(ctx, input),
+  leaveWaitlist: (_, { entryId }, ctx) => ctx.services.waitlist.leave(ctx, entryId),
   setPartnerQuota: async (_, { campaignId, partnerId, quota }, ctx) => ({
     campaign: await ctx.services.campaigns.setPartnerQuota(ctx, campaignId, partnerId, quota),
   }),

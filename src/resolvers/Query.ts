@@ -7,5 +7,6 @@ export const Query: QueryResolvers = {
   partners: (_, args, ctx) => ctx.services.partners.list(ctx, args),
   auditLog: (_, args, ctx) => ctx.services.audit.list(ctx, args),
   webhooks: (_, __, ctx) => ctx.services.webhooks.list(ctx),
+  waitlistEntry: (_, { id }, ctx) => ctx.services.waitlist.get(ctx, id),
   webhookDeliveries: (_, args, ctx) => ctx.services.webhooks.deliveries(ctx, args),
 };

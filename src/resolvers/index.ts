@@ -6,6 +6,7 @@ import { Mutation } from './Mutation';
 import { Partner } from './Partner';
 import { Query } from './Query';
 import { Subscription } from './Subscription';
+import { WaitlistEntry } from './WaitlistEntry';
 import { WebhookEndpoint } from './WebhookEndpoint';
 
 const totalCount = { totalCount: (connection: { totalCount: () => Promise<number> }) => connection.totalCount() };
@@ -23,6 +24,8 @@ export const resolvers: Resolvers = {
   Allocation,
   Partner,
   WebhookEndpoint,
+  WaitlistEntry,
+  WaitlistEntryConnection: totalCount,
   AllocationConnection: totalCount,
   CampaignConnection: totalCount,
   PartnerConnection: totalCount,

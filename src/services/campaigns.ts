@@ -25,6 +25,7 @@ export interface CreateCampaignInput {
   lowStockThreshold?: number | null;
   maxHoldSeconds?: number | null;
   releasePolicy?: ReleasePolicy | null;
+  waitlistOfferSeconds?: number | null;
 }
 
 export interface UpdateCampaignInput {
@@ -50,8 +51,12 @@ const CAMPAIGN_FIELDS = {
   lowStockThreshold: true,
   maxHoldSeconds: true,
   releasePolicy: true,
+  waitlistOfferSeconds: true,
   createdAt: true,
 } as const;
+
+/** How long a waitlist offer is held when createCampaign does not say (15 minutes). */
+const DEFAULT_WAITLIST_OFFER_SECONDS = 900;
 
 /** generateTickets writes up to 1,000,000 rows in one statement: it gets its own time budget. */
 const GENERATE_TIMEOUT_MS = 10 * 60_000;
@@ -69,10 +74,22 @@ export class CampaignService {
     const lowStockThreshold = validate.optionalIntInRange('lowStockThreshold', input.lowStockThreshold, 1, validate.LIMITS.lowStockThreshold);
     const maxHoldSeconds = validate.optionalIntInRange('maxHoldSeconds', input.maxHoldSeconds, 1, validate.LIMITS.maxHoldSeconds);
     const releasePolicy = input.releasePolicy ?? 'POOL';
-    if (releasePolicy === 'WAITLIST_FIRST') throw new InvalidInput('releasePolicy', 'releasePolicy WAITLIST_FIRST needs waitlists, which Tessera does not have yet: use POOL or VOID.');
+    // An offer is a hold: never longer than maxHoldSeconds.
+    const waitlistOfferSeconds =
+      validate.optionalIntInRange('waitlistOfferSeconds', input.waitlistOfferSeconds, 1, maxHoldSeconds ?? validate.LIMITS.maxHoldSeconds) ??
+      Math.min(DEFAULT_WAITLIST_OFFER_SECONDS, maxHoldSeconds ?? DEFAULT_WAITLIST_OFFER_SECONDS);
     validate.campaignWindow(input.opensAt, input.closesAt);
     const campaign = await this.db.prisma.campaign.create({
-      data: { name, perHolderLimit, lowStockThreshold, maxHoldSeconds, releasePolicy, opensAt: input.opensAt ?? null, closesAt: input.closesAt ?? null },
+      data: {
+        name,
+        perHolderLimit,
+        lowStockThreshold,
+        maxHoldSeconds,
+        releasePolicy,
+        waitlistOfferSeconds,
+        opensAt: input.opensAt ?? null,
+        closesAt: input.closesAt ?? null,
+      },
       select: CAMPAIGN_FIELDS,
     });
     ctx.loaders.campaign.prime(campaign.id, campaign);

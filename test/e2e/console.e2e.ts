@@ -140,6 +140,37 @@ test('the console signs in, creates and loads a campaign, and its fill bar moves
   await page.close();
 });
 
+test("a WAITLIST_FIRST campaign's page shows its waitlist: who waits, in order, and the offers out", async () => {
+  const owner = await server.createPartner('Venue');
+  const waiter = await server.createPartner('Resale desk');
+  const campaignId = await server.openCampaignWith(1, { name: 'Waitlist night', releasePolicy: 'WAITLIST_FIRST' });
+  const claimed = await server.gql<{ claimTicket: { allocation: { id: string } } }>(owner.apiKey, CLAIM, { input: { campaignId, holder: 'first' } });
+  const JOIN = 'mutation($input: JoinWaitlistInput!) { joinWaitlist(input: $input) { entry { id } error { code } } }';
+  for (const holder of ['ada', 'bob']) {
+    const joined = await server.gql(waiter.apiKey, JOIN, { input: { campaignId, holder } });
+    expect(joined.body.data!.joinWaitlist.error).toBeNull();
+  }
+  const page = await newPage();
+  await page.goto(`${base}/console/`);
+  await page.getByTestId('key').fill(ADMIN_KEY);
+  await page.getByTestId('sign-in').click();
+  await page.locator('table.campaigns').waitFor();
+  await page.goto(`${base}/console/#/campaigns/${campaignId}`);
+  expect(await page.getByTestId('release-policy').textContent({ timeout: 10_000 })).toBe('go to the waitlist first');
+  await page.getByTestId('waitlist-summary').getByText('2 waiting · 0 offers out').waitFor();
+  expect(await page.getByTestId('waitlist').locator('tr').allTextContents()).toEqual([
+    expect.stringContaining('1ada'),
+    expect.stringContaining('2bob'),
+  ]);
+  // A release: the ticket is offered to ada, and the page follows within a second or so.
+  await server.gql(owner.apiKey, 'mutation($id: ID!) { releaseAllocation(allocationId: $id) { allocation { id } } }', { id: claimed.body.data!.claimTicket.allocation.id });
+  await page.getByTestId('waitlist-summary').getByText('1 waiting · 1 offers out').waitFor();
+  await page.getByTestId('waitlist').locator('tr', { hasText: 'ada' }).getByText('offered until').waitFor();
+  await screenshot(page, 'console-waitlist');
+  expect(pageErrors).toEqual([]);
+  await page.close();
+});
+
 test('a wrong key is refused at sign-in', async () => {
   const page = await newPage();
   await page.goto(`${base}/console/`);

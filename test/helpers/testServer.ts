@@ -190,7 +190,7 @@ export async function assertPoolInvariants(sql: Queryable, campaignId: string): 
             SELECT count(*)::int AS n FROM tickets t
               LEFT JOIN allocations a ON a.campaign_id = t.campaign_id AND a.ticket_id = t.id AND a.status IN ('ACTIVE', 'HELD')
              WHERE t.campaign_id = $1
-               AND ((t.status IN ('AVAILABLE', 'VOID', 'ALLOTTED')) <> (a.id IS NULL)
+               AND ((t.status IN ('AVAILABLE', 'VOID', 'ALLOTTED', 'RETURNED')) <> (a.id IS NULL)
                  OR (t.status = 'ALLOCATED' AND a.status <> 'ACTIVE')
                  OR (t.status = 'HELD' AND a.status <> 'HELD')))
      SELECT row_to_json(ticket_counts) AS stats, row_to_json(counter_totals) AS counters, live_allocations.*, mismatched.n AS mismatched
