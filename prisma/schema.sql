@@ -915,6 +915,11 @@ BEGIN
             CONTINUE WHEN e.quantity > cardinality(pool);
             SELECT g.verdict INTO verdict FROM tessera_claim_gate(p_campaign_id, e.partner_id, e.holder, NULL, e.quantity, e.quantity) g;
             CONTINUE WHEN verdict <> 'OK';
+            -- The entry's row lock before anything is written for it: a leaveWaitlist that holds it
+            -- (or has just committed) makes it no longer WAITING, and it is passed over.
+            UPDATE waitlist_entries w SET status = 'OFFERED', offered_at = clock_timestamp()
+             WHERE w.campaign_id = p_campaign_id AND w.id = e.id AND w.status = 'WAITING';
+            CONTINUE WHEN NOT FOUND;
 
             give := pool[1:e.quantity];
             pool := pool[e.quantity + 1:];
@@ -946,10 +951,6 @@ BEGIN
             counted_quota AS (
                 UPDATE partner_quotas q SET live = q.live + (SELECT count(*) FROM made)
                  WHERE q.campaign_id = p_campaign_id AND q.partner_id = e.partner_id
-            ),
-            entry AS (
-                UPDATE waitlist_entries w SET status = 'OFFERED', offered_at = clock_timestamp()
-                 WHERE w.campaign_id = p_campaign_id AND w.id = e.id AND w.status = 'WAITING'
             )
             INSERT INTO webhook_events (type, campaign_id, partner_id, data, created_at)
             SELECT 'WAITLIST_OFFERED', p_campaign_id, e.partner_id,

@@ -134,7 +134,7 @@ test('VOID under concurrency: 60 claims, 30 holds lapsing and 20 releases at onc
   const figures = await assertPoolInvariants(server.sql, campaignId);
   // What came back was retired, all of it: 30 lapsed holds and 20 releases; the storm took the
   // 30 never-touched tickets and no more.
-  expect(figures).toEqual({ total: 80, allocated: 30, held: 0, available: 0, void: 50, allotted: 0 });
+  expect(figures).toEqual({ total: 80, allocated: 30, held: 0, available: 0, void: 50, allotted: 0, returned: 0 });
   expect(await stats(campaignId)).toMatchObject({ total: 80, allocated: 30, held: 0, available: 0, void: 50 });
   expect(await ticketsLiveTwice(server.sql, campaignId)).toEqual([]);
   await until(async () => (await server.sql.query("SELECT count(*)::int AS n FROM allocations WHERE campaign_id = $1 AND status = 'HELD'", [campaignId])).rows[0].n === 0, {

@@ -425,3 +425,50 @@ test('WAITLIST_OFFERED reaches the entry\'s partner, signed, with the entry and 
     await new Promise((resolve) => receiver.close(resolve));
   }
 });
+
+test('leaves racing offers: an entry that left is never offered afterwards, and every offer that raced a leave is released', async () => {
+  const [owner, waiter] = await Promise.all([server.createPartner('owner'), server.createPartner('waiter')]);
+  const { campaignId, claims } = await soldOut(20, owner);
+  const entries: Entry[] = [];
+  for (let i = 0; i < 20; i += 1) entries.push((await join(waiter.apiKey, { campaignId, holder: `q${i}` })).entry!);
+  await Promise.all([
+    ...claims.map(async (c, i) => {
+      await sleep(i * 2);
+      await release(owner.apiKey, c.id);
+    }),
+    ...entries.map(async (e, i) => {
+      await sleep(i * 2);
+      expect((await leave(waiter.apiKey, e.id)).entry!.status).toBe('LEFT');
+    }),
+  ]);
+  await settled(campaignId);
+  const { rows } = await server.sql.query<{ status: string; live: number }>(
+    `SELECT w.status::text, count(a.id) FILTER (WHERE a.status IN ('HELD', 'ACTIVE'))::int AS live
+       FROM waitlist_entries w LEFT JOIN allocations a ON a.campaign_id = w.campaign_id AND a.waitlist_entry_id = w.id
+      WHERE w.campaign_id = $1 GROUP BY w.campaign_id, w.id`,
+    [campaignId],
+  );
+  expect(rows.every((r) => r.status === 'LEFT' && r.live === 0)).toBe(true);
+  // Everyone left: every returned ticket is back in the pool.
+  expect((await campaign(campaignId)).stats).toMatchObject({ available: 20, held: 0, allocated: 0 });
+});
+
+test("an entry whose partner is at its quota is passed over and keeps its place; the next entry gets the ticket", async () => {
+  const [owner, capped, other] = await Promise.all([server.createPartner('owner'), server.createPartner('capped'), server.createPartner('other')]);
+  const { campaignId, claims } = await soldOut(2, owner);
+  const first = (await join(capped.apiKey, { campaignId, holder: 'c' })).entry!;
+  const second = (await join(other.apiKey, { campaignId, holder: 'o' })).entry!;
+  const quota = await server.gql(ADMIN_KEY, 'mutation($c: ID!, $p: ID!) { setPartnerQuota(campaignId: $c, partnerId: $p, quota: 0) { campaign { id } } }', {
+    c: campaignId,
+    p: capped.id,
+  });
+  expect(quota.body.errors).toBeUndefined();
+  await release(owner.apiKey, claims[0]!.id);
+  expect(await entry(capped.apiKey, first.id)).toMatchObject({ status: 'WAITING', position: 1, offer: [] });
+  expect((await entry(other.apiKey, second.id))!.status).toBe('OFFERED');
+  // Its quota lifted, the next returned ticket is its.
+  await server.gql(ADMIN_KEY, 'mutation($c: ID!, $p: ID!) { setPartnerQuota(campaignId: $c, partnerId: $p, quota: null) { campaign { id } } }', { c: campaignId, p: capped.id });
+  await release(owner.apiKey, claims[1]!.id);
+  expect((await entry(capped.apiKey, first.id))!.status).toBe('OFFERED');
+  await settled(campaignId);
+});

@@ -18,7 +18,8 @@
 -- joined before this walk (and is in it) or joins after it, when the tickets it did not take are
 -- AVAILABLE and the join answers NOT_SOLD_OUT; then the RETURNED tickets (SKIP LOCKED: those
 -- of a transaction still running are its own to offer); then, per entry, the holder lock and the
--- quota row (tessera_claim_gate). No claim waits for a RETURNED ticket, and no claim takes lock 6.
+-- quota row (tessera_claim_gate), and the entry's row (which leaveWaitlist locks before it leaves).
+-- No claim waits for a RETURNED ticket or an entry, and no claim takes lock 6.
 --
 -- Counted like a claim's inserts (src/db/countAllocations.ts): held per campaign and per partner in
 -- this backend's slot, and the quota's live. Announced as WAITLIST_OFFERED to the entry's partner's
@@ -64,6 +65,11 @@ BEGIN
             CONTINUE WHEN e.quantity > cardinality(pool);
             SELECT g.verdict INTO verdict FROM tessera_claim_gate(p_campaign_id, e.partner_id, e.holder, NULL, e.quantity, e.quantity) g;
             CONTINUE WHEN verdict <> 'OK';
+            -- The entry's row lock before anything is written for it: a leaveWaitlist that holds it
+            -- (or has just committed) makes it no longer WAITING, and it is passed over.
+            UPDATE waitlist_entries w SET status = 'OFFERED', offered_at = clock_timestamp()
+             WHERE w.campaign_id = p_campaign_id AND w.id = e.id AND w.status = 'WAITING';
+            CONTINUE WHEN NOT FOUND;
 
             give := pool[1:e.quantity];
             pool := pool[e.quantity + 1:];
@@ -95,10 +101,6 @@ BEGIN
             counted_quota AS (
                 UPDATE partner_quotas q SET live = q.live + (SELECT count(*) FROM made)
                  WHERE q.campaign_id = p_campaign_id AND q.partner_id = e.partner_id
-            ),
-            entry AS (
-                UPDATE waitlist_entries w SET status = 'OFFERED', offered_at = clock_timestamp()
-                 WHERE w.campaign_id = p_campaign_id AND w.id = e.id AND w.status = 'WAITING'
             )
             INSERT INTO webhook_events (type, campaign_id, partner_id, data, created_at)
             SELECT 'WAITLIST_OFFERED', p_campaign_id, e.partner_id,

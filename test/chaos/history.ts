@@ -89,8 +89,8 @@ export async function checkHistory(history: History, sql: Pool, campaignId: stri
   for (const a of live) byCode.set(a.code, (byCode.get(a.code) ?? 0) + 1);
   for (const [code, n] of byCode) if (n > 1) fail(`ticket ${code} has ${n} live allocations`);
   if (live.length !== tickets.allocated + tickets.held) fail(`${live.length} live allocations but ${tickets.allocated + tickets.held} tickets allocated or held`);
-  if (tickets.allocated + tickets.held + tickets.available + tickets.void + tickets.allotted !== tickets.total) {
-    fail('final stats: allocated + held + available + void + allotted != total');
+  if (tickets.allocated + tickets.held + tickets.returned + tickets.available + tickets.void + tickets.allotted !== tickets.total) {
+    fail('final stats: allocated + held + returned + available + void + allotted != total');
   }
   const counters = await counterTotals(sql, campaignId);
   if (counters.total !== tickets.total || counters.allocated !== tickets.allocated || counters.held !== tickets.held || counters.void !== tickets.void) {

@@ -7,6 +7,7 @@ import { isTransientDbError } from '../../src/db/pgErrors';
 import type { EmbeddedDatabase } from '../../src/db/embedded';
 import { sealSecret } from '../../src/webhooks/secrets';
 import { newWebhookSecret } from '../../src/webhooks/signature';
+import { counterTotals, ticketCounts } from '../helpers/sql';
 import { sleep, until } from '../helpers/time';
 import { sendClaim } from './client';
 import { checkHistory, History, idleInTransaction } from './history';
@@ -602,7 +603,237 @@ export function allotmentLapse(env: ScenarioEnv): Promise<ScenarioResult> {
   );
 }
 
-export const SCENARIOS = [sigkill, terminateBackends, restartPostgres, poolExhaustion, transactionTimeout, clientDisconnect, webhookFaults, allotmentLapse];
+/**
+ * i. Waitlist offers under faults (issue 16). Beside the claim storm (proved by the history checker
+ * as in every scenario), a second, WAITLIST_FIRST campaign churns: sold out to one partner, whose
+ * allocations are then released or held for a second and let lapse, while another partner's
+ * holders join its waitlist, confirm some offers, let others expire and leave; a third partner's
+ * allotment lapses and a fourth claims first come — and the server is SIGKILLed once and its
+ * backends are terminated throughout. The checker proves on the waitlist campaign: no ticket live
+ * twice, tickets and allocations and counters agree, nothing left RETURNED, no entry waiting while
+ * a ticket is available, each entry's status agrees with its offer, and offers followed join order
+ * (every entry that joined earlier was offered first, or had left before).
+ */
+export function waitlistOffers(env: ScenarioEnv): Promise<ScenarioResult> {
+  const p = plan(env.size, { tickets: 600, claims: 800, concurrency: 24 }, { tickets: 100, claims: 150, concurrency: 12 });
+  const seats = env.size === 'full' ? 120 : 30;
+  let waitlistCampaign = '';
+  // What the churn did and was acknowledged (calls cut off by a fault are counted apart).
+  const counts = { released: 0, held: 0, joined: 0, confirmed: 0, left: 0, claimed: 0, failed: 0 };
+  return run(
+    'i',
+    'waitlist offers and an allotment lapse: the server SIGKILLed and its connections terminated',
+    env,
+    {
+      tickets: p.tickets,
+      serverEnv: { HOLD_SWEEP_INTERVAL_MS: '200' },
+      check: async (ctx) => {
+        ctx.notes.push(
+          `waitlist campaign of ${seats}: ${counts.released} releases, ${counts.held} lapsing holds, ${counts.joined} joins, ` +
+            `${counts.confirmed} confirmations, ${counts.left} leaves, ${counts.claimed} first-come claims (${counts.failed} calls cut off by the faults)`,
+        );
+        return checkWaitlist(ctx.sql, waitlistCampaign, ctx.notes);
+      },
+    },
+    async (ctx) => {
+      const url = ctx.server.url;
+      // chaos-0 sells out and returns; chaos-1 waits; chaos-2 holds an allotment and claims first come.
+      const [seller, waiter, rival] = [ctx.partnerKeys[0]!, ctx.partnerKeys[1]!, ctx.partnerKeys[2]!];
+      const { createCampaign } = await gql(
+        url,
+        ADMIN_KEY,
+        'mutation { createCampaign(input: { name: "chaos waitlist", releasePolicy: WAITLIST_FIRST, waitlistOfferSeconds: 2 }) { campaign { id } } }',
+      );
+      waitlistCampaign = createCampaign.campaign.id;
+      await gql(url, ADMIN_KEY, 'mutation($id: ID!, $n: Int!) { generateTickets(campaignId: $id, count: $n, prefix: "W-") { loaded } }', { id: waitlistCampaign, n: seats });
+      await gql(url, ADMIN_KEY, 'mutation($id: ID!) { openCampaign(id: $id) { campaign { id } } }', { id: waitlistCampaign });
+      const allotteeId = (await ctx.sql.query("SELECT id FROM partners WHERE name = 'chaos-2'")).rows[0].id;
+      await gql(url, ADMIN_KEY, 'mutation($c: ID!, $p: ID!, $n: Int!, $at: DateTime) { setPartnerAllotment(campaignId: $c, partnerId: $p, size: $n, lapsesAt: $at) { id } }', {
+        c: waitlistCampaign,
+        p: allotteeId,
+        n: Math.floor(seats / 6),
+        at: new Date(Date.now() + 2_500).toISOString(),
+      });
+      const call = async (key: string, query: string, variables: Record<string, unknown>) => {
+        try {
+          return await gql(url, key, query, variables, 5_000);
+        } catch {
+          counts.failed += 1; // cut off by a fault: the database decides what happened, and the checker reads it
+          return null;
+        }
+      };
+      const CLAIM_W = 'mutation($c: ID!, $h: String!) { claimTicket(input: { campaignId: $c, holder: $h }) { allocation { id } error { code } } }';
+      for (let i = 0; i < seats; i += 1) await call(seller, CLAIM_W, { c: waitlistCampaign, h: `s${i}` });
+      const randomRow = async (text: string) => (await ctx.sql.query(text, [waitlistCampaign])).rows[0] as { id: string } | undefined;
+      let stop = false;
+      let n = 0;
+      const churn = async () => {
+        while (!stop) {
+          const i = n++;
+          const roll = Math.random();
+          // More taken than given back, so the pool keeps running dry and holders keep joining.
+          if (roll < 0.2) {
+            const a = await randomRow(`SELECT a.id FROM allocations a JOIN partners p ON p.id = a.partner_id AND p.name = 'chaos-0'
+                                         WHERE a.campaign_id = $1 AND a.status = 'ACTIVE' ORDER BY random() LIMIT 1`);
+            if (a && (await call(seller, 'mutation($id: ID!) { releaseAllocation(allocationId: $id) { allocation { id } } }', { id: a.id }))?.releaseAllocation.allocation) {
+              counts.released += 1;
+            }
+          } else if (roll < 0.45) {
+            const joined = await call(waiter, 'mutation($c: ID!, $h: String!) { joinWaitlist(input: { campaignId: $c, holder: $h }) { entry { id } error { code } } }', {
+              c: waitlistCampaign,
+              h: `j${i}`,
+            });
+            if (joined?.joinWaitlist.error === null) counts.joined += 1;
+          } else if (roll < 0.55) {
+            // Confirm half the offers; the rest lapse after 2 s and pass on.
+            const a = await randomRow(`SELECT a.id FROM allocations a WHERE a.campaign_id = $1 AND a.waitlist_entry_id IS NOT NULL
+                                          AND a.status = 'HELD' AND a.expires_at > now() ORDER BY random() LIMIT 1`);
+            if (a && Math.random() < 0.5 && (await call(waiter, 'mutation($id: ID!) { confirmHold(allocationId: $id) { allocation { id } } }', { id: a.id }))?.confirmHold.allocation) {
+              counts.confirmed += 1;
+            }
+          } else if (roll < 0.65) {
+            const held = await call(seller, 'mutation($c: ID!, $h: String!) { holdTicket(input: { campaignId: $c, holder: $h, ttlSeconds: 1 }) { allocation { id } } }', {
+              c: waitlistCampaign,
+              h: `l${i}`,
+            });
+            if (held?.holdTicket.allocation) counts.held += 1;
+          } else if (roll < 0.95) {
+            const claimed = await call(roll < 0.85 ? seller : rival, CLAIM_W, { c: waitlistCampaign, h: `r${i}` });
+            if (claimed?.claimTicket.allocation) counts.claimed += 1;
+          } else {
+            const e = await randomRow(`SELECT w.id FROM waitlist_entries w WHERE w.campaign_id = $1 AND w.status IN ('WAITING', 'OFFERED') ORDER BY random() LIMIT 1`);
+            if (e && (await call(waiter, 'mutation($id: ID!) { leaveWaitlist(entryId: $id) { entry { id } error { code } } }', { id: e.id }))?.leaveWaitlist.error === null) {
+              counts.left += 1;
+            }
+          }
+          await sleep(5 + Math.random() * 20);
+        }
+      };
+      const churners = Array.from({ length: 6 }, churn);
+      const database = (await ctx.sql.query('SELECT current_database() AS d')).rows[0].d;
+      let terminated = 0;
+      const killer = (async () => {
+        while (!stop) {
+          await sleep(150 + Math.random() * 250);
+          const { rows } = await ctx.sql.query(
+            `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+              WHERE datname = $1 AND application_name = 'tessera' AND pid <> pg_backend_pid() AND random() < 0.3`,
+            [database],
+          );
+          terminated += rows[0].n;
+        }
+      })();
+      let fault: Promise<void> | null = null;
+      await storm({
+        server: ctx.server,
+        fixture: ctx,
+        history: ctx.history,
+        label: 'i',
+        ...p,
+        onSent: (sent) => {
+          if (sent === Math.floor(p.claims * 0.4)) {
+            fault = (async () => {
+              await ctx.server.kill();
+              ctx.notes.push(`server SIGKILLed after ${sent} claims sent`);
+              await sleep(200);
+              await ctx.server.start();
+            })();
+          }
+        },
+      });
+      await fault;
+      await sleep(3_000); // the churn goes on past the allotment's lapse and a few offer lapses
+      stop = true;
+      await Promise.all([killer, ...churners]);
+      ctx.notes.push(`${terminated} backends terminated`);
+    },
+  );
+}
+
+/** The waitlist campaign's invariants, once every offer and hold has lapsed or been passed on. */
+async function checkWaitlist(sql: import('pg').Pool, campaignId: string, notes: string[]): Promise<string[]> {
+  const violations: string[] = [];
+  // Settle: every hold lapses within 2 s and the sweeper passes it on within 200 ms.
+  await until(
+    async () =>
+      (
+        await sql.query(
+          `SELECT (SELECT count(*) FROM tickets WHERE campaign_id = $1 AND status = 'RETURNED')
+                + (SELECT count(*) FROM allocations WHERE campaign_id = $1 AND status = 'HELD' AND expires_at <= now() - interval '1 second')
+                + (SELECT count(*) FROM allotments WHERE campaign_id = $1 AND lapsed_at IS NULL) AS n`,
+          [campaignId],
+        )
+      ).rows[0].n === '0',
+    { message: 'the waitlist campaign to settle', timeoutMs: 30_000 },
+  );
+  const { rows: twice } = await sql.query(
+    `SELECT ticket_id FROM allocations WHERE campaign_id = $1 AND status IN ('HELD', 'ACTIVE') GROUP BY ticket_id HAVING count(*) > 1`,
+    [campaignId],
+  );
+  if (twice.length > 0) violations.push(`waitlist campaign: ${twice.length} tickets live twice`);
+  const { rows: mismatched } = await sql.query(
+    `SELECT count(*)::int AS n FROM tickets t
+       LEFT JOIN allocations a ON a.campaign_id = t.campaign_id AND a.ticket_id = t.id AND a.status IN ('ACTIVE', 'HELD')
+      WHERE t.campaign_id = $1
+        AND ((t.status IN ('AVAILABLE', 'VOID', 'ALLOTTED', 'RETURNED')) <> (a.id IS NULL)
+          OR (t.status = 'ALLOCATED' AND a.status <> 'ACTIVE') OR (t.status = 'HELD' AND a.status <> 'HELD'))`,
+    [campaignId],
+  );
+  if (mismatched[0].n > 0) violations.push(`waitlist campaign: ${mismatched[0].n} tickets disagree with their allocations`);
+  const tickets = await ticketCounts(sql, campaignId);
+  const counters = await counterTotals(sql, campaignId);
+  // RETURNED: between a return and its offer (the next statement or sweep) — held, in the stats.
+  if (tickets.allocated + tickets.held + tickets.returned + tickets.available + tickets.void + tickets.allotted !== tickets.total) {
+    violations.push(`waitlist campaign: allocated + held + returned + available + void + allotted != total (${JSON.stringify(tickets)})`);
+  }
+  if (counters.allocated !== tickets.allocated || counters.held !== tickets.held || counters.total !== tickets.total) {
+    violations.push(`waitlist campaign: counters ${JSON.stringify(counters)} against tickets ${JSON.stringify(tickets)}`);
+  }
+  const { rows: entries } = await sql.query<{ id: string; seq: string; status: string; offered_at: Date | null; ended_at: Date | null; offers: number; active: number; held: number; expired: number; released: number }>(
+    `SELECT w.id, w.seq::text, w.status::text, w.offered_at, w.ended_at,
+            count(a.id)::int AS offers,
+            count(a.id) FILTER (WHERE a.status = 'ACTIVE')::int AS active,
+            count(a.id) FILTER (WHERE a.status = 'HELD')::int AS held,
+            count(a.id) FILTER (WHERE a.status = 'EXPIRED')::int AS expired,
+            count(a.id) FILTER (WHERE a.status = 'RELEASED')::int AS released
+       FROM waitlist_entries w
+       LEFT JOIN allocations a ON a.campaign_id = w.campaign_id AND a.waitlist_entry_id = w.id
+      WHERE w.campaign_id = $1
+      GROUP BY w.campaign_id, w.id ORDER BY w.seq`,
+    [campaignId],
+  );
+  const waiting = entries.filter((e) => e.status === 'WAITING').length;
+  if (waiting > 0 && tickets.available > 0) violations.push(`waitlist campaign: ${waiting} entries wait while ${tickets.available} tickets are available`);
+  for (const e of entries) {
+    const wrong =
+      (e.status === 'WAITING' && e.offers > 0) ||
+      (e.status === 'OFFERED' && e.held === 0) ||
+      (e.status === 'ACCEPTED' && (e.offers !== 1 || e.active + e.released !== 1 || e.expired > 0)) ||
+      (e.status === 'EXPIRED' && e.expired === 0) ||
+      e.offers > 1;
+    if (wrong) violations.push(`waitlist entry ${e.id} is ${e.status} with ${JSON.stringify(e)}`);
+  }
+  // FIFO: every entry that joined before an offered one was offered no later, or had left before.
+  const offered = entries.filter((e) => e.offered_at !== null);
+  for (const e of offered) {
+    for (const f of entries) {
+      if (BigInt(f.seq) >= BigInt(e.seq)) break;
+      const before = (f.offered_at !== null && f.offered_at <= e.offered_at!) || (f.offered_at === null && f.status === 'LEFT' && f.ended_at! <= e.offered_at!);
+      if (!before) {
+        violations.push(`waitlist entry ${f.id} (joined before ${e.id}) was neither offered before it nor gone`);
+        break;
+      }
+    }
+  }
+  notes.push(
+    `waitlist: ${entries.length} entries (${offered.length} offered: ${entries.filter((e) => e.status === 'ACCEPTED').length} accepted, ` +
+      `${entries.filter((e) => e.status === 'EXPIRED').length} expired; ${entries.filter((e) => e.status === 'LEFT').length} left; ${waiting} waiting), ` +
+      `final ${tickets.allocated} allocated, ${tickets.available} available`,
+  );
+  return violations;
+}
+
+export const SCENARIOS = [sigkill, terminateBackends, restartPostgres, poolExhaustion, transactionTimeout, clientDisconnect, webhookFaults, allotmentLapse, waitlistOffers];
 
 export function verdictLine(r: ScenarioResult): string {
   if (r.skipped) return `SKIP ${r.id}. ${r.name}: ${r.skipped}`;

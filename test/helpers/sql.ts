@@ -16,6 +16,11 @@ export interface TicketCounts {
   void: number;
   /** Set aside by allotments (ALLOTTED), lapsed or not. */
   allotted: number;
+  /**
+   * On their way to a WAITLIST_FIRST campaign's waitlist (RETURNED): between the statement that
+   * returned them and the offer, the next statement or the next sweep. The stats count them as held.
+   */
+  returned: number;
 }
 
 /** A campaign's ($1) tickets by status, counted in the tickets themselves. */
@@ -24,7 +29,8 @@ export const TICKET_COUNTS_SQL = `SELECT count(*)::int AS total,
             count(*) FILTER (WHERE status = 'HELD')::int AS held,
             count(*) FILTER (WHERE status = 'AVAILABLE')::int AS available,
             count(*) FILTER (WHERE status = 'VOID')::int AS void,
-            count(*) FILTER (WHERE status = 'ALLOTTED')::int AS allotted
+            count(*) FILTER (WHERE status = 'ALLOTTED')::int AS allotted,
+            count(*) FILTER (WHERE status = 'RETURNED')::int AS returned
        FROM tickets WHERE campaign_id = $1`;
 
 /** What the stats read: a campaign's ($1) counters (kept by triggers), summed over their slots. */
@@ -38,8 +44,8 @@ export async function ticketCounts(sql: Queryable, campaignId: string): Promise<
 }
 
 /** What the stats read: the campaign's counters (kept by triggers), summed over their slots. */
-export async function counterTotals(sql: Queryable, campaignId: string): Promise<Omit<TicketCounts, 'available' | 'allotted'>> {
-  return (await sql.query<Omit<TicketCounts, 'available' | 'allotted'>>(COUNTER_TOTALS_SQL, [campaignId])).rows[0]!;
+export async function counterTotals(sql: Queryable, campaignId: string): Promise<Omit<TicketCounts, 'available' | 'allotted' | 'returned'>> {
+  return (await sql.query<Omit<TicketCounts, 'available' | 'allotted' | 'returned'>>(COUNTER_TOTALS_SQL, [campaignId])).rows[0]!;
 }
 
 /** Tickets with more than one live (HELD or ACTIVE) allocation, in one campaign or (null) in all: must be none. */

@@ -199,7 +199,7 @@ export async function assertPoolInvariants(sql: Queryable, campaignId: string): 
   );
   const { stats, counters, live, distinct_tickets, mismatched } = rows[0] as {
     stats: TicketCounts;
-    counters: Omit<TicketCounts, 'available' | 'allotted'>;
+    counters: Omit<TicketCounts, 'available' | 'allotted' | 'returned'>;
     live: number;
     distinct_tickets: number;
     mismatched: number;
@@ -208,7 +208,7 @@ export async function assertPoolInvariants(sql: Queryable, campaignId: string): 
   expect(live).toBe(distinct_tickets);
   expect(live).toBe(stats.allocated + stats.held);
   expect(mismatched).toBe(0);
-  expect(stats.allocated + stats.held + stats.available + stats.void + stats.allotted).toBe(stats.total);
+  expect(stats.allocated + stats.held + stats.returned + stats.available + stats.void + stats.allotted).toBe(stats.total);
   // The stats counters (kept by triggers) agree with the tickets themselves.
   expect(counters).toEqual({ total: stats.total, allocated: stats.allocated, held: stats.held, void: stats.void });
   return stats;
