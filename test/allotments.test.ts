@@ -2,12 +2,10 @@
 // them; the partner's claims draw on them first; remaining = size - used; at lapsesAt the unused ones
 // are claimable by anyone at once and the sweeper returns them to the pool exactly once, announcing
 // ALLOTMENT_LAPSED. After every test, total = allocated + held + allotted + available + void.
-import { createHmac } from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { sealSecret } from '../src/webhooks/secrets';
 import { newWebhookSecret } from '../src/webhooks/signature';
 import { assertPoolInvariants, ADMIN_KEY, CLAIM, startTestServer, TEST_WEBHOOK_KEY, type ClaimPayload, type TestServer } from './helpers/testServer';
+import { startSignedReceiver } from './helpers/receiver';
 import { ticketsLiveTwice } from './helpers/sql';
 import { sleep, until, untilSessionsWaitForLock } from './helpers/time';
 
@@ -174,25 +172,14 @@ test('100 claims by three partners against two allotments and a general pool: no
 });
 
 test('a lapse racing 50 claims returns each ticket exactly once: nothing before lapsesAt, everything after, ALLOTMENT_LAPSED once', async () => {
-  const received: { type: string; data: any }[] = [];
   const secret = newWebhookSecret();
-  const receiver = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks).toString('utf8');
-      const t = /t=(\d+)/.exec(String(req.headers['tessera-signature']))?.[1];
-      const v1 = /v1=([0-9a-f]{64})/.exec(String(req.headers['tessera-signature']))?.[1];
-      if (v1 === createHmac('sha256', secret).update(`${t}.${raw}`).digest('hex')) received.push(JSON.parse(raw));
-      res.end();
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const receiver = await startSignedReceiver(secret);
+  const received = receiver.received;
   try {
     const [owner, other] = await Promise.all([server.createPartner('lapsing'), server.createPartner('waiting')]);
     await server.sql.query('INSERT INTO webhook_endpoints (partner_id, url, events, secret_sealed) VALUES ($1, $2, $3, $4)', [
       owner.id,
-      `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
+      `${receiver.base}/hook`,
       ['ALLOTMENT_LAPSED'],
       sealSecret(secret, TEST_WEBHOOK_KEY),
     ]);
@@ -220,13 +207,12 @@ test('a lapse racing 50 claims returns each ticket exactly once: nothing before 
     expect(figures.stats).toEqual({ total: 30, allocated: 30, held: 0, allotted: 0, available: 0, void: 0 });
     await until(() => received.length >= 1, { message: 'ALLOTMENT_LAPSED' });
     await sleep(500); // a second sweep would announce it again: it must not
-    expect(received.map((e) => e.type)).toEqual(['ALLOTMENT_LAPSED']);
-    expect(received[0]!.data).toMatchObject({ partnerId: owner.id, campaign: { id: campaignId } });
-    expect(received[0]!.data.returned).toBe(30); // freed by the sweeper, or taken by claims from lapsesAt on
+    expect(received.map((e) => e.body.type)).toEqual(['ALLOTMENT_LAPSED']);
+    expect(received[0]!.body.data).toMatchObject({ partnerId: owner.id, campaign: { id: campaignId } });
+    expect(received[0]!.body.data.returned).toBe(30); // freed by the sweeper, or taken by claims from lapsesAt on
     await assertPoolInvariants(server.sql, campaignId);
   } finally {
-    receiver.closeAllConnections();
-    await new Promise((resolve) => receiver.close(resolve));
+    await receiver.close();
   }
 });
 

@@ -4,11 +4,9 @@
 // no first-come claim ever taking a returned ticket while an entry it could serve waits. After every
 // test: total = allocated + held + allotted + available + void, nothing left RETURNED, no ticket
 // live twice.
-import { createHmac } from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { sealSecret } from '../src/webhooks/secrets';
 import { newWebhookSecret } from '../src/webhooks/signature';
+import { startSignedReceiver } from './helpers/receiver';
 import { ticketsLiveTwice } from './helpers/sql';
 import { assertPoolInvariants, ADMIN_KEY, CLAIM, startTestServer, TEST_WEBHOOK_KEY, type ClaimPayload, type TestServer } from './helpers/testServer';
 import { sleep, until } from './helpers/time';
@@ -380,26 +378,14 @@ test('a lapsing allotment under WAITLIST_FIRST goes to the waitlist first: no cl
 
 test('WAITLIST_OFFERED reaches the entry\'s partner, signed, with the entry and its allocations; another partner\'s endpoint never sees it', async () => {
   const [owner, waiter, bystander] = await Promise.all([server.createPartner('owner'), server.createPartner('waiter'), server.createPartner('bystander')]);
-  const received: { endpoint: string; body: any }[] = [];
   const secret = newWebhookSecret();
-  const receiver = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks).toString('utf8');
-      const t = /t=(\d+)/.exec(String(req.headers['tessera-signature']))?.[1];
-      const v1 = /v1=([0-9a-f]{64})/.exec(String(req.headers['tessera-signature']))?.[1];
-      if (v1 === createHmac('sha256', secret).update(`${t}.${raw}`).digest('hex')) received.push({ endpoint: req.url!, body: JSON.parse(raw) });
-      res.end();
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const receiver = await startSignedReceiver(secret);
+  const received = receiver.received;
   try {
-    const port = (receiver.address() as AddressInfo).port;
     for (const p of [waiter, bystander]) {
       await server.sql.query('INSERT INTO webhook_endpoints (partner_id, url, events, secret_sealed) VALUES ($1, $2, $3, $4)', [
         p.id,
-        `http://127.0.0.1:${port}/${p.id}`,
+        `${receiver.base}/${p.id}`,
         ['WAITLIST_OFFERED'],
         sealSecret(secret, TEST_WEBHOOK_KEY),
       ]);
@@ -411,7 +397,7 @@ test('WAITLIST_OFFERED reaches the entry\'s partner, signed, with the entry and 
     await until(() => received.length >= 1, { message: 'WAITLIST_OFFERED' });
     await sleep(300);
     expect(received).toHaveLength(1);
-    expect(received[0]!.endpoint).toBe(`/${waiter.id}`);
+    expect(received[0]!.path).toBe(`/${waiter.id}`);
     expect(received[0]!.body).toMatchObject({
       type: 'WAITLIST_OFFERED',
       data: {
@@ -421,8 +407,7 @@ test('WAITLIST_OFFERED reaches the entry\'s partner, signed, with the entry and 
     });
     await settled(campaignId);
   } finally {
-    receiver.closeAllConnections();
-    await new Promise((resolve) => receiver.close(resolve));
+    await receiver.close();
   }
 });
 

@@ -505,6 +505,42 @@ async function checkWebhooks(
 }
 
 /**
+ * Terminates a share of the server's database connections every `pauseMs` (real time, on purpose)
+ * until stopped; `stop()` answers how many it terminated.
+ */
+function terminating(sql: import('pg').Pool, o: { share: number; pauseMs: [number, number] }): { stop(): Promise<number> } {
+  let stopped = false;
+  let terminated = 0;
+  const loop = (async () => {
+    const database = (await sql.query('SELECT current_database() AS d')).rows[0].d;
+    while (!stopped) {
+      await sleep(o.pauseMs[0] + Math.random() * (o.pauseMs[1] - o.pauseMs[0]));
+      const { rows } = await sql.query(
+        `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+          WHERE datname = $1 AND application_name = 'tessera' AND pid <> pg_backend_pid() AND random() < $2`,
+        [database, o.share],
+      );
+      terminated += rows[0].n;
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await loop;
+      return terminated;
+    },
+  };
+}
+
+/** SIGKILLs the server, notes it, and starts it again 200 ms later. */
+async function sigkillAndRestart(ctx: { server: ServerProcess; notes: string[] }, sent: number): Promise<void> {
+  await ctx.server.kill();
+  ctx.notes.push(`server SIGKILLed after ${sent} claims sent`);
+  await sleep(200);
+  await ctx.server.start();
+}
+
+/**
  * h. An allotment lapses mid-storm while the server is SIGKILLed and its database connections are
  * terminated (issue 16): one partner's allotment of a third of the pool lapses 1.5 s into a storm by
  * three partners. The checker proves, besides the history's invariants (with `allotted` in the
@@ -563,20 +599,7 @@ export function allotmentLapse(env: ScenarioEnv): Promise<ScenarioResult> {
         n: size,
         at: lapsesAt.toISOString(),
       });
-      const database = (await ctx.sql.query('SELECT current_database() AS d')).rows[0].d;
-      let stop = false;
-      let terminated = 0;
-      const killer = (async () => {
-        while (!stop) {
-          await sleep(150 + Math.random() * 200);
-          const { rows } = await ctx.sql.query(
-            `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
-              WHERE datname = $1 AND application_name = 'tessera' AND pid <> pg_backend_pid() AND random() < 0.3`,
-            [database],
-          );
-          terminated += rows[0].n;
-        }
-      })();
+      const killer = terminating(ctx.sql, { share: 0.3, pauseMs: [150, 350] });
       let fault: Promise<void> | null = null;
       await storm({
         server: ctx.server,
@@ -585,19 +608,11 @@ export function allotmentLapse(env: ScenarioEnv): Promise<ScenarioResult> {
         label: 'h',
         ...p,
         onSent: (sent) => {
-          if (sent === Math.floor(p.claims * 0.35)) {
-            fault = (async () => {
-              await ctx.server.kill();
-              ctx.notes.push(`server SIGKILLed after ${sent} claims sent`);
-              await sleep(200);
-              await ctx.server.start();
-            })();
-          }
+          if (sent === Math.floor(p.claims * 0.35)) fault = sigkillAndRestart(ctx, sent);
         },
       });
       await fault;
-      stop = true;
-      await killer;
+      const terminated = await killer.stop();
       ctx.notes.push(`${terminated} backends terminated`);
     },
   );
@@ -710,19 +725,7 @@ export function waitlistOffers(env: ScenarioEnv): Promise<ScenarioResult> {
         }
       };
       const churners = Array.from({ length: 6 }, churn);
-      const database = (await ctx.sql.query('SELECT current_database() AS d')).rows[0].d;
-      let terminated = 0;
-      const killer = (async () => {
-        while (!stop) {
-          await sleep(150 + Math.random() * 250);
-          const { rows } = await ctx.sql.query(
-            `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
-              WHERE datname = $1 AND application_name = 'tessera' AND pid <> pg_backend_pid() AND random() < 0.3`,
-            [database],
-          );
-          terminated += rows[0].n;
-        }
-      })();
+      const killer = terminating(ctx.sql, { share: 0.3, pauseMs: [150, 400] });
       let fault: Promise<void> | null = null;
       await storm({
         server: ctx.server,
@@ -731,20 +734,13 @@ export function waitlistOffers(env: ScenarioEnv): Promise<ScenarioResult> {
         label: 'i',
         ...p,
         onSent: (sent) => {
-          if (sent === Math.floor(p.claims * 0.4)) {
-            fault = (async () => {
-              await ctx.server.kill();
-              ctx.notes.push(`server SIGKILLed after ${sent} claims sent`);
-              await sleep(200);
-              await ctx.server.start();
-            })();
-          }
+          if (sent === Math.floor(p.claims * 0.4)) fault = sigkillAndRestart(ctx, sent);
         },
       });
       await fault;
       await sleep(3_000); // the churn goes on past the allotment's lapse and a few offer lapses
       stop = true;
-      await Promise.all([killer, ...churners]);
+      const [terminated] = await Promise.all([killer.stop(), ...churners]);
       ctx.notes.push(`${terminated} backends terminated`);
     },
   );
