@@ -44,15 +44,10 @@ BEGIN
         IF FOUND THEN RETURN NEXT; RETURN; END IF;
     END IF;
 
+    -- Found and open, as a claim is checked (quantity 0: the campaign only, no holder or quota lock).
+    SELECT g.verdict INTO verdict FROM tessera_claim_gate(p_campaign_id, p_partner_id, p_holder, NULL, 0, 0) g;
+    IF verdict <> 'OK' THEN RETURN NEXT; RETURN; END IF;
     SELECT * INTO c FROM campaigns WHERE id = p_campaign_id;
-    IF NOT FOUND THEN
-        verdict := 'CAMPAIGN_NOT_FOUND'; RETURN NEXT; RETURN;
-    END IF;
-    IF c.status <> 'OPEN'
-       OR (c.opens_at IS NOT NULL AND clock_timestamp() < c.opens_at)
-       OR (c.closes_at IS NOT NULL AND clock_timestamp() >= c.closes_at) THEN
-        verdict := 'CAMPAIGN_NOT_OPEN'; RETURN NEXT; RETURN;
-    END IF;
     IF c.release_policy <> 'WAITLIST_FIRST' OR p_quantity > COALESCE(c.per_holder_limit, 100) THEN
         verdict := 'INVALID_INPUT'; RETURN NEXT; RETURN;
     END IF;
