@@ -8,6 +8,10 @@
 
 CREATE TYPE allocation_status AS ENUM ('HELD', 'ACTIVE', 'RELEASED', 'EXPIRED');
 
+CREATE TYPE ballot_entry_status AS ENUM ('ENTERED', 'WON', 'LOST', 'LAPSED', 'WITHDRAWN');
+
+CREATE TYPE campaign_mode AS ENUM ('FIRST_COME', 'BALLOT');
+
 CREATE TYPE campaign_status AS ENUM ('DRAFT', 'OPEN', 'CLOSED');
 
 CREATE TYPE release_policy AS ENUM ('POOL', 'WAITLIST_FIRST', 'VOID');
@@ -33,6 +37,9 @@ ALTER SEQUENCE allocation_sequence OWNED BY allocations.sequence;
 
 CREATE SEQUENCE audit_log_id_seq AS bigint START WITH 1 INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1;
 ALTER SEQUENCE audit_log_id_seq OWNED BY audit_log.id;
+
+CREATE SEQUENCE ballot_entry_sequence AS bigint START WITH 1 INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1;
+ALTER SEQUENCE ballot_entry_sequence OWNED BY ballot_entries.seq;
 
 CREATE SEQUENCE partner_quota_credits_id_seq AS bigint START WITH 1 INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1;
 ALTER SEQUENCE partner_quota_credits_id_seq OWNED BY partner_quota_credits.id;
@@ -62,7 +69,8 @@ CREATE TABLE allocations (
     confirmed_at timestamp(6) with time zone,
     request_index integer NOT NULL DEFAULT 0,
     from_allotment boolean NOT NULL DEFAULT false,
-    waitlist_entry_id uuid
+    waitlist_entry_id uuid,
+    ballot_entry_id uuid
 );
 
 CREATE TABLE allotments (
@@ -85,6 +93,38 @@ CREATE TABLE audit_log (
     outcome text NOT NULL,
     request_id text,
     client_request_id text
+);
+
+CREATE TABLE ballot_entries (
+    campaign_id uuid NOT NULL,
+    id uuid NOT NULL DEFAULT gen_random_uuid(),
+    partner_id uuid NOT NULL,
+    holder text NOT NULL,
+    quantity integer NOT NULL,
+    metadata jsonb,
+    idempotency_key text,
+    request_hash text,
+    status ballot_entry_status NOT NULL DEFAULT 'ENTERED'::ballot_entry_status,
+    seq bigint NOT NULL DEFAULT nextval('ballot_entry_sequence'::regclass),
+    rank integer,
+    won_in_draw boolean,
+    created_at timestamp(6) with time zone NOT NULL DEFAULT clock_timestamp(),
+    ended_at timestamp(6) with time zone
+);
+
+CREATE TABLE ballots (
+    campaign_id uuid NOT NULL,
+    seed_commitment text NOT NULL,
+    sealed_seed text NOT NULL,
+    seed text,
+    entries_digest text,
+    entry_count integer,
+    tickets integer,
+    winners integer,
+    partner_limits jsonb,
+    drawn_at timestamp(6) with time zone,
+    pass_on_pool jsonb,
+    created_at timestamp(6) with time zone NOT NULL DEFAULT clock_timestamp()
 );
 
 CREATE TABLE campaign_counters (
@@ -112,7 +152,10 @@ CREATE TABLE campaigns (
     low_stock_announced_at timestamp(6) with time zone,
     max_hold_seconds integer,
     release_policy release_policy NOT NULL DEFAULT 'POOL'::release_policy,
-    waitlist_offer_seconds integer NOT NULL DEFAULT 900
+    waitlist_offer_seconds integer NOT NULL DEFAULT 900,
+    mode campaign_mode NOT NULL DEFAULT 'FIRST_COME'::campaign_mode,
+    entries_close_at timestamp(6) with time zone,
+    ballot_confirm_seconds integer
 );
 
 CREATE TABLE minute_counters (
@@ -254,6 +297,18 @@ ALTER TABLE allotments ADD CONSTRAINT allotments_size_non_negative CHECK ((size 
 
 ALTER TABLE audit_log ADD CONSTRAINT audit_log_pkey PRIMARY KEY (id);
 
+ALTER TABLE ballot_entries ADD CONSTRAINT ballot_entries_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES campaigns(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+
+ALTER TABLE ballot_entries ADD CONSTRAINT ballot_entries_partner_id_fkey FOREIGN KEY (partner_id) REFERENCES partners(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+
+ALTER TABLE ballot_entries ADD CONSTRAINT ballot_entries_pkey PRIMARY KEY (campaign_id, id);
+
+ALTER TABLE ballot_entries ADD CONSTRAINT ballot_entries_quantity CHECK (((quantity >= 1) AND (quantity <= 100)));
+
+ALTER TABLE ballots ADD CONSTRAINT ballots_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES campaigns(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+
+ALTER TABLE ballots ADD CONSTRAINT ballots_pkey PRIMARY KEY (campaign_id);
+
 ALTER TABLE campaign_counters ADD CONSTRAINT campaign_counters_pkey PRIMARY KEY (campaign_id, slot);
 
 ALTER TABLE campaigns ADD CONSTRAINT campaigns_low_stock_threshold CHECK (((low_stock_threshold IS NULL) OR (low_stock_threshold >= 1)));
@@ -322,6 +377,8 @@ ALTER TABLE webhook_endpoints ADD CONSTRAINT webhook_endpoints_url_length CHECK 
 
 CREATE INDEX allocations_active_timeline_idx ON public.allocations USING btree (campaign_id, COALESCE(confirmed_at, allocated_at)) WHERE (status = 'ACTIVE'::allocation_status);
 
+CREATE INDEX allocations_ballot_entry_idx ON public.allocations USING btree (campaign_id, ballot_entry_id) WHERE (ballot_entry_id IS NOT NULL);
+
 CREATE UNIQUE INDEX allocations_campaign_id_partner_id_idempotency_key_request_inde ON public.allocations USING btree (campaign_id, partner_id, idempotency_key, request_index) WHERE (idempotency_key IS NOT NULL);
 
 CREATE INDEX allocations_campaign_id_partner_id_sequence_idx ON public.allocations USING btree (campaign_id, partner_id, sequence);
@@ -343,6 +400,20 @@ CREATE INDEX allocations_waitlist_entry_idx ON public.allocations USING btree (c
 CREATE INDEX allotments_due_idx ON public.allotments USING btree (lapses_at) WHERE ((lapsed_at IS NULL) AND (lapses_at IS NOT NULL));
 
 CREATE INDEX audit_log_at_idx ON public.audit_log USING btree (at DESC, id DESC);
+
+CREATE INDEX ballot_entries_campaign_rank ON public.ballot_entries USING btree (campaign_id, rank) WHERE (rank IS NOT NULL);
+
+CREATE INDEX ballot_entries_campaign_seq ON public.ballot_entries USING btree (campaign_id, seq);
+
+CREATE UNIQUE INDEX ballot_entries_holder ON public.ballot_entries USING btree (campaign_id, partner_id, holder) WHERE (status <> 'WITHDRAWN'::ballot_entry_status);
+
+CREATE INDEX ballot_entries_id ON public.ballot_entries USING btree (id);
+
+CREATE UNIQUE INDEX ballot_entries_key ON public.ballot_entries USING btree (campaign_id, partner_id, idempotency_key) WHERE (idempotency_key IS NOT NULL);
+
+CREATE INDEX ballot_entries_partner_key ON public.ballot_entries USING btree (partner_id, idempotency_key) WHERE (idempotency_key IS NOT NULL);
+
+CREATE INDEX ballots_drawn ON public.ballots USING btree (campaign_id) WHERE (drawn_at IS NOT NULL);
 
 CREATE INDEX campaigns_created_at_id_idx ON public.campaigns USING btree (created_at DESC, id DESC);
 
@@ -404,6 +475,185 @@ BEGIN
       FROM unnest(deltas) WHERE status = 'ACTIVE'
      GROUP BY campaign_id, minute HAVING sum(d) <> 0
     ON CONFLICT (campaign_id, minute, slot) DO UPDATE SET active = c.active + EXCLUDED.active;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.tessera_ballot_caps(p_campaign_id uuid, p_lock boolean)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF p_lock THEN
+        PERFORM 1 FROM partner_quotas x WHERE x.campaign_id = p_campaign_id FOR UPDATE;
+    END IF;
+    RETURN (SELECT COALESCE(jsonb_object_agg(q.partner_id::text, GREATEST(0,
+                      q.quota - (q.live
+                                 - (SELECT count(*) FROM partner_quota_credits k
+                                     WHERE k.campaign_id = p_campaign_id AND k.partner_id = q.partner_id)
+                                 - (SELECT count(*) FROM allocations a
+                                     WHERE a.campaign_id = p_campaign_id AND a.status = 'HELD'
+                                       AND a.expires_at <= clock_timestamp() AND a.partner_id = q.partner_id)))), '{}'::jsonb)
+              FROM partner_quotas q WHERE q.campaign_id = p_campaign_id);
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.tessera_ballot_hold_winners(p_campaign_id uuid, p_expires timestamp with time zone)
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    wanted INTEGER;
+    taken INTEGER;
+    made INTEGER;
+BEGIN
+    SELECT COALESCE(sum(w.quantity), 0) INTO wanted FROM tessera_ballot_winners w;
+    IF wanted = 0 THEN
+        RETURN 0;
+    END IF;
+
+    WITH ranked AS (
+        SELECT w.id, w.partner_id, w.quantity, w.from_allot, w.rank,
+               sum(w.quantity - w.from_allot) OVER (ORDER BY w.rank) - (w.quantity - w.from_allot) AS shared_before,
+               sum(w.from_allot) OVER (PARTITION BY w.partner_id ORDER BY w.rank) - w.from_allot AS allot_before
+          FROM tessera_ballot_winners w
+    ),
+    slots AS (
+        SELECT r.id AS entry_id, r.partner_id, r.rank, g - 1 AS request_index, g <= r.from_allot AS from_allotment,
+               CASE WHEN g <= r.from_allot THEN r.partner_id ELSE '00000000-0000-0000-0000-000000000000'::uuid END AS owner,
+               CASE WHEN g <= r.from_allot THEN r.allot_before + g ELSE r.shared_before + g - r.from_allot END AS n
+          FROM ranked r CROSS JOIN LATERAL generate_series(1, r.quantity) AS g
+    ),
+    picked AS (
+        SELECT s.*, p.id AS ticket_id FROM slots s JOIN tessera_ballot_pool p ON p.owner = s.owner AND p.n = s.n
+    ),
+    held AS (
+        UPDATE tickets t SET status = 'HELD'
+          FROM picked k
+         WHERE t.campaign_id = p_campaign_id AND t.id = k.ticket_id AND t.status IN ('AVAILABLE', 'ALLOTTED')
+        RETURNING t.id
+    ),
+    allocated AS (
+        INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, metadata, status, sequence,
+                                 allocated_at, expires_at, request_index, from_allotment, ballot_entry_id)
+        SELECT p_campaign_id, k.ticket_id, k.partner_id, e.holder, e.metadata, 'HELD', nextval('allocation_sequence'),
+               clock_timestamp(), p_expires, k.request_index, k.from_allotment, k.entry_id
+          FROM picked k JOIN ballot_entries e ON e.campaign_id = p_campaign_id AND e.id = k.entry_id
+         ORDER BY k.rank, k.request_index
+        RETURNING id, campaign_id, partner_id, status, expires_at
+    ),
+    counted AS (
+        INSERT INTO campaign_counters AS c (campaign_id, slot, allocated, held)
+        SELECT p_campaign_id, pg_backend_pid(), 0, count(*) FROM allocated
+        ON CONFLICT (campaign_id, slot) DO UPDATE SET held = c.held + EXCLUDED.held
+    ),
+    counted_partners AS (
+        INSERT INTO partner_counters AS c (campaign_id, partner_id, slot, active, held)
+        SELECT p_campaign_id, a.partner_id, pg_backend_pid(), 0, count(*) FROM allocated a GROUP BY a.partner_id
+        ON CONFLICT (campaign_id, partner_id, slot) DO UPDATE SET held = c.held + EXCLUDED.held
+    ),
+    counted_quotas AS (
+        UPDATE partner_quotas q SET live = q.live + x.n
+          FROM (SELECT a.partner_id, count(*) AS n FROM allocated a GROUP BY a.partner_id) x
+         WHERE q.campaign_id = p_campaign_id AND q.partner_id = x.partner_id
+    ),
+    evented AS (
+        INSERT INTO webhook_events (type, campaign_id, partner_id, allocation_id, expires_at)
+        SELECT 'HOLD_CREATED', a.campaign_id, a.partner_id, a.id, a.expires_at
+          FROM allocated a
+         WHERE EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.enabled)
+    )
+    SELECT (SELECT count(*) FROM held), (SELECT count(*) FROM allocated) INTO taken, made;
+
+    IF taken <> wanted OR made <> wanted THEN
+        RAISE EXCEPTION 'ballot holds: % tickets wanted, % taken, % allocations made', wanted, taken, made
+              USING ERRCODE = 'P0001';
+    END IF;
+    RETURN made;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.tessera_ballot_pool(p_campaign_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    DROP TABLE IF EXISTS pg_temp.tessera_ballot_pool;
+    CREATE TEMP TABLE tessera_ballot_pool (id BIGINT, owner UUID, n BIGINT) ON COMMIT DROP;
+    INSERT INTO tessera_ballot_pool (id, owner, n)
+    SELECT x.id, x.owner, row_number() OVER (PARTITION BY x.owner ORDER BY x.pick_order)
+      FROM (SELECT t.id, t.pick_order,
+                   CASE WHEN t.status = 'ALLOTTED' THEN t.allotted_to ELSE '00000000-0000-0000-0000-000000000000'::uuid END AS owner
+              FROM tickets t
+             WHERE t.campaign_id = p_campaign_id
+               AND (t.status = 'AVAILABLE'
+                    OR (t.status = 'ALLOTTED'
+                        AND t.allotted_to IN (SELECT l.partner_id FROM allotments l
+                                               WHERE l.campaign_id = p_campaign_id AND l.lapsed_at IS NULL
+                                                 AND (l.lapses_at IS NULL OR l.lapses_at > clock_timestamp()))))
+               FOR UPDATE OF t SKIP LOCKED) x;
+    RETURN (SELECT COALESCE(jsonb_object_agg(g.owner::text, g.n), '{}'::jsonb)
+              FROM (SELECT p.owner, count(*) AS n FROM tessera_ballot_pool p GROUP BY p.owner) g);
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.tessera_ballot_pool_counts(p_campaign_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    RETURN (SELECT COALESCE(jsonb_object_agg(g.owner::text, g.n), '{}'::jsonb)
+              FROM (SELECT CASE WHEN t.status = 'ALLOTTED' THEN t.allotted_to ELSE '00000000-0000-0000-0000-000000000000'::uuid END AS owner,
+                           count(*) AS n
+                      FROM tickets t
+                     WHERE t.campaign_id = p_campaign_id
+                       AND (t.status = 'AVAILABLE'
+                            OR (t.status = 'ALLOTTED'
+                                AND t.allotted_to IN (SELECT l.partner_id FROM allotments l
+                                                       WHERE l.campaign_id = p_campaign_id AND l.lapsed_at IS NULL
+                                                         AND (l.lapses_at IS NULL OR l.lapses_at > clock_timestamp()))))
+                     GROUP BY 1) g);
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.tessera_ballot_walk(p_pool jsonb, p_caps jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    nil CONSTANT TEXT := '00000000-0000-0000-0000-000000000000';
+    shared INTEGER := COALESCE((p_pool ->> nil)::integer, 0);
+    allotted JSONB := COALESCE(p_pool, '{}'::jsonb) - nil;
+    allotted_left INTEGER;
+    caps JSONB := COALESCE(p_caps, '{}'::jsonb);
+    e RECORD;
+    mine INTEGER;
+    cap INTEGER;
+    from_allot INTEGER;
+BEGIN
+    SELECT COALESCE(sum(v::integer), 0) INTO allotted_left FROM jsonb_each_text(allotted) AS x(k, v);
+    DROP TABLE IF EXISTS pg_temp.tessera_ballot_winners;
+    CREATE TEMP TABLE tessera_ballot_winners (id UUID, partner_id UUID, quantity INTEGER, from_allot INTEGER, rank INTEGER) ON COMMIT DROP;
+
+    FOR e IN SELECT c.id, c.partner_id, c.quantity, c.rank FROM tessera_ballot_candidates c ORDER BY c.rank LOOP
+        EXIT WHEN shared = 0 AND allotted_left = 0;
+        mine := COALESCE((allotted ->> e.partner_id::text)::integer, 0);
+        CONTINUE WHEN shared + mine < e.quantity;
+        cap := (caps ->> e.partner_id::text)::integer;
+        CONTINUE WHEN cap IS NOT NULL AND cap < e.quantity;
+
+        from_allot := LEAST(mine, e.quantity);
+        IF from_allot > 0 THEN
+            allotted := jsonb_set(allotted, ARRAY[e.partner_id::text], to_jsonb(mine - from_allot));
+            allotted_left := allotted_left - from_allot;
+        END IF;
+        shared := shared - (e.quantity - from_allot);
+        IF cap IS NOT NULL THEN
+            caps := jsonb_set(caps, ARRAY[e.partner_id::text], to_jsonb(cap - e.quantity));
+        END IF;
+        INSERT INTO tessera_ballot_winners (id, partner_id, quantity, from_allot, rank)
+        VALUES (e.id, e.partner_id, e.quantity, from_allot, e.rank);
+    END LOOP;
+    RETURN jsonb_set(allotted, ARRAY[nil], to_jsonb(shared));
 END
 $function$;
 
@@ -481,6 +731,11 @@ BEGIN
     IF c.status <> 'OPEN'
        OR (c.opens_at IS NOT NULL AND clock_timestamp() < c.opens_at)
        OR (c.closes_at IS NOT NULL AND clock_timestamp() >= c.closes_at) THEN
+        verdict := 'CAMPAIGN_NOT_OPEN'; RETURN NEXT; RETURN;
+    END IF;
+    -- A BALLOT campaign takes no first-come claims (its winners' holds come from the draw); a
+    -- confirmation (quantity 0) of a winner's hold passes.
+    IF p_quantity > 0 AND c.mode = 'BALLOT' THEN
         verdict := 'CAMPAIGN_NOT_OPEN'; RETURN NEXT; RETURN;
     END IF;
 
@@ -572,6 +827,147 @@ BEGIN
         ON CONFLICT (campaign_id, slot) DO UPDATE SET total = c.total + EXCLUDED.total;
     END IF;
     RETURN NULL;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.tessera_draw_ballot(p_campaign_id uuid, p_seed text)
+ RETURNS text
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    c campaigns%ROWTYPE;
+    b RECORD;
+    pool JSONB;
+    caps JSONB;
+    n_entries INTEGER;
+    n_tickets INTEGER;
+    n_winners INTEGER;
+    digest TEXT;
+    limits JSONB;
+BEGIN
+    PERFORM pg_advisory_xact_lock(1, hashtext(p_campaign_id::text));
+    SELECT * INTO c FROM campaigns WHERE id = p_campaign_id;
+    IF NOT FOUND THEN
+        RETURN 'CAMPAIGN_NOT_FOUND';
+    END IF;
+    IF c.mode <> 'BALLOT' THEN
+        RETURN 'NOT_A_BALLOT';
+    END IF;
+    SELECT * INTO b FROM ballots WHERE campaign_id = p_campaign_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN 'CAMPAIGN_NOT_OPEN';
+    END IF;
+    IF b.drawn_at IS NOT NULL THEN
+        RETURN 'DRAWN';
+    END IF;
+    IF c.status <> 'OPEN' THEN
+        RETURN 'CAMPAIGN_NOT_OPEN';
+    END IF;
+    IF encode(sha256(convert_to(p_seed, 'UTF8')), 'hex') <> b.seed_commitment THEN
+        RETURN 'SEED_MISMATCH';
+    END IF;
+
+    DROP TABLE IF EXISTS pg_temp.tessera_ballot_candidates;
+    CREATE TEMP TABLE tessera_ballot_candidates ON COMMIT DROP AS
+    SELECT e.id, e.partner_id, e.quantity,
+           (row_number() OVER (ORDER BY sha256(convert_to(p_seed || ':' || e.id::text, 'UTF8'))))::integer AS rank
+      FROM ballot_entries e
+     WHERE e.campaign_id = p_campaign_id AND e.status = 'ENTERED';
+    GET DIAGNOSTICS n_entries = ROW_COUNT;
+
+    pool := tessera_ballot_pool(p_campaign_id);
+    caps := tessera_ballot_caps(p_campaign_id, true);
+    SELECT COALESCE(sum(v::integer), 0) INTO n_tickets FROM jsonb_each_text(pool) AS x(k, v);
+    PERFORM tessera_ballot_walk(pool, caps);
+    SELECT count(*) INTO n_winners FROM tessera_ballot_winners;
+
+    UPDATE ballot_entries e
+       SET rank = r.rank,
+           won_in_draw = (w.id IS NOT NULL),
+           status = CASE WHEN w.id IS NOT NULL THEN 'WON' ELSE 'LOST' END::ballot_entry_status
+      FROM tessera_ballot_candidates r LEFT JOIN tessera_ballot_winners w ON w.id = r.id
+     WHERE e.campaign_id = p_campaign_id AND e.id = r.id;
+
+    PERFORM tessera_ballot_hold_winners(p_campaign_id,
+        clock_timestamp() + make_interval(secs => LEAST(COALESCE(c.ballot_confirm_seconds, 900), COALESCE(c.max_hold_seconds, 2147483647))));
+
+    SELECT encode(sha256(convert_to(COALESCE(string_agg(r.id::text, E'\n' ORDER BY r.id::text COLLATE "C"), ''), 'UTF8')), 'hex')
+      INTO digest FROM tessera_ballot_candidates r;
+
+    -- The figures a partner's wins were capped by, for the verifier: its allotment and what its quota left.
+    SELECT COALESCE(jsonb_object_agg(p.partner_id,
+               jsonb_strip_nulls(jsonb_build_object('allotted', (pool ->> p.partner_id)::integer, 'quota', (caps ->> p.partner_id)::integer))), '{}'::jsonb)
+      INTO limits
+      FROM (SELECT k AS partner_id FROM jsonb_object_keys(pool - '00000000-0000-0000-0000-000000000000') AS k
+            UNION SELECT k FROM jsonb_object_keys(caps) AS k) p;
+
+    UPDATE ballots
+       SET seed = p_seed, entries_digest = digest, entry_count = n_entries, tickets = n_tickets,
+           winners = n_winners, partner_limits = limits, drawn_at = clock_timestamp()
+     WHERE campaign_id = p_campaign_id;
+
+    INSERT INTO webhook_events (type, campaign_id, data)
+    SELECT 'BALLOT_DRAWN', p_campaign_id,
+           tessera_campaign_event_data(p_campaign_id, 'OPEN')
+             || jsonb_build_object('ballot', jsonb_build_object('seed', p_seed, 'entriesDigest', digest,
+                                                                'entryCount', n_entries, 'winners', n_winners))
+     WHERE EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.enabled);
+    RETURN 'OK';
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.tessera_enter_ballot(p_campaign_id uuid, p_partner_id uuid, p_holder text, p_quantity integer, p_metadata jsonb, p_idempotency_key text, p_request_hash text)
+ RETURNS TABLE(verdict text, entry_id uuid, prior_campaign_id uuid, prior_request_hash text)
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    c campaigns%ROWTYPE;
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared(1, hashtext(p_campaign_id::text));
+
+    SELECT * INTO c FROM campaigns WHERE id = p_campaign_id;
+    IF NOT FOUND THEN
+        verdict := 'CAMPAIGN_NOT_FOUND'; RETURN NEXT; RETURN;
+    END IF;
+    IF c.mode <> 'BALLOT' THEN
+        verdict := 'INVALID_INPUT'; RETURN NEXT; RETURN;
+    END IF;
+    IF EXISTS (SELECT 1 FROM ballots b WHERE b.campaign_id = p_campaign_id AND b.drawn_at IS NOT NULL) THEN
+        verdict := 'ENTRIES_CLOSED'; RETURN NEXT; RETURN;
+    END IF;
+
+    IF p_idempotency_key IS NOT NULL THEN
+        PERFORM pg_advisory_xact_lock(2, hashtext(p_partner_id::text || ':' || p_idempotency_key));
+        SELECT 'PRIOR', e.id, e.campaign_id, e.request_hash INTO verdict, entry_id, prior_campaign_id, prior_request_hash
+          FROM ballot_entries e
+         WHERE e.partner_id = p_partner_id AND e.idempotency_key = p_idempotency_key
+         LIMIT 1;
+        IF FOUND THEN RETURN NEXT; RETURN; END IF;
+    END IF;
+
+    IF c.status <> 'OPEN'
+       OR (c.opens_at IS NOT NULL AND clock_timestamp() < c.opens_at)
+       OR (c.closes_at IS NOT NULL AND clock_timestamp() >= c.closes_at) THEN
+        verdict := 'CAMPAIGN_NOT_OPEN'; RETURN NEXT; RETURN;
+    END IF;
+    IF c.entries_close_at IS NOT NULL AND clock_timestamp() >= c.entries_close_at THEN
+        verdict := 'ENTRIES_CLOSED'; RETURN NEXT; RETURN;
+    END IF;
+    IF p_quantity > COALESCE(c.per_holder_limit, 100) THEN
+        verdict := 'INVALID_INPUT'; RETURN NEXT; RETURN;
+    END IF;
+
+    PERFORM pg_advisory_xact_lock(3, hashtext(p_campaign_id::text || ':' || p_partner_id::text || ':' || p_holder));
+    SELECT 'ALREADY_ENTERED', e.id INTO verdict, entry_id
+      FROM ballot_entries e
+     WHERE e.campaign_id = p_campaign_id AND e.partner_id = p_partner_id AND e.holder = p_holder
+       AND e.status <> 'WITHDRAWN';
+    IF FOUND THEN RETURN NEXT; RETURN; END IF;
+
+    INSERT INTO ballot_entries (campaign_id, partner_id, holder, quantity, metadata, idempotency_key, request_hash)
+    VALUES (p_campaign_id, p_partner_id, p_holder, p_quantity, p_metadata, p_idempotency_key, p_request_hash)
+    RETURNING 'OK', id INTO verdict, entry_id;
+    RETURN NEXT;
 END
 $function$;
 
@@ -969,6 +1365,83 @@ BEGIN
 END
 $function$;
 
+CREATE OR REPLACE FUNCTION public.tessera_pass_on_ballot(p_campaign_id uuid)
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    c campaigns%ROWTYPE;
+    b RECORD;
+    pool JSONB;
+    caps JSONB;
+    total INTEGER;
+    promoted INTEGER;
+    wanted INTEGER;
+BEGIN
+    SELECT * INTO b FROM ballots WHERE campaign_id = p_campaign_id;
+    IF NOT FOUND OR b.drawn_at IS NULL
+       OR jsonb_build_object('pool', tessera_ballot_pool_counts(p_campaign_id), 'caps', tessera_ballot_caps(p_campaign_id, false))
+          IS NOT DISTINCT FROM b.pass_on_pool THEN
+        RETURN 0;
+    END IF;
+
+    PERFORM pg_advisory_xact_lock_shared(1, hashtext(p_campaign_id::text));
+    PERFORM pg_advisory_xact_lock(7, hashtext(p_campaign_id::text));
+    SELECT * INTO c FROM campaigns WHERE id = p_campaign_id;
+    IF c.status <> 'OPEN' OR (c.closes_at IS NOT NULL AND clock_timestamp() >= c.closes_at) THEN
+        RETURN 0;
+    END IF;
+
+    pool := tessera_ballot_pool(p_campaign_id);
+    caps := tessera_ballot_caps(p_campaign_id, true);
+    SELECT COALESCE(sum(v::integer), 0) INTO total FROM jsonb_each_text(pool) AS x(k, v);
+
+    DROP TABLE IF EXISTS pg_temp.tessera_ballot_candidates;
+    CREATE TEMP TABLE tessera_ballot_candidates ON COMMIT DROP AS
+    SELECT e.id, e.partner_id, e.quantity, e.rank
+      FROM ballot_entries e
+     WHERE e.campaign_id = p_campaign_id AND e.status = 'LOST' AND e.quantity <= total;
+
+    PERFORM tessera_ballot_walk(pool, caps);
+    UPDATE ballot_entries e SET status = 'WON'
+      FROM tessera_ballot_winners w
+     WHERE e.campaign_id = p_campaign_id AND e.id = w.id AND e.status = 'LOST';
+    GET DIAGNOSTICS promoted = ROW_COUNT;
+    SELECT count(*) INTO wanted FROM tessera_ballot_winners;
+    IF promoted <> wanted THEN
+        RAISE EXCEPTION 'ballot pass-on: % entries walked to a win, % still LOST', wanted, promoted USING ERRCODE = 'P0001';
+    END IF;
+    PERFORM tessera_ballot_hold_winners(p_campaign_id,
+        clock_timestamp() + make_interval(secs => LEAST(COALESCE(c.ballot_confirm_seconds, 900), COALESCE(c.max_hold_seconds, 2147483647))));
+
+    -- Nothing given: no LOST entry fits this pool under these caps. Remember both, to skip until one changes.
+    -- (Only when the walk saw every ticket the unlocked count sees: none was skipped as locked.)
+    UPDATE ballots
+       SET pass_on_pool = CASE WHEN promoted = 0 AND pool = tessera_ballot_pool_counts(p_campaign_id)
+                               THEN jsonb_build_object('pool', pool, 'caps', caps) END
+     WHERE campaign_id = p_campaign_id;
+    RETURN promoted;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.tessera_pass_on_ballots()
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    c UUID;
+    n INTEGER := 0;
+BEGIN
+    FOR c IN
+        SELECT b.campaign_id FROM ballots b JOIN campaigns cp ON cp.id = b.campaign_id
+         WHERE b.drawn_at IS NOT NULL AND cp.status = 'OPEN'
+    LOOP
+        n := n + tessera_pass_on_ballot(c);
+    END LOOP;
+    RETURN n;
+END
+$function$;
+
 CREATE OR REPLACE FUNCTION public.tessera_random_pick_order()
  RETURNS integer
  LANGUAGE sql
@@ -1033,6 +1506,20 @@ BEGIN
         RETURN 'RETURNED';
     END IF;
     RETURN 'AVAILABLE';
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.tessera_settle_ballot_entry()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF NEW.ballot_entry_id IS NULL OR NEW.status = 'ACTIVE' THEN
+        RETURN NULL;
+    END IF;
+    UPDATE ballot_entries e SET status = 'LAPSED', ended_at = clock_timestamp()
+     WHERE e.campaign_id = NEW.campaign_id AND e.id = NEW.ballot_entry_id AND e.status = 'WON';
+    RETURN NULL;
 END
 $function$;
 
@@ -1112,6 +1599,36 @@ BEGIN
 END
 $function$;
 
+CREATE OR REPLACE FUNCTION public.tessera_withdraw_ballot_entry(p_entry_id uuid, p_partner_id uuid)
+ RETURNS TABLE(verdict text, campaign_id uuid)
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    v_campaign UUID;
+    v_status TEXT;
+BEGIN
+    SELECT e.campaign_id INTO v_campaign FROM ballot_entries e
+     WHERE e.id = p_entry_id AND (p_partner_id IS NULL OR e.partner_id = p_partner_id);
+    IF NOT FOUND THEN
+        verdict := 'ENTRY_NOT_FOUND'; RETURN NEXT; RETURN;
+    END IF;
+    PERFORM pg_advisory_xact_lock_shared(1, hashtext(v_campaign::text));
+    SELECT e.status::text INTO v_status FROM ballot_entries e
+     WHERE e.campaign_id = v_campaign AND e.id = p_entry_id FOR UPDATE;
+    IF v_status = 'ENTERED' THEN
+        UPDATE ballot_entries e SET status = 'WITHDRAWN', ended_at = clock_timestamp()
+         WHERE e.campaign_id = v_campaign AND e.id = p_entry_id;
+        verdict := 'OK';
+    ELSIF v_status = 'WITHDRAWN' THEN
+        verdict := 'OK';
+    ELSE
+        verdict := 'ENTRIES_CLOSED';
+    END IF;
+    campaign_id := v_campaign;
+    RETURN NEXT;
+END
+$function$;
+
 -- Triggers (from prisma/functions/)
 
 CREATE TRIGGER allocations_count_changed AFTER UPDATE ON public.allocations REFERENCING OLD TABLE AS rows_out NEW TABLE AS rows_in FOR EACH STATEMENT EXECUTE FUNCTION tessera_count_allocations();
@@ -1119,6 +1636,8 @@ CREATE TRIGGER allocations_count_changed AFTER UPDATE ON public.allocations REFE
 CREATE TRIGGER allocations_count_live AFTER UPDATE OF status ON public.allocations FOR EACH ROW EXECUTE FUNCTION tessera_count_live();
 
 CREATE TRIGGER allocations_record_events AFTER UPDATE ON public.allocations REFERENCING OLD TABLE AS rows_out NEW TABLE AS rows_in FOR EACH STATEMENT EXECUTE FUNCTION tessera_record_allocation_events();
+
+CREATE TRIGGER allocations_settle_ballot_entry AFTER UPDATE OF status ON public.allocations FOR EACH ROW WHEN (((old.status = 'HELD'::allocation_status) AND (new.status <> 'HELD'::allocation_status))) EXECUTE FUNCTION tessera_settle_ballot_entry();
 
 CREATE TRIGGER allocations_settle_waitlist_entry AFTER UPDATE OF status ON public.allocations FOR EACH ROW WHEN (((old.status = 'HELD'::allocation_status) AND (new.status <> 'HELD'::allocation_status))) EXECUTE FUNCTION tessera_settle_waitlist_entry();
 

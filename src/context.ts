@@ -8,6 +8,7 @@ import type { LiveUpdates } from './live';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 import { AllocationService } from './services/allocation';
+import { BallotService } from './services/ballots';
 import { AllocationRecordService } from './services/allocationRecords';
 import { ClaimBatcher } from './services/claimBatcher';
 import { CampaignService } from './services/campaigns';
@@ -24,6 +25,7 @@ export interface Services {
   readonly audit: AuditService;
   readonly webhooks: WebhookService;
   readonly waitlist: WaitlistService;
+  readonly ballots: BallotService;
 }
 
 export interface Context extends RequestContext {
@@ -69,7 +71,8 @@ export function createServices(
   return {
     allocations: new AllocationService(db, batcher, options.metrics, options.live),
     allocationRecords: new AllocationRecordService(db, options.live),
-    campaigns: new CampaignService(db, options.live),
+    campaigns: new CampaignService(db, options.live, options.webhooks?.secretKey),
+    ballots: new BallotService(db, options.webhooks?.secretKey, options.live),
     partners: new PartnerService(db, options.adminApiKey, options.apiKeyCacheTtlMs, options.onError, options.live),
     audit: new AuditService(db, options.logger),
     webhooks: new WebhookService(db, options.webhooks),

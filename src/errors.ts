@@ -123,6 +123,7 @@ export const CLAIM_MESSAGES: Record<ClaimErrorCode, string> = {
   NOT_WAITLISTED: 'The entry is no longer waiting or offered.',
   ALREADY_ENTERED: 'This holder already has a live entry here.',
   ENTRY_NOT_FOUND: 'No entry of yours has this id.',
+  ENTRIES_CLOSED: 'Entries are closed: the ballot was drawn, or entriesCloseAt has passed.',
 };
 
 export function claimError(code: ClaimErrorCode, message = CLAIM_MESSAGES[code]): ClaimError {

@@ -9,7 +9,9 @@ import { findAllocationsByIds } from './db/findAllocations';
 import { findTickets } from './db/findTickets';
 import { partnerStats } from './db/campaignReports';
 import { findOfferAllocationIds, waitlistFigures } from './db/waitlist';
-import type { AllocationModel, CampaignModel, CampaignStatsModel, PartnerModel, PartnerStatsModel, TicketModel } from './models';
+import { findWonAllocationIds } from './db/ballots';
+import { loadBallots } from './services/ballots';
+import type { AllocationModel, BallotModel, CampaignModel, CampaignStatsModel, PartnerModel, PartnerStatsModel, TicketModel } from './models';
 import type { CampaignService } from './services/campaigns';
 import type { PartnerService } from './services/partners';
 
@@ -30,6 +32,10 @@ export interface Loaders {
   readonly waitlistFigures: DataLoader<string, { waiting: number; offered: number }>;
   /** Keyed by `${campaignId}:${entryId}`: the ids of the allocations offered to the entry. */
   readonly waitlistOffer: DataLoader<string, string[]>;
+  /** Per campaign: its ballot (public part), null for none. */
+  readonly ballot: DataLoader<string, BallotModel | null>;
+  /** Keyed by `${campaignId}:${entryId}`: the ids of the allocations the ballot entry won. */
+  readonly ballotWon: DataLoader<string, string[]>;
 }
 
 const EMPTY_STATS: CampaignStatsModel = { total: 0, allocated: 0, held: 0, available: 0, allotted: 0, void: 0, soldOutAt: null };
@@ -56,6 +62,8 @@ class RequestLoaders implements Loaders {
   #partnerStats?: Loaders['partnerStats'];
   #waitlistFigures?: Loaders['waitlistFigures'];
   #waitlistOffer?: Loaders['waitlistOffer'];
+  #ballot?: Loaders['ballot'];
+  #ballotWon?: Loaders['ballotWon'];
 
   constructor(
     private readonly db: Database,
@@ -123,6 +131,21 @@ class RequestLoaders implements Loaders {
       });
       const offers = await findOfferAllocationIds(this.db.prisma, entries);
       return entries.map((e) => offers.get(e.id) ?? []);
+    }));
+  }
+
+  get ballot(): Loaders['ballot'] {
+    return (this.#ballot ??= new DataLoader(async (ids) => loadBallots(this.db, ids)));
+  }
+
+  get ballotWon(): Loaders['ballotWon'] {
+    return (this.#ballotWon ??= new DataLoader(async (keys) => {
+      const entries = keys.map((key) => {
+        const [campaignId, id] = key.split(':') as [string, string];
+        return { campaignId, id };
+      });
+      const won = await findWonAllocationIds(this.db.prisma, entries);
+      return entries.map((e) => won.get(e.id) ?? []);
     }));
   }
 }

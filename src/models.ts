@@ -39,6 +39,9 @@ export interface CampaignModel {
   maxHoldSeconds?: number | null;
   releasePolicy?: ReleasePolicy;
   waitlistOfferSeconds?: number;
+  mode?: CampaignMode;
+  entriesCloseAt?: Date | null;
+  ballotConfirmSeconds?: number | null;
   createdAt: Date;
 }
 
@@ -147,4 +150,33 @@ export interface ConnectionModel<T> {
   pageInfo: { hasNextPage: boolean; endCursor: string | null };
   /** Counted only when the client asks for it. */
   totalCount: () => Promise<number>;
+}
+
+export type CampaignMode = 'FIRST_COME' | 'BALLOT';
+export type BallotEntryStatus = 'ENTERED' | 'WON' | 'LOST' | 'LAPSED' | 'WITHDRAWN';
+
+export interface BallotEntryModel {
+  id: string;
+  campaignId: string;
+  partnerId: string;
+  holder: string;
+  quantity: number;
+  status: BallotEntryStatus;
+  seq: number;
+  rank: number | null;
+  wonInDraw: boolean | null;
+  createdAt: Date;
+}
+
+export interface BallotModel {
+  campaignId: string;
+  seedCommitment: string;
+  seed: string | null;
+  entriesDigest: string | null;
+  /** Before the draw: the entries ENTERED now; after it: the entries drawn. */
+  entryCount: number;
+  winners: number;
+  tickets: number | null;
+  partnerLimits: Record<string, { allotted?: number; quota?: number }> | null;
+  drawnAt: Date | null;
 }

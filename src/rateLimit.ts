@@ -27,6 +27,8 @@ export const OPERATION_COSTS: Readonly<Record<string, number>> = {
   releaseAllocation: 3,
   joinWaitlist: 5,
   leaveWaitlist: 3,
+  enterBallot: 5,
+  withdrawBallotEntry: 3,
 };
 
 export interface RateLimits {

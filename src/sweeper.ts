@@ -1,6 +1,7 @@
 // The hold sweeper: every interval, returns expired holds' tickets to the pool (db/expireHolds.ts),
 // returns the unused tickets of allotments that lapsed (tessera_lapse_allotments), offers the
-// returned tickets of WAITLIST_FIRST campaigns to their waitlists (tessera_offer_all_returned), folds the stats
+// returned tickets of WAITLIST_FIRST campaigns to their waitlists (tessera_offer_all_returned), passes
+// drawn ballots' free tickets on to their LOST entries (tessera_pass_on_ballots), folds the stats
 // counters of exited backends (tessera_fold_counters), and announces campaigns that sold out or fell
 // to their low-stock threshold (tessera_stock_events, webhooks).
 // Not needed for correctness under POOL — an expired hold's ticket is claimable, and reads as
@@ -11,6 +12,7 @@
 import type { Database } from './db/client';
 import { expireHolds, foldCounters, lapseAllotments, stockEvents } from './db/expireHolds';
 import { offerAllReturned } from './db/waitlist';
+import { passOnBallots } from './db/ballots';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 
@@ -31,6 +33,8 @@ export function startHoldSweeper(db: Database, logger: Logger, metrics: Metrics,
       await lapseAllotments(db.prisma);
       // WAITLIST_FIRST: what the two above returned, and anything a dead caller left RETURNED.
       await offerAllReturned(db.prisma);
+      // BALLOT: tickets no winner holds any more, to LOST entries in rank order.
+      await passOnBallots(db.prisma);
       await foldCounters(db.prisma);
       await stockEvents(db.prisma);
     } catch (err) {

@@ -29,7 +29,7 @@ const roleRules = rules.filter((r) => r.role !== null);
 const openRules = rules.filter((r) => r.role === null);
 
 /** The mutations a partner key may call (each checks ownership itself). Anything else needs a role. */
-const PARTNER_MUTATIONS = ['claimTicket', 'claimTickets', 'confirmHold', 'extendHold', 'holdTicket', 'joinWaitlist', 'leaveWaitlist', 'releaseAllocation'];
+const PARTNER_MUTATIONS = ['claimTicket', 'claimTickets', 'confirmHold', 'enterBallot', 'extendHold', 'holdTicket', 'joinWaitlist', 'leaveWaitlist', 'releaseAllocation', 'withdrawBallotEntry'];
 
 const NO_SUCH_ID = '00000000-0000-0000-0000-0000000000aa';
 

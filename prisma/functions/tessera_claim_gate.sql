@@ -32,7 +32,7 @@
 -- other without having been inserted yet.
 --
 -- Verdicts: OK, PRIOR (prior_allocation_id is this key's allocation), CAMPAIGN_NOT_FOUND,
--- CAMPAIGN_NOT_OPEN, HOLDER_LIMIT_REACHED, PARTNER_QUOTA_REACHED.
+-- CAMPAIGN_NOT_OPEN (also: a claim on a BALLOT campaign), HOLDER_LIMIT_REACHED, PARTNER_QUOTA_REACHED.
 CREATE OR REPLACE FUNCTION "tessera_claim_gate"(
     p_campaign_id UUID,
     p_partner_id UUID,
@@ -67,6 +67,11 @@ BEGIN
     IF c.status <> 'OPEN'
        OR (c.opens_at IS NOT NULL AND clock_timestamp() < c.opens_at)
        OR (c.closes_at IS NOT NULL AND clock_timestamp() >= c.closes_at) THEN
+        verdict := 'CAMPAIGN_NOT_OPEN'; RETURN NEXT; RETURN;
+    END IF;
+    -- A BALLOT campaign takes no first-come claims (its winners' holds come from the draw); a
+    -- confirmation (quantity 0) of a winner's hold passes.
+    IF p_quantity > 0 AND c.mode = 'BALLOT' THEN
         verdict := 'CAMPAIGN_NOT_OPEN'; RETURN NEXT; RETURN;
     END IF;
 

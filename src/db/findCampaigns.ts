@@ -3,7 +3,7 @@
 // offset or Prisma's `cursor: {id}, skip: 1`, a keyset page neither skips nor repeats a campaign
 // when the one under the cursor changes status or is created between pages.
 import type { Db } from './client';
-import type { CampaignModel, CampaignStatus, ReleasePolicy } from '../models';
+import type { CampaignMode, CampaignModel, CampaignStatus, ReleasePolicy } from '../models';
 
 export interface CampaignCursor {
   createdAt: string;
@@ -21,6 +21,9 @@ interface CampaignRow {
   max_hold_seconds: number | null;
   release_policy: ReleasePolicy;
   waitlist_offer_seconds: number;
+  mode: CampaignMode;
+  entries_close_at: Date | null;
+  ballot_confirm_seconds: number | null;
   created_at: Date;
   created_at_text: string;
 }
@@ -30,7 +33,7 @@ export async function findCampaignPage(
   q: { status: CampaignStatus | null; after: CampaignCursor | null; limit: number },
 ): Promise<{ campaign: CampaignModel; cursor: CampaignCursor }[]> {
   const rows = await db.$queryRaw<CampaignRow[]>`
-    SELECT id, name, status, opens_at, closes_at, per_holder_limit, low_stock_threshold, max_hold_seconds, release_policy, waitlist_offer_seconds, created_at, created_at::text AS created_at_text
+    SELECT id, name, status, opens_at, closes_at, per_holder_limit, low_stock_threshold, max_hold_seconds, release_policy, waitlist_offer_seconds, mode, entries_close_at, ballot_confirm_seconds, created_at, created_at::text AS created_at_text
       FROM campaigns
      WHERE (${q.status}::campaign_status IS NULL OR status = ${q.status}::campaign_status)
        AND (${q.after?.createdAt ?? null}::timestamptz IS NULL
@@ -49,6 +52,9 @@ export async function findCampaignPage(
       maxHoldSeconds: r.max_hold_seconds,
       releasePolicy: r.release_policy,
       waitlistOfferSeconds: r.waitlist_offer_seconds,
+      mode: r.mode,
+      entriesCloseAt: r.entries_close_at,
+      ballotConfirmSeconds: r.ballot_confirm_seconds,
       createdAt: r.created_at,
     },
     cursor: { createdAt: r.created_at_text, id: r.id },

@@ -107,3 +107,14 @@ export function isConnectionLost(error: unknown): boolean {
   if (prismaCode === 'P1017' || prismaCode === 'P1001') return true; // server closed the connection / unreachable
   return /Connection terminated|not queryable|ECONNRESET|ECONNREFUSED|server closed the connection/i.test(message);
 }
+
+/** Runs `run`, again up to `retries` times after a deadlock (a victim was rolled back: always safe to ask again). */
+export async function retryDeadlocks<T>(run: () => Promise<T>, retries = 2): Promise<T> {
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      return await run();
+    } catch (error) {
+      if (pgErrorInfo(error).code !== PG.DEADLOCK_DETECTED || attempt >= retries) throw error;
+    }
+  }
+}

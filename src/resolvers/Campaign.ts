@@ -20,6 +20,12 @@ export const Campaign: CampaignResolvers = {
   waitlistOfferSeconds: async (campaign, _, ctx) => campaign.waitlistOfferSeconds ?? (await details(ctx, campaign)).waitlistOfferSeconds ?? 900,
   waitlist: (campaign, args, ctx) => ctx.services.waitlist.list(ctx, campaign.id, args),
   waitlistLength: (campaign, _, ctx) => ctx.services.waitlist.length(ctx, campaign.id),
+  mode: async (campaign, _, ctx) => campaign.mode ?? (await details(ctx, campaign)).mode ?? 'FIRST_COME',
+  entriesCloseAt: async (campaign, _, ctx) => (campaign.mode !== undefined ? campaign : await details(ctx, campaign)).entriesCloseAt ?? null,
+  ballotConfirmSeconds: async (campaign, _, ctx) =>
+    (campaign.mode !== undefined ? campaign : await details(ctx, campaign)).ballotConfirmSeconds ?? null,
+  ballot: (campaign, _, ctx) => ctx.services.ballots.ballot(ctx, campaign.id),
+  ballotEntries: (campaign, args, ctx) => ctx.services.ballots.list(ctx, campaign.id, args),
 };
 
 export const Allotment: AllotmentResolvers = {

@@ -16,6 +16,9 @@ export const Mutation: MutationResolvers = {
   claimTickets: (_, { input }, ctx) => ctx.services.allocations.claimMany(ctx, input),
   joinWaitlist: (_, { input }, ctx) => ctx.services.waitlist.join(ctx, input),
   leaveWaitlist: (_, { entryId }, ctx) => ctx.services.waitlist.leave(ctx, entryId),
+  enterBallot: (_, { input }, ctx) => ctx.services.ballots.enter(ctx, input),
+  withdrawBallotEntry: (_, { entryId }, ctx) => ctx.services.ballots.withdraw(ctx, entryId),
+  drawBallot: async (_, { campaignId }, ctx) => ({ ballot: await ctx.services.ballots.draw(ctx, campaignId) }),
   setPartnerQuota: async (_, { campaignId, partnerId, quota }, ctx) => ({
     campaign: await ctx.services.campaigns.setPartnerQuota(ctx, campaignId, partnerId, quota),
   }),

@@ -8,5 +8,6 @@ export const Query: QueryResolvers = {
   auditLog: (_, args, ctx) => ctx.services.audit.list(ctx, args),
   webhooks: (_, __, ctx) => ctx.services.webhooks.list(ctx),
   waitlistEntry: (_, { id }, ctx) => ctx.services.waitlist.get(ctx, id),
+  ballotEntry: (_, { id }, ctx) => ctx.services.ballots.get(ctx, id),
   webhookDeliveries: (_, args, ctx) => ctx.services.webhooks.deliveries(ctx, args),
 };

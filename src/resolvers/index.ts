@@ -1,6 +1,7 @@
 import { DateTimeResolver, JSONResolver } from 'graphql-scalars';
 import type { Resolvers } from '../generated/graphql';
 import { Allocation } from './Allocation';
+import { BallotEntry } from './BallotEntry';
 import { Allotment, Campaign, CampaignStats, PartnerStats } from './Campaign';
 import { Mutation } from './Mutation';
 import { Partner } from './Partner';
@@ -26,6 +27,8 @@ export const resolvers: Resolvers = {
   WebhookEndpoint,
   WaitlistEntry,
   WaitlistEntryConnection: totalCount,
+  BallotEntry,
+  BallotEntryConnection: totalCount,
   AllocationConnection: totalCount,
   CampaignConnection: totalCount,
   PartnerConnection: totalCount,

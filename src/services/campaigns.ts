@@ -1,6 +1,7 @@
 // Campaigns: the operator's side — create, load, open, close — and the reads both sides share.
 import type { Database } from '../db/client';
 import type { LiveUpdates } from '../live';
+import { newSeed, sealSeed, seedCommitment } from '../ballot/seed';
 import { campaignTimeline, type TimelineUnit } from '../db/campaignReports';
 import { lockCampaignGate } from '../db/campaignGate';
 import { closeCampaign } from '../db/closeCampaign';
@@ -11,7 +12,7 @@ import { findCampaignPage } from '../db/findCampaigns';
 import { generateTickets, loadTickets, recordSoldOut } from '../db/loadTickets';
 import { pgErrorInfo, PG } from '../db/pgErrors';
 import { apiError, ErrorCode, InvalidInput, notFound } from '../errors';
-import type { CampaignModel, CampaignStatsModel, ReleasePolicy, CampaignStatus, ConnectionModel, PartnerStatsModel, TimelinePointModel } from '../models';
+import type { CampaignMode, CampaignModel, CampaignStatsModel, ReleasePolicy, CampaignStatus, ConnectionModel, PartnerStatsModel, TimelinePointModel } from '../models';
 import { campaignCursor } from './cursors';
 import { campaignStatsStream } from './liveStats';
 import * as validate from '../validation';
@@ -26,6 +27,9 @@ export interface CreateCampaignInput {
   maxHoldSeconds?: number | null;
   releasePolicy?: ReleasePolicy | null;
   waitlistOfferSeconds?: number | null;
+  mode?: CampaignMode | null;
+  entriesCloseAt?: Date | null;
+  ballotConfirmSeconds?: number | null;
 }
 
 export interface UpdateCampaignInput {
@@ -52,11 +56,16 @@ const CAMPAIGN_FIELDS = {
   maxHoldSeconds: true,
   releasePolicy: true,
   waitlistOfferSeconds: true,
+  mode: true,
+  entriesCloseAt: true,
+  ballotConfirmSeconds: true,
   createdAt: true,
 } as const;
 
 /** How long a waitlist offer is held when createCampaign does not say (15 minutes). */
 const DEFAULT_WAITLIST_OFFER_SECONDS = 900;
+/** How long a ballot winner's hold lasts when createCampaign does not say (15 minutes). */
+const DEFAULT_BALLOT_CONFIRM_SECONDS = 900;
 
 /** generateTickets writes up to 1,000,000 rows in one statement: it gets its own time budget. */
 const GENERATE_TIMEOUT_MS = 10 * 60_000;
@@ -66,7 +75,19 @@ export class CampaignService {
     private readonly db: Database,
     /** Tells campaignStats subscribers that a campaign's figures moved. */
     private readonly live?: LiveUpdates,
+    /** Seals a ballot's seed until its draw (the server's secrets key); without it a BALLOT campaign cannot open. */
+    private readonly secretKey?: Buffer,
   ) {}
+
+  /** A new seed for a BALLOT campaign, committed and sealed; null for first come. */
+  private ballotSeed(campaign: CampaignModel): { commitment: string; sealed: string } | null {
+    if (campaign.mode !== 'BALLOT') return null;
+    if (!this.secretKey) {
+      throw apiError(ErrorCode.NOT_CONFIGURED, 'A BALLOT campaign needs WEBHOOK_SECRET_KEY, which seals its seed until the draw.');
+    }
+    const seed = newSeed();
+    return { commitment: seedCommitment(seed), sealed: sealSeed(seed, this.secretKey) };
+  }
 
   async create(ctx: RequestContext, input: CreateCampaignInput): Promise<CampaignModel> {
     const name = validate.text('name', input.name, validate.LIMITS.nameLength);
@@ -79,6 +100,7 @@ export class CampaignService {
       validate.optionalIntInRange('waitlistOfferSeconds', input.waitlistOfferSeconds, 1, maxHoldSeconds ?? validate.LIMITS.maxHoldSeconds) ??
       Math.min(DEFAULT_WAITLIST_OFFER_SECONDS, maxHoldSeconds ?? DEFAULT_WAITLIST_OFFER_SECONDS);
     validate.campaignWindow(input.opensAt, input.closesAt);
+    const ballot = ballotSettings(input, releasePolicy, maxHoldSeconds);
     const campaign = await this.db.prisma.campaign.create({
       data: {
         name,
@@ -87,6 +109,7 @@ export class CampaignService {
         maxHoldSeconds,
         releasePolicy,
         waitlistOfferSeconds,
+        ...ballot,
         opensAt: input.opensAt ?? null,
         closesAt: input.closesAt ?? null,
       },
@@ -102,7 +125,7 @@ export class CampaignService {
     if (current.status === 'CLOSED') {
       throw apiError(ErrorCode.INVALID_TRANSITION, `Campaign ${id} is CLOSED; a closed campaign cannot be opened again.`);
     }
-    if (current.status === 'DRAFT') await openCampaign(this.db.prisma, current.id);
+    if (current.status === 'DRAFT') await openCampaign(this.db.prisma, current.id, this.ballotSeed(current));
     return this.fresh(ctx, await this.require(id));
   }
 
@@ -285,4 +308,35 @@ export class CampaignService {
     ctx.loaders.stats.clear(campaign.id);
     return campaign;
   }
+}
+
+/**
+ * mode, entriesCloseAt and ballotConfirmSeconds of a new campaign. The two ballot settings belong to
+ * BALLOT campaigns only; a winner's hold is a hold (never longer than maxHoldSeconds); a ballot's
+ * tickets pass on to its ranking, so WAITLIST_FIRST does not combine with it.
+ */
+function ballotSettings(
+  input: CreateCampaignInput,
+  releasePolicy: ReleasePolicy,
+  maxHoldSeconds: number | null,
+): { mode: CampaignMode; entriesCloseAt: Date | null; ballotConfirmSeconds: number | null } {
+  const mode = input.mode ?? 'FIRST_COME';
+  if (mode !== 'BALLOT') {
+    for (const field of ['entriesCloseAt', 'ballotConfirmSeconds'] as const) {
+      if (input[field] !== undefined && input[field] !== null) throw new InvalidInput(field, `${field} applies to BALLOT campaigns only.`);
+    }
+    return { mode, entriesCloseAt: null, ballotConfirmSeconds: null };
+  }
+  if (releasePolicy === 'WAITLIST_FIRST') {
+    throw new InvalidInput('releasePolicy', 'A BALLOT campaign passes returned tickets on to its ranking: WAITLIST_FIRST does not apply.');
+  }
+  const entriesCloseAt = input.entriesCloseAt ?? null;
+  if (entriesCloseAt !== null) {
+    if (entriesCloseAt.getTime() <= Date.now()) throw new InvalidInput('entriesCloseAt', 'entriesCloseAt must be in the future.');
+    if (input.closesAt && entriesCloseAt > input.closesAt) throw new InvalidInput('entriesCloseAt', 'entriesCloseAt must not be after closesAt.');
+  }
+  const ballotConfirmSeconds =
+    validate.optionalIntInRange('ballotConfirmSeconds', input.ballotConfirmSeconds, 1, maxHoldSeconds ?? validate.LIMITS.maxHoldSeconds) ??
+    Math.min(DEFAULT_BALLOT_CONFIRM_SECONDS, maxHoldSeconds ?? DEFAULT_BALLOT_CONFIRM_SECONDS);
+  return { mode, entriesCloseAt, ballotConfirmSeconds };
 }

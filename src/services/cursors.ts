@@ -78,3 +78,30 @@ export const deliveryCursor = {
     return { createdAt, id };
   },
 };
+
+/** Ballot entries: by entry order (seq) before the draw, by rank after it. */
+export const ballotEntryCursor = {
+  encode: (order: 'seq' | 'rank', value: number) => encode(`ballot-${order}`, String(value)),
+  decode(order: 'seq' | 'rank', cursor: string): number {
+    let value: string;
+    try {
+      value = decode(`ballot-${order}`, cursor);
+    } catch (error) {
+      const other = order === 'rank' ? 'seq' : 'rank';
+      // A page cursor from before the draw, brought back after it: the order has changed.
+      if (tryDecode(`ballot-${other}`, cursor)) throw new InvalidInput('after', 'The ballot was drawn since this cursor was issued: start again from the first page, in rank order.');
+      throw error;
+    }
+    if (!/^\d{1,15}$/.test(value)) throw notOurs();
+    return Number(value);
+  },
+};
+
+function tryDecode(kind: string, cursor: string): boolean {
+  try {
+    decode(kind, cursor);
+    return true;
+  } catch {
+    return false;
+  }
+}

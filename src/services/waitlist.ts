@@ -3,7 +3,7 @@
 // `error`, as a claim's do.
 import type { Database } from '../db/client';
 import type { JsonValue } from '../db/json';
-import { pgErrorInfo, PG } from '../db/pgErrors';
+import { retryDeadlocks } from '../db/pgErrors';
 import { countEntries, findEntriesByIds, findEntryPage, joinWaitlist, leaveWaitlist } from '../db/waitlist';
 import { claimError, InvalidInput, type ClaimError } from '../errors';
 import type { LiveUpdates } from '../live';
@@ -28,8 +28,6 @@ const refused = (code: ClaimError['code'], message?: string, entry: WaitlistEntr
   error: claimError(code, message),
 });
 
-/** Attempts after a deadlock (a victim was rolled back: always safe to ask again). */
-const DEADLOCK_RETRIES = 2;
 
 export class WaitlistService {
   constructor(
@@ -127,15 +125,5 @@ export class WaitlistService {
   private async fresh(id: string): Promise<WaitlistEntryModel | null> {
     const [entry] = await findEntriesByIds(this.db.prisma, [id]);
     return entry ?? null;
-  }
-}
-
-async function retryDeadlocks<T>(run: () => Promise<T>): Promise<T> {
-  for (let attempt = 0; ; attempt += 1) {
-    try {
-      return await run();
-    } catch (error) {
-      if (pgErrorInfo(error).code !== PG.DEADLOCK_DETECTED || attempt >= DEADLOCK_RETRIES) throw error;
-    }
   }
 }

@@ -1,0 +1,36 @@
+-- withdrawBallotEntry (issue 17, src/db/ballots.ts): an ENTERED entry becomes WITHDRAWN, before the
+-- draw only; the holder may then enter again. Locks: the campaign gate (shared: the draw, which
+-- holds it exclusive, either drew the entry or comes after the withdrawal), then the entry's row.
+--
+-- Verdicts: OK (also for an entry already WITHDRAWN), ENTRY_NOT_FOUND (unknown, or another
+-- partner's when p_partner_id is given), ENTRIES_CLOSED (drawn: WON, LOST or LAPSED).
+-- (PL/pgSQL, checked when it runs: it names a table migrations after the baseline add.)
+CREATE OR REPLACE FUNCTION "tessera_withdraw_ballot_entry"(p_entry_id UUID, p_partner_id UUID)
+  RETURNS TABLE (verdict TEXT, campaign_id UUID)
+  LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_campaign UUID;
+    v_status TEXT;
+BEGIN
+    SELECT e.campaign_id INTO v_campaign FROM ballot_entries e
+     WHERE e.id = p_entry_id AND (p_partner_id IS NULL OR e.partner_id = p_partner_id);
+    IF NOT FOUND THEN
+        verdict := 'ENTRY_NOT_FOUND'; RETURN NEXT; RETURN;
+    END IF;
+    PERFORM pg_advisory_xact_lock_shared(1, hashtext(v_campaign::text));
+    SELECT e.status::text INTO v_status FROM ballot_entries e
+     WHERE e.campaign_id = v_campaign AND e.id = p_entry_id FOR UPDATE;
+    IF v_status = 'ENTERED' THEN
+        UPDATE ballot_entries e SET status = 'WITHDRAWN', ended_at = clock_timestamp()
+         WHERE e.campaign_id = v_campaign AND e.id = p_entry_id;
+        verdict := 'OK';
+    ELSIF v_status = 'WITHDRAWN' THEN
+        verdict := 'OK';
+    ELSE
+        verdict := 'ENTRIES_CLOSED';
+    END IF;
+    campaign_id := v_campaign;
+    RETURN NEXT;
+END
+$$;
