@@ -3,6 +3,7 @@
 //
 //   tessera load   --campaign <id> --file <codes.csv|->   load codes in batches, with a progress bar
 //   tessera export --campaign <id> [--out <file.csv>]     the campaign's allocations as CSV
+//   tessera verify-ballot --campaign <id> | --file <f>    recompute a drawn ballot (bin/verify-ballot.js)
 //
 // Promises kept here (test/cli.test.ts checks each): every failure ends the process with one line
 // "tessera: …" on stderr and a non-zero status (1 failed, 2 wrong usage, 130/143 interrupted); no
@@ -15,7 +16,7 @@
 // standard's "bad ports" list (e.g. 6000, 5060) and reports every network failure as "fetch failed".
 'use strict';
 const { accessSync, constants: fsConstants, createReadStream, existsSync, readFileSync, statSync, unlinkSync } = require('node:fs');
-const { open, rename, unlink } = require('node:fs/promises');
+const { open, rename, unlink, writeFile } = require('node:fs/promises');
 const http = require('node:http');
 const https = require('node:https');
 const path = require('node:path');
@@ -24,6 +25,7 @@ const timers = require('node:timers');
 const { URL } = require('node:url');
 const { parseArgs } = require('node:util');
 const cliProgress = require('cli-progress');
+const { verifyBallot } = require('./verify-ballot');
 
 const DEFAULT_URL = 'http://localhost:4000';
 const KEY_FILE = path.join('.tessera', 'admin-api-key');
@@ -51,6 +53,8 @@ const HELP = {
 Commands:
   load      load ticket codes from a CSV file into a campaign
   export    write a campaign's allocations as CSV
+  verify-ballot
+            recompute a drawn ballot from its published data: "verified", or the first mismatch
   help      this help, or a command's: tessera help load
 
 ${COMMON_OPTIONS}
@@ -91,9 +95,32 @@ Options:
   --out <file|->     the CSV file to write (default: standard output)
 
 ${COMMON_OPTIONS}`,
+
+  'verify-ballot': `Usage: tessera verify-ballot --campaign <id> [--save <file.json>] [options]
+       tessera verify-ballot --file <ballot.json> [--campaign <id>] [options]
+
+Recomputes a drawn BALLOT campaign from what it published, as anyone can: the seed against the
+commitment published at the opening, entriesDigest against the entries, every entry's rank
+(sha256("<seed>:<entry id>") ascending) and every draw result (the walk: an entry wins when the
+tickets not yet won cover its quantity, within Ballot.partnerLimits). Prints "verified: ..." and
+exits 0, or names the first mismatch and exits 1.
+
+--campaign reads the ballot and every entry from the API (an admin key reads every entry; a
+partner key reads only its own, so a partner verifies with the operator's published file).
+--save writes what was read, verified, to a file that can be published. --file verifies such a file
+without the API; with --campaign as well, the file's seed, commitment and digest must also be the
+ones the API shows for that campaign (a partner key is enough).
+
+Options:
+  --campaign <id>    the campaign
+  --file <path>      a ballot file written by --save
+  --save <path>      write the ballot and its entries as JSON after verifying them
+
+${COMMON_OPTIONS}`,
 };
 
 const COMMANDS = {
+  'verify-ballot': { campaign: { type: 'string' }, file: { type: 'string' }, save: { type: 'string' } },
   load: { campaign: { type: 'string' }, file: { type: 'string' }, batch: { type: 'string' }, concurrency: { type: 'string' } },
   export: { campaign: { type: 'string' }, out: { type: 'string' } },
 };
@@ -125,7 +152,7 @@ async function main(argv) {
     return help(rest[0] ?? 'main');
   }
   if (!COMMANDS[command]) {
-    if (command.startsWith('-')) throw new CliError(`unknown option: ${command} (the command comes first: tessera load|export [options]; see tessera --help)`, EXIT.USAGE);
+    if (command.startsWith('-')) throw new CliError(`unknown option: ${command} (the command comes first: tessera load|export|verify-ballot [options]; see tessera --help)`, EXIT.USAGE);
     throw usage(`unknown command: ${command}`);
   }
   const helpAsked = rest.indexOf('--') === -1 ? rest : rest.slice(0, rest.indexOf('--'));
@@ -133,6 +160,7 @@ async function main(argv) {
 
   const values = parseOptions(command, rest);
   const timeoutMs = positiveNumber(values, 'timeout', DEFAULT_TIMEOUT_SECONDS, command) * 1000;
+  if (command === 'verify-ballot') return verifyBallotCommand(values, timeoutMs);
   if (!values.campaign) throw usage('--campaign <id> is required', command);
   if (command === 'load') {
     if (!values.file) throw usage('--file <codes.csv> (or - for standard input) is required', command);
@@ -735,6 +763,81 @@ async function writeTo(sink, text, written) {
 }
 
 // ——— run ———
+
+const BALLOT = `query($id: ID!) {
+  campaign(id: $id) { id mode ballot { seedCommitment seed entriesDigest entryCount winners drawnAt tickets partnerLimits } }
+}`;
+const BALLOT_ENTRIES = `query($id: ID!, $after: String) {
+  campaign(id: $id) {
+    ballotEntries(first: 100, after: $after) {
+      pageInfo { hasNextPage endCursor }
+      edges { node { id quantity status rank wonInDraw partner { id } } }
+    }
+  }
+}`;
+
+async function verifyBallotCommand(values, timeoutMs) {
+  const command = 'verify-ballot';
+  if (!values.campaign && !values.file) throw usage('--campaign <id> or --file <ballot.json> is required', command);
+  if (values.file && values.save) throw usage('--save writes what --campaign read; it does not go with --file', command);
+  if (values.save) writableTarget(values.save);
+  let published = null;
+  if (values.file) {
+    readableFile(values.file);
+    try {
+      published = JSON.parse(readFileSync(values.file, 'utf8'));
+    } catch (error) {
+      throw new CliError(`${values.file} is not a ballot file: ${error.message}`);
+    }
+    if (!published || typeof published !== 'object' || !published.ballot || !Array.isArray(published.entries)) {
+      throw new CliError(`${values.file} is not a ballot file (expected {"campaignId", "ballot", "entries"}, as --save writes)`);
+    }
+  }
+  let fromApi = null;
+  if (values.campaign) {
+    const api = client(endpointOf(values.url, command), apiKey(values.key), timeoutMs);
+    try {
+      fromApi = await readBallot(api, values.campaign, !published);
+    } finally {
+      api.close();
+    }
+  }
+  if (published && fromApi) {
+    for (const field of ['seedCommitment', 'seed', 'entriesDigest', 'entryCount', 'winners']) {
+      if (published.ballot[field] !== fromApi.ballot[field]) {
+        throw new CliError(`mismatch: the file's ${field} is ${JSON.stringify(published.ballot[field])}, the API shows ${JSON.stringify(fromApi.ballot[field])} for campaign ${values.campaign}`);
+      }
+    }
+  }
+  const { ballot, entries } = published ?? fromApi;
+  const result = verifyBallot(ballot, entries);
+  if (!result.ok) throw new CliError(`mismatch: ${result.mismatch}`);
+  if (values.save) {
+    const draft = `${values.save}.${process.pid}.tmp`;
+    await writeFile(draft, `${JSON.stringify({ campaignId: values.campaign, ballot, entries }, null, 1)}\n`);
+    await rename(draft, values.save);
+  }
+  process.stdout.write(`verified: ${result.summary}\n`);
+  return EXIT.OK;
+}
+
+/** The ballot, and (when `withEntries`) every drawn entry in rank order, from the API. */
+async function readBallot(api, campaignId, withEntries) {
+  const { campaign } = await api.request(BALLOT, { id: campaignId });
+  if (!campaign) throw new CliError(`no campaign ${campaignId} at ${api.where} (check --campaign)`);
+  if (campaign.mode !== 'BALLOT' || !campaign.ballot) throw new CliError(`campaign ${campaignId} has no ballot (mode ${campaign.mode}, or not opened yet)`);
+  if (!campaign.ballot.drawnAt) throw new CliError(`the ballot of campaign ${campaignId} is not drawn yet: there is nothing to verify`);
+  const entries = [];
+  let after = null;
+  while (withEntries) {
+    const data = await api.request(BALLOT_ENTRIES, { id: campaignId, after });
+    const page = data.campaign.ballotEntries;
+    for (const { node } of page.edges) entries.push({ id: node.id, quantity: node.quantity, status: node.status, rank: node.rank, wonInDraw: node.wonInDraw, partnerId: node.partner.id });
+    if (!page.pageInfo.hasNextPage) break;
+    after = page.pageInfo.endCursor;
+  }
+  return { ballot: campaign.ballot, entries };
+}
 
 function interrupt(signal) {
   let note = '';

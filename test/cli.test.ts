@@ -718,3 +718,68 @@ describe('CSV injection', () => {
     expect(rows.filter((row) => row[2].raw === 'SAFE-7')).toHaveLength(1);
   });
 });
+
+describe('verify-ballot', () => {
+  const ENTER = 'mutation($input: EnterBallotInput!) { enterBallot(input: $input) { entry { id } error { code } } }';
+
+  /** A drawn ballot of 250 entries (three pages of ballotEntries) on 40 tickets. */
+  async function drawnBallot(): Promise<{ campaignId: string }> {
+    const partner = await server.createPartner('entrant');
+    const campaignId = await server.openCampaignWith(40, { mode: 'BALLOT' });
+    for (let i = 0; i < 250; i += 25) {
+      await Promise.all(
+        Array.from({ length: 25 }, (_, j) => server.gql(partner.apiKey, ENTER, { input: { campaignId, holder: `h${i + j}`, quantity: 1 + ((i + j) % 3) } })),
+      );
+    }
+    const drawn = await server.gql(ADMIN_KEY, 'mutation($id: ID!) { drawBallot(campaignId: $id) { ballot { drawnAt } } }', { id: campaignId });
+    expect(drawn.body.errors).toBeUndefined();
+    return { campaignId };
+  }
+
+  test('says verified for a real draw, saves a file anyone can verify offline, and a partner checks that file against the API', async () => {
+    const { campaignId } = await drawnBallot();
+    const partnerKey = (await server.createPartner('watcher')).apiKey;
+    const dir = tempDir();
+    const file = path.join(dir, 'ballot.json');
+    const run = await tessera(['verify-ballot', '--campaign', campaignId, '--save', file, '--url', base, '--key', ADMIN_KEY]);
+    expectSuccess(run);
+    expect(run.stdout).toMatch(/^verified: 250 entries, \d+ winners at the draw/);
+    const saved = JSON.parse(readFileSync(file, 'utf8'));
+    expect(saved.entries).toHaveLength(250);
+    expect(saved.ballot.seed).toMatch(/^[0-9a-f]{64}$/);
+    // Offline, with no server and no key at all.
+    expectSuccess(await tessera(['verify-ballot', '--file', file, '--url', 'http://127.0.0.1:9', '--key', BAD_KEY]));
+    // A partner: the published file, tied to what the API shows it.
+    const partnerRun = await tessera(['verify-ballot', '--file', file, '--campaign', campaignId, '--url', base, '--key', partnerKey]);
+    expectSuccess(partnerRun);
+    // With only its own view (no entries here) a partner cannot recompute the draw, and is told so.
+    expectOneError(await tessera(['verify-ballot', '--campaign', campaignId, '--url', base, '--key', partnerKey]), 1, /^tessera: mismatch: 0 entries published, the ballot says 250/);
+  });
+
+  test('catches one rank swapped in the database, a tampered file, and refuses what is not a drawn ballot', async () => {
+    const { campaignId } = await drawnBallot();
+    const dir = tempDir();
+    const file = path.join(dir, 'ballot.json');
+    expectSuccess(await tessera(['verify-ballot', '--campaign', campaignId, '--save', file, '--url', base, '--key', ADMIN_KEY]));
+
+    await server.sql.query('UPDATE ballot_entries SET rank = CASE WHEN rank = 7 THEN 8 ELSE 7 END WHERE campaign_id = $1 AND rank IN (7, 8)', [campaignId]);
+    expectOneError(await tessera(['verify-ballot', '--campaign', campaignId, '--url', base, '--key', ADMIN_KEY]), 1, /^tessera: mismatch: entry [0-9a-f-]+ has rank 8; .* puts it at 7/);
+    // A published file tampered with: a loser turned winner, then another seed.
+    const saved = JSON.parse(readFileSync(file, 'utf8'));
+    const loser = saved.entries.find((e: { wonInDraw: boolean }) => !e.wonInDraw);
+    loser.wonInDraw = true;
+    loser.status = 'WON';
+    writeFileSync(file, JSON.stringify(saved));
+    expectOneError(await tessera(['verify-ballot', '--file', file]), 1, /^tessera: mismatch: entry .* is recorded as a winner/);
+    saved.ballot.seed = 'f'.repeat(64);
+    writeFileSync(file, JSON.stringify(saved));
+    expectOneError(await tessera(['verify-ballot', '--file', file, '--campaign', campaignId, '--url', base, '--key', ADMIN_KEY]), 1, /^tessera: mismatch: the file's seed/);
+
+    const undrawn = await server.openCampaignWith(1, { mode: 'BALLOT' });
+    expectOneError(await tessera(['verify-ballot', '--campaign', undrawn, '--url', base, '--key', ADMIN_KEY]), 1, /not drawn yet/);
+    expectOneError(await tessera(['verify-ballot', '--campaign', bigCampaign, '--url', base, '--key', ADMIN_KEY]), 1, /has no ballot/);
+    expectOneError(await tessera(['verify-ballot', '--url', base]), 2, /--campaign <id> or --file/);
+    writeFileSync(file, 'not json');
+    expectOneError(await tessera(['verify-ballot', '--file', file]), 1, /is not a ballot file/);
+  });
+});
