@@ -1,5 +1,5 @@
 // Recomputes a drawn ballot from its published data alone (issue 17): the seed, its commitment,
-// entriesDigest and every drawn entry (id, quantity, rank, status, wonInDraw, partner id). No
+// entriesDigest and every drawn entry in rank order (id, quantity, rank, status, wonInDraw, partner id). No
 // dependency beyond node:crypto, so that anyone can read what it checks — `tessera verify-ballot`
 // feeds it from the API (bin/tessera.js), or from a file the operator published.
 //
@@ -28,6 +28,10 @@ function verifyBallot(ballot, entries) {
   const digest = sha256(entries.map((e) => e.id).sort(byCodePoint).join('\n'));
   if (digest !== ballot.entriesDigest) return fail(`entriesDigest is ${ballot.entriesDigest}, the published entries hash to ${digest}`);
 
+  // The list is the ranking as published: in rank order, each entry naming its rank.
+  for (let i = 0; i < entries.length; i += 1) {
+    if (entries[i].rank !== i + 1) return fail(`the published list is not in rank order: position ${i + 1} holds entry ${entries[i].id} with rank ${entries[i].rank}`);
+  }
   const ranked = entries
     .map((e) => ({ ...e, key: sha256(`${ballot.seed}:${e.id}`) }))
     .sort((a, b) => byCodePoint(a.key, b.key));

@@ -109,7 +109,14 @@ CREATE TABLE ballot_entries (
     rank integer,
     won_in_draw boolean,
     created_at timestamp(6) with time zone NOT NULL DEFAULT clock_timestamp(),
+    withdrawn_at timestamp(6) with time zone,
     ended_at timestamp(6) with time zone
+) WITH (fillfactor=50);
+
+CREATE TABLE ballot_ranks (
+    campaign_id uuid NOT NULL,
+    rank integer NOT NULL,
+    entry_id uuid NOT NULL
 );
 
 CREATE TABLE ballots (
@@ -305,6 +312,8 @@ ALTER TABLE ballot_entries ADD CONSTRAINT ballot_entries_pkey PRIMARY KEY (campa
 
 ALTER TABLE ballot_entries ADD CONSTRAINT ballot_entries_quantity CHECK (((quantity >= 1) AND (quantity <= 100)));
 
+ALTER TABLE ballot_ranks ADD CONSTRAINT ballot_ranks_pkey PRIMARY KEY (campaign_id, rank);
+
 ALTER TABLE ballots ADD CONSTRAINT ballots_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES campaigns(id) ON UPDATE CASCADE ON DELETE RESTRICT;
 
 ALTER TABLE ballots ADD CONSTRAINT ballots_pkey PRIMARY KEY (campaign_id);
@@ -401,11 +410,9 @@ CREATE INDEX allotments_due_idx ON public.allotments USING btree (lapses_at) WHE
 
 CREATE INDEX audit_log_at_idx ON public.audit_log USING btree (at DESC, id DESC);
 
-CREATE INDEX ballot_entries_campaign_rank ON public.ballot_entries USING btree (campaign_id, rank) WHERE (rank IS NOT NULL);
-
 CREATE INDEX ballot_entries_campaign_seq ON public.ballot_entries USING btree (campaign_id, seq);
 
-CREATE UNIQUE INDEX ballot_entries_holder ON public.ballot_entries USING btree (campaign_id, partner_id, holder) WHERE (status <> 'WITHDRAWN'::ballot_entry_status);
+CREATE UNIQUE INDEX ballot_entries_holder ON public.ballot_entries USING btree (campaign_id, partner_id, holder) WHERE (withdrawn_at IS NULL);
 
 CREATE INDEX ballot_entries_id ON public.ballot_entries USING btree (id);
 
@@ -881,6 +888,9 @@ BEGIN
     PERFORM tessera_ballot_walk(pool, caps);
     SELECT count(*) INTO n_winners FROM tessera_ballot_winners;
 
+    INSERT INTO ballot_ranks (campaign_id, rank, entry_id)
+    SELECT p_campaign_id, r.rank, r.id FROM tessera_ballot_candidates r ORDER BY r.rank;
+    -- A HOT update of each entry (no index names these columns; the table leaves room in each page).
     UPDATE ballot_entries e
        SET rank = r.rank,
            won_in_draw = (w.id IS NOT NULL),
@@ -961,7 +971,7 @@ BEGIN
     SELECT 'ALREADY_ENTERED', e.id INTO verdict, entry_id
       FROM ballot_entries e
      WHERE e.campaign_id = p_campaign_id AND e.partner_id = p_partner_id AND e.holder = p_holder
-       AND e.status <> 'WITHDRAWN';
+       AND e.withdrawn_at IS NULL;
     IF FOUND THEN RETURN NEXT; RETURN; END IF;
 
     INSERT INTO ballot_entries (campaign_id, partner_id, holder, quantity, metadata, idempotency_key, request_hash)
@@ -1398,9 +1408,9 @@ BEGIN
 
     DROP TABLE IF EXISTS pg_temp.tessera_ballot_candidates;
     CREATE TEMP TABLE tessera_ballot_candidates ON COMMIT DROP AS
-    SELECT e.id, e.partner_id, e.quantity, e.rank
-      FROM ballot_entries e
-     WHERE e.campaign_id = p_campaign_id AND e.status = 'LOST' AND e.quantity <= total;
+    SELECT e.id, e.partner_id, e.quantity, r.rank
+      FROM ballot_ranks r JOIN ballot_entries e ON e.campaign_id = r.campaign_id AND e.id = r.entry_id
+     WHERE r.campaign_id = p_campaign_id AND e.status = 'LOST' AND e.quantity <= total;
 
     PERFORM tessera_ballot_walk(pool, caps);
     UPDATE ballot_entries e SET status = 'WON'
@@ -1616,7 +1626,7 @@ BEGIN
     SELECT e.status::text INTO v_status FROM ballot_entries e
      WHERE e.campaign_id = v_campaign AND e.id = p_entry_id FOR UPDATE;
     IF v_status = 'ENTERED' THEN
-        UPDATE ballot_entries e SET status = 'WITHDRAWN', ended_at = clock_timestamp()
+        UPDATE ballot_entries e SET status = 'WITHDRAWN', withdrawn_at = clock_timestamp(), ended_at = clock_timestamp()
          WHERE e.campaign_id = v_campaign AND e.id = p_entry_id;
         verdict := 'OK';
     ELSIF v_status = 'WITHDRAWN' THEN

@@ -442,13 +442,22 @@ test('the verifier catches a tampered ranking, result or entry list', async () =
   await draw(campaignId);
   const c = await verified(campaignId);
   const published = c.entries.map((e) => ({ ...e, partnerId: e.partner.id }));
-  // One rank swapped in the database.
-  await server.sql.query(
-    `UPDATE ballot_entries e SET rank = CASE WHEN e.rank = 1 THEN 2 ELSE 1 END WHERE e.campaign_id = $1 AND e.rank IN (1, 2)`,
-    [campaignId],
-  );
-  const swapped = await campaign(campaignId);
-  expect(verifyBallot(swapped.ballot, swapped.entries.map((e) => ({ ...e, partnerId: e.partner.id }))).mismatch).toMatch(/rank/);
+  // One rank swapped in the database: in the ranking, or in the entries.
+  const check = async () => {
+    const c = await campaign(campaignId);
+    return verifyBallot(c.ballot, c.entries.map((e) => ({ ...e, partnerId: e.partner.id }))).mismatch;
+  };
+  const swapRanking = `UPDATE ballot_ranks r SET entry_id = o.entry_id FROM ballot_ranks o
+                        WHERE r.campaign_id = $1 AND o.campaign_id = $1 AND r.rank IN (1, 2) AND o.rank = 3 - r.rank`;
+  await server.sql.query(swapRanking, [campaignId]);
+  expect(await check()).toMatch(/not in rank order: position 1 holds entry .* with rank 2/);
+  await server.sql.query(swapRanking, [campaignId]);
+  expect(await check()).toBeUndefined();
+  await server.sql.query('UPDATE ballot_entries e SET rank = 3 - e.rank WHERE e.campaign_id = $1 AND e.rank IN (1, 2)', [campaignId]);
+  expect(await check()).toMatch(/rank order/);
+  // Both swapped, consistently: the list is in order, and the hash says otherwise.
+  await server.sql.query(swapRanking, [campaignId]);
+  expect(await check()).toMatch(/has rank 2; sha256\("<seed>:<id>"\) puts it at 1/);
   // A loser marked a winner, an entry left out, another seed.
   const flipped = published.map((e, i) => (i === published.length - 1 ? { ...e, wonInDraw: true, status: 'WON' } : e));
   expect(verifyBallot(c.ballot, flipped).mismatch).toMatch(/recorded as a winner/);

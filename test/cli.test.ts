@@ -762,7 +762,12 @@ describe('verify-ballot', () => {
     const file = path.join(dir, 'ballot.json');
     expectSuccess(await tessera(['verify-ballot', '--campaign', campaignId, '--save', file, '--url', base, '--key', ADMIN_KEY]));
 
-    await server.sql.query('UPDATE ballot_entries SET rank = CASE WHEN rank = 7 THEN 8 ELSE 7 END WHERE campaign_id = $1 AND rank IN (7, 8)', [campaignId]);
+    // One rank swapped, in the ranking and in the two entries alike: only the hash tells.
+    await server.sql.query('UPDATE ballot_entries SET rank = 15 - rank WHERE campaign_id = $1 AND rank IN (7, 8)', [campaignId]);
+    await server.sql.query(
+      `UPDATE ballot_ranks r SET entry_id = o.entry_id FROM ballot_ranks o WHERE r.campaign_id = $1 AND o.campaign_id = $1 AND r.rank IN (7, 8) AND o.rank = 15 - r.rank`,
+      [campaignId],
+    );
     expectOneError(await tessera(['verify-ballot', '--campaign', campaignId, '--url', base, '--key', ADMIN_KEY]), 1, /^tessera: mismatch: entry [0-9a-f-]+ has rank 8; .* puts it at 7/);
     // A published file tampered with: a loser turned winner, then another seed.
     const saved = JSON.parse(readFileSync(file, 'utf8'));

@@ -6,7 +6,8 @@
 --      is the order of the lowercase hex the contract names;
 --   2. tessera_ballot_walk picks the winners from the pool (tessera_ballot_pool) under the quotas
 --      (tessera_ballot_caps);
---   3. every drawn entry gets its rank and WON or LOST; the winners get HELD allocations for
+--   3. the ranking is written (ballot_ranks), and every drawn entry gets its rank and WON or LOST
+--      (HOT updates: see the migration); the winners get HELD allocations for
 --      ballot_confirm_seconds (never past max_hold_seconds), tessera_ballot_hold_winners;
 --   4. the ballot row is completed: the seed (public from now on), entriesDigest (sha256 of the drawn
 --      ids sorted by code point, joined by "\n"), entryCount, the tickets drawn for, winners, and each
@@ -72,6 +73,9 @@ BEGIN
     PERFORM tessera_ballot_walk(pool, caps);
     SELECT count(*) INTO n_winners FROM tessera_ballot_winners;
 
+    INSERT INTO ballot_ranks (campaign_id, rank, entry_id)
+    SELECT p_campaign_id, r.rank, r.id FROM tessera_ballot_candidates r ORDER BY r.rank;
+    -- A HOT update of each entry (no index names these columns; the table leaves room in each page).
     UPDATE ballot_entries e
        SET rank = r.rank,
            won_in_draw = (w.id IS NOT NULL),

@@ -70,7 +70,7 @@ BEGIN
     SELECT 'ALREADY_ENTERED', e.id INTO verdict, entry_id
       FROM ballot_entries e
      WHERE e.campaign_id = p_campaign_id AND e.partner_id = p_partner_id AND e.holder = p_holder
-       AND e.status <> 'WITHDRAWN';
+       AND e.withdrawn_at IS NULL;
     IF FOUND THEN RETURN NEXT; RETURN; END IF;
 
     INSERT INTO ballot_entries (campaign_id, partner_id, holder, quantity, metadata, idempotency_key, request_hash)

@@ -44,9 +44,9 @@ BEGIN
 
     DROP TABLE IF EXISTS pg_temp.tessera_ballot_candidates;
     CREATE TEMP TABLE tessera_ballot_candidates ON COMMIT DROP AS
-    SELECT e.id, e.partner_id, e.quantity, e.rank
-      FROM ballot_entries e
-     WHERE e.campaign_id = p_campaign_id AND e.status = 'LOST' AND e.quantity <= total;
+    SELECT e.id, e.partner_id, e.quantity, r.rank
+      FROM ballot_ranks r JOIN ballot_entries e ON e.campaign_id = r.campaign_id AND e.id = r.entry_id
+     WHERE r.campaign_id = p_campaign_id AND e.status = 'LOST' AND e.quantity <= total;
 
     PERFORM tessera_ballot_walk(pool, caps);
     UPDATE ballot_entries e SET status = 'WON'

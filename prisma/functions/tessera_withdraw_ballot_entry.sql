@@ -22,7 +22,7 @@ BEGIN
     SELECT e.status::text INTO v_status FROM ballot_entries e
      WHERE e.campaign_id = v_campaign AND e.id = p_entry_id FOR UPDATE;
     IF v_status = 'ENTERED' THEN
-        UPDATE ballot_entries e SET status = 'WITHDRAWN', ended_at = clock_timestamp()
+        UPDATE ballot_entries e SET status = 'WITHDRAWN', withdrawn_at = clock_timestamp(), ended_at = clock_timestamp()
          WHERE e.campaign_id = v_campaign AND e.id = p_entry_id;
         verdict := 'OK';
     ELSIF v_status = 'WITHDRAWN' THEN

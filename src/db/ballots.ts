@@ -160,8 +160,8 @@ export async function findBallotEntriesByIds(db: Db, ids: readonly string[]): Pr
 
 /**
  * Up to `limit + 1` of a campaign's entries (`partnerId` restricts them to one partner's): before
- * the draw in entry order after `after` (a seq), after it in rank order after `after` (a rank) — the
- * drawn entries, then those withdrawn before the draw (rank null) are left out.
+ * the draw in entry order after `after` (a seq); after it in rank order after `after` (a rank),
+ * through the ranking (ballot_ranks) — entries withdrawn before the draw are not in it.
  */
 export async function findBallotEntryPage(
   db: Db,
@@ -170,11 +170,11 @@ export async function findBallotEntryPage(
   const after = q.after ?? 0;
   const rows = q.byRank
     ? await db.$queryRaw<EntryRow[]>`
-        SELECT id, campaign_id, partner_id, holder, quantity, status, seq, rank, won_in_draw, created_at
-          FROM ballot_entries
-         WHERE campaign_id = ${q.campaignId}::uuid AND rank IS NOT NULL AND rank > ${after}::integer
-           AND (${q.partnerId}::uuid IS NULL OR partner_id = ${q.partnerId}::uuid)
-         ORDER BY rank
+        SELECT e.id, e.campaign_id, e.partner_id, e.holder, e.quantity, e.status, e.seq, e.rank, e.won_in_draw, e.created_at
+          FROM ballot_ranks r JOIN ballot_entries e ON e.campaign_id = r.campaign_id AND e.id = r.entry_id
+         WHERE r.campaign_id = ${q.campaignId}::uuid AND r.rank > ${after}::integer
+           AND (${q.partnerId}::uuid IS NULL OR e.partner_id = ${q.partnerId}::uuid)
+         ORDER BY r.rank
          LIMIT ${q.limit + 1}::integer`
     : await db.$queryRaw<EntryRow[]>`
         SELECT id, campaign_id, partner_id, holder, quantity, status, seq, rank, won_in_draw, created_at
@@ -188,10 +188,13 @@ export async function findBallotEntryPage(
 
 /** How many entries the pages walk over: the drawn ones after the draw, every one before. */
 export async function countBallotEntries(db: Db, campaignId: string, partnerId: string | null, drawn: boolean): Promise<number> {
-  const [row] = await db.$queryRaw<{ n: bigint }[]>`
-    SELECT count(*) AS n FROM ballot_entries
-     WHERE campaign_id = ${campaignId}::uuid AND (${partnerId}::uuid IS NULL OR partner_id = ${partnerId}::uuid)
-       AND (NOT ${drawn}::boolean OR rank IS NOT NULL)`;
+  const [row] = drawn
+    ? await db.$queryRaw<{ n: bigint }[]>`
+        SELECT count(*) AS n FROM ballot_ranks r JOIN ballot_entries e ON e.campaign_id = r.campaign_id AND e.id = r.entry_id
+         WHERE r.campaign_id = ${campaignId}::uuid AND (${partnerId}::uuid IS NULL OR e.partner_id = ${partnerId}::uuid)`
+    : await db.$queryRaw<{ n: bigint }[]>`
+        SELECT count(*) AS n FROM ballot_entries
+         WHERE campaign_id = ${campaignId}::uuid AND (${partnerId}::uuid IS NULL OR partner_id = ${partnerId}::uuid)`;
   return Number(row?.n ?? 0);
 }
 

@@ -55,22 +55,38 @@ CREATE TABLE "ballot_entries" (
     -- after the draw: WON at the draw (false: LOST then, whatever came later)
     "won_in_draw" BOOLEAN,
     "created_at" TIMESTAMPTZ(6) NOT NULL DEFAULT clock_timestamp(),
+    "withdrawn_at" TIMESTAMPTZ(6),
     "ended_at" TIMESTAMPTZ(6),
     CONSTRAINT "ballot_entries_pkey" PRIMARY KEY ("campaign_id", "id"),
     CONSTRAINT "ballot_entries_quantity" CHECK ("quantity" BETWEEN 1 AND 100)
-);
+)
+-- The draw writes status, rank and won_in_draw of every entry at once: no index names those columns
+-- (not even in a predicate) and half of each page is left free, so each of those writes is a HOT
+-- update — no index entry written. With the rank indexed here, a million-entry draw spent 33 of its
+-- 42 seconds in that one UPDATE (docs/BENCHMARKS.md); the ranking has its own table below.
+WITH (fillfactor = 50);
 ALTER SEQUENCE "ballot_entry_sequence" OWNED BY "ballot_entries"."seq";
 ALTER TABLE "ballot_entries" ADD CONSTRAINT "ballot_entries_campaign_id_fkey" FOREIGN KEY ("campaign_id") REFERENCES "campaigns"("id") ON DELETE RESTRICT ON UPDATE CASCADE;
 ALTER TABLE "ballot_entries" ADD CONSTRAINT "ballot_entries_partner_id_fkey" FOREIGN KEY ("partner_id") REFERENCES "partners"("id") ON DELETE RESTRICT ON UPDATE CASCADE;
 -- One entry per partner and holder (a withdrawn one makes room): the backstop of tessera_enter_ballot's check.
-CREATE UNIQUE INDEX "ballot_entries_holder" ON "ballot_entries" ("campaign_id", "partner_id", "holder") WHERE "status" <> 'WITHDRAWN';
--- The admin's list: entry order before the draw, rank order after it; the pass-on walks LOST by rank.
+CREATE UNIQUE INDEX "ballot_entries_holder" ON "ballot_entries" ("campaign_id", "partner_id", "holder") WHERE "withdrawn_at" IS NULL;
+-- The admin's list before the draw, in entry order.
 CREATE INDEX "ballot_entries_campaign_seq" ON "ballot_entries" ("campaign_id", "seq");
-CREATE INDEX "ballot_entries_campaign_rank" ON "ballot_entries" ("campaign_id", "rank") WHERE "rank" IS NOT NULL;
 -- ballotEntry(id), withdrawBallotEntry(entryId): by id alone.
 CREATE INDEX "ballot_entries_id" ON "ballot_entries" ("id");
 CREATE UNIQUE INDEX "ballot_entries_key" ON "ballot_entries" ("campaign_id", "partner_id", "idempotency_key") WHERE "idempotency_key" IS NOT NULL;
 CREATE INDEX "ballot_entries_partner_key" ON "ballot_entries" ("partner_id", "idempotency_key") WHERE "idempotency_key" IS NOT NULL;
+
+-- The ranking, written once by the draw (insert only): the admin's list after the draw and the
+-- pass-on's walk go through it in rank order. No foreign keys: only tessera_draw_ballot writes it,
+-- for the entries it has just read, under the campaign's exclusive gate — and a per-row check
+-- would cost a million-entry draw seconds.
+CREATE TABLE "ballot_ranks" (
+    "campaign_id" UUID NOT NULL,
+    "rank" INTEGER NOT NULL,
+    "entry_id" UUID NOT NULL,
+    CONSTRAINT "ballot_ranks_pkey" PRIMARY KEY ("campaign_id", "rank")
+);
 
 -- The entry an allocation was won by.
 ALTER TABLE "allocations" ADD COLUMN "ballot_entry_id" UUID;
