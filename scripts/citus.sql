@@ -38,5 +38,11 @@ SELECT create_distributed_table('partner_counters', 'campaign_id', colocate_with
 SELECT create_distributed_table('minute_counters', 'campaign_id', colocate_with => 'tickets');
 -- The outbox: a claim appends its event on its own shard, in its own statement.
 SELECT create_distributed_table('webhook_events', 'campaign_id', colocate_with => 'tickets');
+-- Ballots (docs/DESIGN.md): the draw reads and writes one campaign's entries, ranks and holds, all
+-- on the campaign's shard. ballotEntry(id) and withdrawBallotEntry(entryId) name an entry by id
+-- alone: on Citus those two are multi-shard lookups (by the ballot_entries_id index on each shard).
+SELECT create_distributed_table('ballots', 'campaign_id', colocate_with => 'tickets');
+SELECT create_distributed_table('ballot_entries', 'campaign_id', colocate_with => 'tickets');
+SELECT create_distributed_table('ballot_ranks', 'campaign_id', colocate_with => 'tickets');
 
 COMMIT;

@@ -140,6 +140,18 @@ export function newCampaign(): void {
   const limit = h('input', { name: 'limit', type: 'number', min: '1', placeholder: 'unlimited' }) as HTMLInputElement;
   const opensAt = h('input', { name: 'opensAt', type: 'datetime-local' }) as HTMLInputElement;
   const closesAt = h('input', { name: 'closesAt', type: 'datetime-local' }) as HTMLInputElement;
+  const mode = h('select', { name: 'mode', 'data-testid': 'campaign-mode' },
+    h('option', { value: 'FIRST_COME' }, 'First come, first served'),
+    h('option', { value: 'BALLOT' }, 'Ballot: entries, then a draw'),
+  ) as HTMLSelectElement;
+  const entriesCloseAt = h('input', { name: 'entriesCloseAt', type: 'datetime-local' }) as HTMLInputElement;
+  const confirmSeconds = h('input', { name: 'ballotConfirmSeconds', type: 'number', min: '1', placeholder: 'server default', 'data-testid': 'ballot-confirm-seconds' }) as HTMLInputElement;
+  const ballotFields = h('fieldset.stack', { hidden: true },
+    h('legend', {}, 'Ballot'),
+    h('label', {}, 'Entries close at (empty: at the draw)', entriesCloseAt),
+    h('label', {}, "Winners confirm within (seconds)", confirmSeconds),
+  );
+  mode.addEventListener('change', () => (ballotFields.hidden = mode.value !== 'BALLOT'));
   const status = h('p');
   screen(
     h('h1', {}, 'New campaign'),
@@ -153,6 +165,11 @@ export function newCampaign(): void {
             if (limit.value) input.perHolderLimit = Number(limit.value);
             if (opensAt.value) input.opensAt = new Date(opensAt.value).toISOString();
             if (closesAt.value) input.closesAt = new Date(closesAt.value).toISOString();
+            input.mode = mode.value;
+            if (mode.value === 'BALLOT') {
+              if (entriesCloseAt.value) input.entriesCloseAt = new Date(entriesCloseAt.value).toISOString();
+              if (confirmSeconds.value) input.ballotConfirmSeconds = Number(confirmSeconds.value);
+            }
             const data = await gql<{ createCampaign: { campaign: { id: string } } }>(
               'mutation($input: CreateCampaignInput!) { createCampaign(input: $input) { campaign { id } } }',
               { input },
@@ -167,6 +184,8 @@ export function newCampaign(): void {
       h('label', {}, 'Per-holder limit', limit),
       h('label', {}, 'Opens at', opensAt),
       h('label', {}, 'Closes at', closesAt),
+      h('label', {}, 'Gives tickets by', mode),
+      ballotFields,
       h('button', { type: 'submit', 'data-testid': 'create-campaign' }, 'Create'),
       status,
     ),
@@ -201,6 +220,31 @@ interface CampaignDetail {
   waitlistOfferSeconds: number;
   head: { edges: { node: WaitlistRow }[] };
   offers: { totalCount: number; edges: { node: WaitlistRow }[] };
+  mode: 'FIRST_COME' | 'BALLOT';
+  entriesCloseAt: string | null;
+  ballotConfirmSeconds: number | null;
+  ballot: BallotFigures | null;
+  ballotEntries: { totalCount: number; edges: { node: BallotRow }[] };
+}
+
+interface BallotFigures {
+  seedCommitment: string;
+  seed: string | null;
+  entriesDigest: string | null;
+  entryCount: number;
+  winners: number;
+  tickets: number | null;
+  drawnAt: string | null;
+}
+
+interface BallotRow {
+  rank: number | null;
+  holder: string;
+  quantity: number;
+  status: string;
+  createdAt: string;
+  partner: { name: string };
+  allocations: { status: string; expiresAt: string | null }[];
 }
 
 interface WaitlistRow {
@@ -218,6 +262,9 @@ const DETAIL = `query($id: ID!) {
     waitlistLength waitlistOfferSeconds
     head: waitlist(first: 5, status: WAITING) { edges { node { holder quantity position createdAt offer { expiresAt status } } } }
     offers: waitlist(first: 5, status: OFFERED) { totalCount edges { node { holder quantity position createdAt offer { expiresAt status } } } }
+    mode entriesCloseAt ballotConfirmSeconds
+    ballot { seedCommitment seed entriesDigest entryCount winners tickets drawnAt }
+    ballotEntries(first: 10) { totalCount edges { node { rank holder quantity status createdAt partner { name } allocations { status expiresAt } } } }
     timeline(bucket: MINUTE) { at allocated cumulative }
     partnerStats { partner { name } allocated held quota }
     allocations(first: 15, order: NEWEST_FIRST) { edges { node { sequence holder status ticket { code } partner { name } } } }
@@ -233,6 +280,14 @@ export async function campaign(id: string): Promise<void> {
   const allotments = h('tbody', { 'data-testid': 'allotments' });
   const waitlistSummary = h('p', { 'data-testid': 'waitlist-summary' });
   const waitlist = h('tbody', { 'data-testid': 'waitlist' });
+  const ballotSummary = h('div', { 'data-testid': 'ballot-summary' });
+  const ballotEntries = h('tbody', { 'data-testid': 'ballot-entries' });
+  const ballotHeading = h('h2', {}, 'Ballot');
+  const ballotSection = h('section', { hidden: true, 'data-testid': 'ballot' }, ballotHeading, ballotSummary,
+    h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Rank'), h('th', {}, 'Holder'), h('th', {}, 'Partner'), h('th', {}, 'Tickets'), h('th', {}, 'Status'), h('th', {}, 'Hold'))), ballotEntries));
+  // A ballot's returned tickets pass on to its LOST entries: it has no waitlist to show.
+  const waitlistSection = h('section', {}, h('h2', {}, 'Waitlist'), waitlistSummary,
+    h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Position'), h('th', {}, 'Holder'), h('th', {}, 'Tickets'), h('th', {}, 'Joined'), h('th', {}, 'Offer'))), waitlist));
   const actions = h('div.actions');
   const title = h('h1', {}, '…');
   const meta = h('p.meta');
@@ -242,6 +297,7 @@ export async function campaign(id: string): Promise<void> {
     meta,
     actions,
     h('section', {}, h('h2', {}, 'Live'), bar, figures),
+    ballotSection,
     h('section', {}, h('h2', {}, 'Allocations per minute'), chart),
     h('section.columns', {},
       h('div', {}, h('h2', {}, 'Partners'), h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Partner'), h('th', {}, 'Allocated'), h('th', {}, 'Held'), h('th', {}, 'Quota'))), partners)),
@@ -249,8 +305,7 @@ export async function campaign(id: string): Promise<void> {
     ),
     h('section', {}, h('h2', {}, 'Allotments'),
       h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Partner'), h('th', {}, 'Size'), h('th', {}, 'Used'), h('th', {}, 'Remaining'), h('th', {}, 'Lapses'))), allotments)),
-    h('section', {}, h('h2', {}, 'Waitlist'), waitlistSummary,
-      h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Position'), h('th', {}, 'Holder'), h('th', {}, 'Tickets'), h('th', {}, 'Joined'), h('th', {}, 'Offer'))), waitlist)),
+    waitlistSection,
     h('section', {}, h('h2', {}, 'Load tickets'), loader),
   );
 
@@ -270,8 +325,12 @@ export async function campaign(id: string): Promise<void> {
       ' · released tickets ',
       h('span', { 'data-testid': 'release-policy' }, POLICY_TEXT[c.releasePolicy] ?? c.releasePolicy),
       c.maxHoldSeconds === null ? '' : ` · holds at most ${fmt(c.maxHoldSeconds)} s`,
+      c.mode === 'BALLOT' ? h('span', { 'data-testid': 'mode' }, ' · by ballot') : '',
     );
     actions.replaceChildren(
+      c.mode === 'BALLOT' && c.status === 'OPEN' && !c.ballot?.drawnAt
+        ? h('button', { 'data-testid': 'draw', onclick: () => draw(c.ballot?.entryCount ?? 0) }, 'Draw')
+        : '',
       c.status === 'DRAFT' ? h('button', { 'data-testid': 'open', onclick: () => transition('openCampaign', 'Open this campaign for claims?') }, 'Open') : '',
       c.status !== 'CLOSED' ? h('button.danger', { 'data-testid': 'close', onclick: () => transition('closeCampaign', 'Close this campaign? No claim will be served after this.') }, 'Close') : '',
     );
@@ -301,6 +360,7 @@ export async function campaign(id: string): Promise<void> {
       );
     const rows = [...c.offers.edges, ...c.head.edges].map(({ node }) => entryRow(node));
     waitlist.replaceChildren(...(rows.length === 0 ? [h('tr', {}, h('td.empty', { colspan: '5' }, 'Nobody is waiting.'))] : rows));
+    showBallot(c);
     latest.replaceChildren(
       ...c.allocations.edges.map(({ node }) =>
         h('tr', {}, h('td', {}, String(node.sequence)), h('td.code', {}, node.ticket.code), h('td', {}, node.holder), h('td', {}, node.partner.name), h('td', {}, node.status)),
@@ -335,6 +395,69 @@ export async function campaign(id: string): Promise<void> {
     } else plot.setData(series);
   };
 
+  const showBallot = (c: CampaignDetail) => {
+    ballotSection.hidden = c.mode !== 'BALLOT';
+    waitlistSection.hidden = c.mode === 'BALLOT';
+    if (c.mode !== 'BALLOT') return;
+    const b = c.ballot;
+    const closes = c.entriesCloseAt ? `entries close ${new Date(c.entriesCloseAt).toLocaleString()}` : 'entries close at the draw';
+    const confirmWithin = `winners confirm within ${fmt(c.ballotConfirmSeconds ?? 0)} s`;
+    if (!b) {
+      ballotHeading.textContent = 'Ballot';
+      ballotSummary.replaceChildren(h('p', {}, `Entries open when the campaign opens · ${closes} · ${confirmWithin}.`));
+    } else if (!b.drawnAt) {
+      ballotHeading.textContent = 'Ballot — taking entries';
+      ballotSummary.replaceChildren(
+        h('p', { 'data-testid': 'ballot-count' }, `${fmt(b.entryCount)} entries · ${closes} · ${confirmWithin}`),
+        h('p', {}, 'Seed commitment (published at the opening): ', h('code', { 'data-testid': 'seed-commitment' }, b.seedCommitment)),
+      );
+    } else {
+      ballotHeading.textContent = 'Ballot — drawn';
+      ballotSummary.replaceChildren(
+        h('p', { 'data-testid': 'ballot-count' },
+          `Drawn ${new Date(b.drawnAt).toLocaleString()}: ${fmt(b.entryCount)} entries for ${fmt(b.tickets ?? 0)} tickets · ${fmt(b.winners)} winners · ${confirmWithin}`),
+        h('dl.hashes', {},
+          h('dt', {}, 'Seed'), h('dd', {}, h('code', { 'data-testid': 'seed' }, b.seed ?? '')),
+          h('dt', {}, 'Commitment'), h('dd', {}, h('code', {}, b.seedCommitment)),
+          h('dt', {}, 'Entries digest'), h('dd', {}, h('code', { 'data-testid': 'entries-digest' }, b.entriesDigest ?? '')),
+        ),
+        h('p.meta', {}, 'Anyone can recompute the draw: ', h('code', {}, `npx tessera verify-ballot --campaign ${c.id}`)),
+      );
+    }
+    const hold = (e: BallotRow) => {
+      const a = e.allocations[0];
+      if (!a) return '—';
+      if (a.status === 'HELD') return `held until ${new Date(a.expiresAt ?? Date.now()).toLocaleTimeString()}`;
+      return a.status.toLowerCase();
+    };
+    const rows = c.ballotEntries.edges.map(({ node: e }) =>
+      h('tr', {},
+        h('td', {}, e.rank === null ? '—' : String(e.rank)),
+        h('td', {}, e.holder),
+        h('td', {}, e.partner.name),
+        h('td', {}, fmt(e.quantity)),
+        h(`td`, {}, h(`span.entry.${e.status.toLowerCase()}`, {}, e.status)),
+        h('td', {}, hold(e)),
+      ),
+    );
+    const more = c.ballotEntries.totalCount - rows.length;
+    ballotEntries.replaceChildren(
+      ...(rows.length === 0
+        ? [h('tr', {}, h('td.empty', { colspan: '6' }, b?.drawnAt ? 'The draw had no entries.' : 'No entries yet.'))]
+        : [...rows, ...(more > 0 ? [h('tr', {}, h('td.empty', { colspan: '6' }, `and ${fmt(more)} more`))] : [])]),
+    );
+  };
+
+  const draw = async (entries: number) => {
+    if (!confirm(`Draw the ballot now? Entries close, ${fmt(entries)} entries are ranked and the winners get their holds. It cannot be undone.`)) return;
+    try {
+      await gql('mutation($id: ID!) { drawBallot(campaignId: $id) { ballot { drawnAt } } }', { id });
+      await showDetail();
+    } catch (error) {
+      actions.append(problem(error));
+    }
+  };
+
   const transition = async (mutation: 'openCampaign' | 'closeCampaign', question: string) => {
     if (!confirm(question)) return;
     try {
@@ -352,6 +475,11 @@ export async function campaign(id: string): Promise<void> {
     return;
   }
   let detailTimer: ReturnType<typeof setTimeout> | null = null;
+  // Entries move no ticket figures, so campaignStats does not wake the page for them: poll the
+  // detail while a ballot campaign's page is shown.
+  const ballotPoll = setInterval(() => {
+    if (!ballotSection.hidden) void showDetail().catch(() => undefined);
+  }, 2000);
   const unsubscribe = subscription().subscribe<{ campaignStats: Stats }>(
     { query: 'subscription($id: ID!) { campaignStats(id: $id) { total allocated held allotted available void fillRate soldOutAt } }', variables: { id } },
     {
@@ -385,6 +513,7 @@ export async function campaign(id: string): Promise<void> {
   );
   teardown = () => {
     unsubscribe();
+    clearInterval(ballotPoll);
     if (detailTimer) clearTimeout(detailTimer);
   };
 }

@@ -3,7 +3,7 @@
 // lists endpoints and an endpoint's deliveries (filter, paging, "Send again"). Screenshots are kept
 // in test-results/screenshots.
 /// <reference lib="dom" />
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser, Page } from 'playwright-core';
@@ -167,6 +167,63 @@ test("a WAITLIST_FIRST campaign's page shows its waitlist: who waits, in order, 
   await page.getByTestId('waitlist-summary').getByText('1 waiting · 1 offers out').waitFor();
   await page.getByTestId('waitlist').locator('tr', { hasText: 'ada' }).getByText('offered until').waitFor();
   await screenshot(page, 'console-waitlist');
+  expect(pageErrors).toEqual([]);
+  await page.close();
+});
+
+test("a BALLOT campaign's page counts entries live, draws on confirmation and shows the seed, digest and ranking", async () => {
+  const partner = await server.createPartner('Lottery desk');
+  const page = await newPage();
+  const questions: string[] = [];
+  page.on('dialog', (dialog) => (questions.push(dialog.message()), void dialog.accept()));
+  await page.goto(`${base}/console/`);
+  await page.getByTestId('key').fill(ADMIN_KEY);
+  await page.getByTestId('sign-in').click();
+  await page.locator('table.campaigns').waitFor();
+
+  // Created from the console as a ballot; no section for its entries until it opens.
+  await page.goto(`${base}/console/#/new`);
+  await page.getByTestId('campaign-name').fill('Ballot drop');
+  await page.getByTestId('campaign-mode').selectOption('BALLOT');
+  await page.getByTestId('ballot-confirm-seconds').fill('900');
+  await page.getByTestId('create-campaign').click();
+  await page.getByTestId('status').getByText('DRAFT').waitFor();
+  const campaignId = /#\/campaigns\/([0-9a-f-]{36})/.exec(page.url())![1]!;
+  await page.getByTestId('mode').getByText('by ballot').waitFor();
+  await page.getByTestId('ballot-entries').getByText('No entries yet.').waitFor();
+  expect(await page.getByTestId('draw').count()).toBe(0);
+  await page.getByTestId('codes').fill(['S-1', 'S-2'].join('\n'));
+  await page.getByTestId('load').click();
+  await page.getByTestId('load-status').getByText('2 loaded').waitFor();
+  await page.getByTestId('open').click();
+  await page.getByTestId('status').getByText('OPEN').waitFor();
+  const commitment = await page.getByTestId('seed-commitment').textContent({ timeout: 10_000 });
+  expect(commitment).toMatch(/^[0-9a-f]{64}$/);
+
+  // Entries arrive from the partner; the count follows without a reload.
+  const ENTER = 'mutation($input: EnterBallotInput!) { enterBallot(input: $input) { entry { id } error { code } } }';
+  for (const holder of ['ada', 'bob', 'cy', 'dee', 'eve']) {
+    const entered = await server.gql(partner.apiKey, ENTER, { input: { campaignId, holder } });
+    expect(entered.body.data!.enterBallot.error).toBeNull();
+  }
+  await page.getByTestId('ballot-count').getByText('5 entries').waitFor({ timeout: 10_000 });
+  expect(await page.getByTestId('ballot-entries').locator('tr').count()).toBe(5);
+
+  // Draw: asked first, then the seed (which matches the commitment), the digest, and the ranking.
+  await page.getByTestId('draw').click();
+  await page.getByTestId('ballot-count').getByText('2 winners').waitFor();
+  expect(questions.at(-1)).toContain('Draw the ballot now? Entries close, 5 entries');
+  const seed = (await page.getByTestId('seed').textContent())!;
+  expect(createHash('sha256').update(seed).digest('hex')).toBe(commitment);
+  expect(await page.getByTestId('entries-digest').textContent()).toMatch(/^[0-9a-f]{64}$/);
+  const rows = await page.getByTestId('ballot-entries').locator('tr').allTextContents();
+  expect(rows).toHaveLength(5);
+  expect(rows.map((row) => row.charAt(0))).toEqual(['1', '2', '3', '4', '5']);
+  expect(rows.slice(0, 2).every((row) => row.includes('WON') && row.includes('held until'))).toBe(true);
+  expect(rows.slice(2).every((row) => row.includes('LOST'))).toBe(true);
+  expect(await page.getByTestId('draw').count()).toBe(0);
+  expect(await page.getByTestId('waitlist-summary').isHidden()).toBe(true);
+  await screenshot(page, 'console-ballot');
   expect(pageErrors).toEqual([]);
   await page.close();
 });
