@@ -42,6 +42,8 @@ const config = {
     CampaignConnection: '../models#ConnectionModel<CampaignModel>',
     PartnerConnection: '../models#ConnectionModel<PartnerModel>',
     AuditEntry: '../models#AuditEntryModel',
+    OperatorKey: '../models#OperatorKeyModel',
+    Viewer: '../models#ViewerModel',
     AuditEntryConnection: '../models#ConnectionModel<AuditEntryModel>',
     WebhookEndpoint: '../models#WebhookEndpointModel',
     WebhookDelivery: '../models#WebhookDeliveryModel',

@@ -14,6 +14,8 @@ CREATE TYPE campaign_mode AS ENUM ('FIRST_COME', 'BALLOT');
 
 CREATE TYPE campaign_status AS ENUM ('DRAFT', 'OPEN', 'CLOSED');
 
+CREATE TYPE operator_role AS ENUM ('OWNER', 'OPERATOR', 'VIEWER');
+
 CREATE TYPE release_policy AS ENUM ('POOL', 'WAITLIST_FIRST', 'VOID');
 
 CREATE TYPE ticket_status AS ENUM ('AVAILABLE', 'HELD', 'ALLOCATED', 'VOID', 'ALLOTTED', 'RETURNED');
@@ -92,7 +94,8 @@ CREATE TABLE audit_log (
     arguments jsonb NOT NULL,
     outcome text NOT NULL,
     request_id text,
-    client_request_id text
+    client_request_id text,
+    operator_id uuid
 );
 
 CREATE TABLE ballot_entries (
@@ -172,6 +175,17 @@ CREATE TABLE minute_counters (
     active bigint NOT NULL DEFAULT 0
 );
 
+CREATE TABLE operator_keys (
+    id uuid NOT NULL DEFAULT gen_random_uuid(),
+    name text NOT NULL,
+    role operator_role NOT NULL,
+    key_prefix text NOT NULL,
+    key_hash text NOT NULL,
+    created_at timestamp(6) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    last_used_at timestamp(6) with time zone,
+    revoked_at timestamp(6) with time zone
+);
+
 CREATE TABLE partner_counters (
     campaign_id uuid NOT NULL,
     partner_id uuid NOT NULL,
@@ -203,7 +217,9 @@ CREATE TABLE partners (
     revoked_at timestamp(6) with time zone,
     last_used_at timestamp(6) with time zone,
     rotated_at timestamp(6) with time zone,
-    rate_limit integer
+    rate_limit integer,
+    scoped boolean NOT NULL DEFAULT false,
+    campaign_scope uuid[] NOT NULL DEFAULT '{}'::uuid[]
 );
 
 CREATE TABLE tickets (
@@ -334,6 +350,8 @@ ALTER TABLE campaigns ADD CONSTRAINT campaigns_window CHECK (((opens_at IS NULL)
 
 ALTER TABLE minute_counters ADD CONSTRAINT minute_counters_pkey PRIMARY KEY (campaign_id, minute, slot);
 
+ALTER TABLE operator_keys ADD CONSTRAINT operator_keys_pkey PRIMARY KEY (id);
+
 ALTER TABLE partner_counters ADD CONSTRAINT partner_counters_pkey PRIMARY KEY (campaign_id, partner_id, slot);
 
 ALTER TABLE partner_quota_credits ADD CONSTRAINT partner_quota_credits_pkey PRIMARY KEY (campaign_id, id);
@@ -423,6 +441,8 @@ CREATE INDEX ballot_entries_partner_key ON public.ballot_entries USING btree (pa
 CREATE INDEX ballots_drawn ON public.ballots USING btree (campaign_id) WHERE (drawn_at IS NOT NULL);
 
 CREATE INDEX campaigns_created_at_id_idx ON public.campaigns USING btree (created_at DESC, id DESC);
+
+CREATE UNIQUE INDEX operator_keys_key_prefix_key ON public.operator_keys USING btree (key_prefix);
 
 CREATE INDEX partner_quota_credits_campaign_id_partner_id_idx ON public.partner_quota_credits USING btree (campaign_id, partner_id);
 

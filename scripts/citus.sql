@@ -21,6 +21,7 @@ BEGIN;
 SELECT create_reference_table('partners');
 SELECT create_reference_table('campaigns');
 SELECT create_reference_table('audit_log');
+SELECT create_reference_table('operator_keys');
 -- Webhooks (docs/WEBHOOKS.md): endpoints are few and read by every drain; deliveries are written
 -- off the claim path (once per event and endpoint, then once per attempt), so a copy per node is
 -- affordable — distributing them by endpoint_id is the step if their volume ever needs it.

@@ -9,15 +9,20 @@
 //     its arguments, as FORBIDDEN: refused for want of a role, or by the field because the object
 //     is another partner's (a Refusal, errors.ts — the caller is answered NOT_FOUND, the audit log
 //     says what happened).
+// Every other Mutation field (the partner operations, which check ownership themselves) is open to
+// partners and to operators that may change things: a VIEWER key is refused every mutation
+// (FORBIDDEN, audited), before anything else runs. Operator keys (OWNER, OPERATOR) act as the admin
+// key does; the audit row names the key (operator_id).
 // The list of these fields (accessRules) is what the tests walk, so a new field cannot be left out
 // of them.
 import { defaultFieldResolver, GraphQLError, isObjectType, type GraphQLFieldConfig, type GraphQLFieldResolver, type GraphQLSchema } from 'graphql';
 import type { Viewer } from './auth';
+import type { OperatorRole } from './models';
 import type { AuditRecord } from './audit';
 import { apiError, ErrorCode, InvalidInput, Refusal } from './errors';
 import { summarizeArguments } from './auditArguments';
 
-export type OperatorRole = 'OWNER' | 'OPERATOR' | 'VIEWER';
+export type { OperatorRole };
 const RANK: Record<OperatorRole, number> = { VIEWER: 1, OPERATOR: 2, OWNER: 3 };
 
 export interface AccessRule {
@@ -37,9 +42,9 @@ export interface AccessContext {
   readonly services: { readonly audit: { record(entry: AuditRecord): Promise<void> } };
 }
 
-/** The caller's role: the admin key is an OWNER; a partner key has none. */
+/** The caller's role: the admin key is an OWNER, an operator key has its own; a partner key has none. */
 export function roleOf(viewer: Viewer): OperatorRole | null {
-  return viewer.kind === 'admin' ? 'OWNER' : null;
+  return viewer.kind === 'admin' ? viewer.role : null;
 }
 
 export function mayUse(viewer: Viewer, role: OperatorRole): boolean {
@@ -83,28 +88,40 @@ function outcomeOf(error: unknown): string {
   return ErrorCode.INTERNAL_SERVER_ERROR;
 }
 
-const actorOf = (viewer: Viewer) => (viewer.kind === 'admin' ? 'admin' : `partner:${viewer.partnerId}`);
+/** `admin` (ADMIN_API_KEY), `operator:<key id>` or `partner:<id>`. */
+const actorOf = (viewer: Viewer) => (viewer.kind === 'partner' ? `partner:${viewer.partnerId}` : viewer.operator ? `operator:${viewer.operator.id}` : 'admin');
+
+/** The role a call of a Mutation field needs that the caller lacks, if any. */
+function missingRole(viewer: Viewer, rule: AccessRule | undefined): OperatorRole | null {
+  if (rule?.role) return mayUse(viewer, rule.role) ? null : rule.role;
+  // A mutation open to partners: an operator key may call it as the admin key does, unless it can only read.
+  return roleOf(viewer) === 'VIEWER' ? 'OPERATOR' : null;
+}
 
 /** Wraps every field that carries @requires or @audited (see the file's head). Changes `schema` in place. */
 export function enforceAccess(schema: GraphQLSchema): GraphQLSchema {
-  for (const rule of accessRules(schema)) {
-    const [typeName, fieldName] = rule.field.split('.') as [string, string];
+  const rules = new Map(accessRules(schema).map((rule) => [rule.field, rule]));
+  const wrap = (typeName: string, fieldName: string, rule: AccessRule | undefined, mutation: boolean) => {
     const field = (schema.getType(typeName) as { getFields(): Record<string, GraphQLFieldConfig<unknown, AccessContext>> }).getFields()[fieldName]!;
-    const guard = <T>(inner: GraphQLFieldResolver<unknown, AccessContext>, audited: boolean): GraphQLFieldResolver<unknown, AccessContext> => {
+    const audited = rule?.audited ?? false;
+    const guard = <T>(inner: GraphQLFieldResolver<unknown, AccessContext>, audit: boolean): GraphQLFieldResolver<unknown, AccessContext> => {
       return async (source, args, ctx, info) => {
         const entry = (outcome: string, withArguments: boolean): AuditRecord => ({
           actor: actorOf(ctx.viewer),
+          operatorId: ctx.viewer.kind === 'admin' ? (ctx.viewer.operator?.id ?? null) : null,
           operation: fieldName,
           arguments: withArguments ? summarizeArguments(args) : {},
           outcome,
           requestId: ctx.requestId,
           clientRequestId: ctx.clientRequestId ?? null,
         });
-        if (rule.role !== null && !mayUse(ctx.viewer, rule.role)) {
-          if (audited) await ctx.services.audit.record(entry(ErrorCode.FORBIDDEN, false));
-          throw forbidden(rule.role);
+        const missing = mutation ? missingRole(ctx.viewer, rule) : rule?.role && !mayUse(ctx.viewer, rule.role) ? rule.role : null;
+        if (missing) {
+          // A refused mutation is audited, declared or not: a VIEWER key trying a claim is worth a row.
+          if (mutation) await ctx.services.audit.record(entry(ErrorCode.FORBIDDEN, false));
+          throw forbidden(missing);
         }
-        if (!audited) return inner(source, args, ctx, info) as T;
+        if (!audit) return inner(source, args, ctx, info) as T;
         try {
           const result = (await inner(source, args, ctx, info)) as T;
           await ctx.services.audit.record(entry('OK', true));
@@ -116,9 +133,15 @@ export function enforceAccess(schema: GraphQLSchema): GraphQLSchema {
         }
       };
     };
-    field.resolve = guard(field.resolve ?? defaultFieldResolver, rule.audited);
+    field.resolve = guard(field.resolve ?? defaultFieldResolver, audited);
     // A subscription is checked when it is set up (subscribe), before anything is read.
     if (field.subscribe) field.subscribe = guard(field.subscribe, false);
+  };
+  for (const rule of rules.values()) {
+    const [typeName, fieldName] = rule.field.split('.') as [string, string];
+    if (typeName !== schema.getMutationType()?.name) wrap(typeName, fieldName, rule, false);
   }
+  const mutationType = schema.getMutationType();
+  for (const fieldName of Object.keys(mutationType?.getFields() ?? {})) wrap(mutationType!.name, fieldName, rules.get(`${mutationType!.name}.${fieldName}`), true);
   return schema;
 }

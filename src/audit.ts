@@ -13,8 +13,13 @@ import { auditCursor } from './services/cursors';
 import type { RequestContext } from './services/requestContext';
 
 export interface AuditRecord {
-  /** `admin`, or `partner:<id>`: the partner that made a change of its own (@audited) or tried one it may not. */
+  /**
+   * `admin` (ADMIN_API_KEY), `operator:<key id>` (an operator key), or `partner:<id>`: the partner
+   * that made a change of its own (@audited) or tried one it may not.
+   */
   actor: string;
+  /** The operator key that acted; null for ADMIN_API_KEY and partners. */
+  operatorId: string | null;
   operation: string;
   /** Summarised (auditArguments.ts); `{}` for a refused call. */
   arguments: { [key: string]: JsonValue };
@@ -44,11 +49,18 @@ export class AuditService {
     }
   }
 
-  async list(_ctx: RequestContext, args: { first?: number | null; after?: string | null }): Promise<ConnectionModel<AuditEntryModel>> {
+  /** Newest first, optionally only one operation, outcome or actor, or a time range (since inclusive, until exclusive). */
+  async list(_ctx: RequestContext, args: AuditLogArgs): Promise<ConnectionModel<AuditEntryModel>> {
     const limit = validate.pageSize(args.first);
     const before = args.after ? auditCursor.decode(args.after) : null;
+    const where = {
+      ...(args.operation ? { operation: validate.text('operation', args.operation, 100) } : {}),
+      ...(args.outcome ? { outcome: validate.text('outcome', args.outcome, 100) } : {}),
+      ...(args.actor ? { actor: validate.text('actor', args.actor, 100) } : {}),
+      ...(args.since || args.until ? { at: { ...(args.since ? { gte: args.since } : {}), ...(args.until ? { lt: args.until } : {}) } } : {}),
+    };
     const rows = await this.db.prisma.auditEntry.findMany({
-      where: before === null ? {} : { id: { lt: before } },
+      where: before === null ? where : { ...where, id: { lt: before } },
       orderBy: { id: 'desc' },
       take: limit + 1,
     });
@@ -56,6 +68,7 @@ export class AuditService {
       id: String(r.id),
       at: r.at,
       actor: r.actor,
+      operatorId: r.operatorId,
       operation: r.operation,
       arguments: r.arguments as JsonValue,
       outcome: r.outcome,
@@ -65,7 +78,17 @@ export class AuditService {
     return {
       edges,
       pageInfo: { hasNextPage: rows.length > limit, endCursor: edges.at(-1)?.cursor ?? null },
-      totalCount: () => this.db.prisma.auditEntry.count(),
+      totalCount: () => this.db.prisma.auditEntry.count({ where }),
     };
   }
+}
+
+export interface AuditLogArgs {
+  first?: number | null;
+  after?: string | null;
+  operation?: string | null;
+  outcome?: string | null;
+  actor?: string | null;
+  since?: Date | null;
+  until?: Date | null;
 }

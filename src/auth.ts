@@ -1,20 +1,37 @@
-// Who is calling: the admin (ADMIN_API_KEY) or a partner (a key issued by createPartner).
+// Who is calling: an operator — ADMIN_API_KEY (an OWNER) or an operator key (createOperatorKey,
+// with its role) — or a partner (a key issued by createPartner).
 //
-// Partner keys look like `tsp_<12 hex prefix>_<secret>`. The prefix finds the row; the SHA-256 of the
-// whole key is compared in constant time with the stored hash; the key itself is never stored or
-// logged. Every failure — no header, malformed, unknown, wrong secret, revoked — gets the same answer.
+// Partner keys look like `tsp_<12 hex prefix>_<secret>`, operator keys `tso_<12 hex prefix>_<secret>`.
+// The prefix finds the row; the SHA-256 of the whole key is compared in constant time with the
+// stored hash; the key itself is never stored or logged. Every failure — no header, malformed,
+// unknown, wrong secret, revoked — gets the same answer.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { apiError, ErrorCode } from './errors';
-import type { PartnerModel } from './models';
+import type { OperatorKeyModel, OperatorRole, PartnerModel } from './models';
 
 export type Viewer =
-  | { readonly kind: 'admin'; readonly partnerId: string }
-  | { readonly kind: 'partner'; readonly partnerId: string; readonly partner: PartnerModel; readonly rateLimit: number | null };
+  /** An operator: ADMIN_API_KEY (role OWNER, operator null) or an operator key. */
+  | { readonly kind: 'admin'; readonly partnerId: string; readonly role: OperatorRole; readonly operator: OperatorKeyModel | null }
+  /** A partner; `scope` is the campaigns a scoped key may see and touch (null: every campaign). */
+  | {
+      readonly kind: 'partner';
+      readonly partnerId: string;
+      readonly partner: PartnerModel;
+      readonly rateLimit: number | null;
+      readonly scope: ReadonlySet<string> | null;
+    };
+
+/** Whether the caller may see and touch the campaign: operators always; a partner within its scope. */
+export const inScope = (viewer: Viewer, campaignId: string): boolean =>
+  viewer.kind === 'admin' || viewer.scope === null || viewer.scope.has(campaignId.toLowerCase());
+
+/** The id of the key a revocation or rotation concerns: the partner's, or the operator key's. */
+export const keyOwnerOf = (viewer: Viewer): string | undefined => (viewer.kind === 'partner' ? viewer.partnerId : viewer.operator?.id);
 
 /** Allocations made with the admin key belong to this partner row (created by the first migration). */
 export const OPERATOR_PARTNER_ID = '00000000-0000-0000-0000-000000000000';
 
-const KEY_PATTERN = /^tsp_([0-9a-f]{12})_[A-Za-z0-9_-]{43}$/;
+const KEY_PATTERN = /^ts([po])_([0-9a-f]{12})_[A-Za-z0-9_-]{43}$/;
 
 export interface IssuedKey {
   apiKey: string;
@@ -22,9 +39,10 @@ export interface IssuedKey {
   hash: string;
 }
 
-export function issueApiKey(): IssuedKey {
+/** A new key: `tsp_…` for a partner, `tso_…` for an operator. */
+export function issueApiKey(kind: 'partner' | 'operator' = 'partner'): IssuedKey {
   const prefix = randomBytes(6).toString('hex');
-  const apiKey = `tsp_${prefix}_${randomBytes(32).toString('base64url')}`;
+  const apiKey = `ts${kind === 'partner' ? 'p' : 'o'}_${prefix}_${randomBytes(32).toString('base64url')}`;
   return { apiKey, prefix, hash: sha256Hex(apiKey) };
 }
 
@@ -47,11 +65,24 @@ export interface PartnerKeyRecord extends PartnerModel {
   keyHash: string;
   revokedAt: Date | null;
   rateLimit: number | null;
+  scoped: boolean;
+  campaignScope: string[];
+}
+
+export interface OperatorKeyRecord extends OperatorKeyModel {
+  keyHash: string;
 }
 
 export interface Authenticator {
   adminApiKey: string;
   findPartnerByPrefix(prefix: string): Promise<PartnerKeyRecord | null>;
+  findOperatorByPrefix(prefix: string): Promise<OperatorKeyRecord | null>;
+}
+
+/** The record is there, not revoked, and its hash is the token's: the same work whether or not the prefix exists. */
+function matchesKey<R extends { keyHash: string; revokedAt: Date | null }>(digest: Buffer, record: R | null): record is R {
+  const matches = timingSafeEqual(digest, Buffer.from(record?.keyHash ?? NO_SUCH_KEY, 'hex'));
+  return record !== null && matches && record.revokedAt === null;
 }
 
 export async function authenticate(header: string | undefined, auth: Authenticator): Promise<Viewer> {
@@ -60,13 +91,17 @@ export async function authenticate(header: string | undefined, auth: Authenticat
   // One digest of the token per request, compared in constant time with the admin key's and the
   // partner record's (digests of equal length: the comparison time says nothing about the key).
   const digest = sha256(token);
-  if (timingSafeEqual(digest, adminDigest(auth.adminApiKey))) return { kind: 'admin', partnerId: OPERATOR_PARTNER_ID };
-  const prefix = KEY_PATTERN.exec(token)?.[1];
+  if (timingSafeEqual(digest, adminDigest(auth.adminApiKey))) return { kind: 'admin', partnerId: OPERATOR_PARTNER_ID, role: 'OWNER', operator: null };
+  const [, kind, prefix] = KEY_PATTERN.exec(token) ?? [];
   if (!prefix) throw unauthenticated();
+  if (kind === 'o') {
+    const record = await auth.findOperatorByPrefix(prefix);
+    if (!matchesKey(digest, record)) throw unauthenticated();
+    const { keyHash: _hash, ...operator } = record;
+    return { kind: 'admin', partnerId: OPERATOR_PARTNER_ID, role: operator.role, operator };
+  }
   const record = await auth.findPartnerByPrefix(prefix);
-  const expected = record?.keyHash ?? NO_SUCH_KEY; // same work whether or not the prefix exists
-  const matches = timingSafeEqual(digest, Buffer.from(expected, 'hex'));
-  if (!record || !matches || record.revokedAt !== null) throw unauthenticated();
-  const { id, name, createdAt, rateLimit } = record;
-  return { kind: 'partner', partnerId: id, partner: { id, name, createdAt }, rateLimit };
+  if (!matchesKey(digest, record)) throw unauthenticated();
+  const { id, name, createdAt, rateLimit, scoped, campaignScope } = record;
+  return { kind: 'partner', partnerId: id, partner: { id, name, createdAt }, rateLimit, scope: scoped ? new Set(campaignScope) : null };
 }

@@ -1,6 +1,6 @@
 // Per operation: who is calling, the operation's loaders, and the services.
 import { AuditService } from './audit';
-import { authenticate } from './auth';
+import { authenticate, type Authenticator } from './auth';
 import type { Config } from './config';
 import type { Database } from './db/client';
 import { createLoaders } from './loaders';
@@ -12,6 +12,7 @@ import { BallotService } from './services/ballots';
 import { AllocationRecordService } from './services/allocationRecords';
 import { ClaimBatcher } from './services/claimBatcher';
 import { CampaignService } from './services/campaigns';
+import { OperatorKeyService } from './services/operatorKeys';
 import { PartnerService } from './services/partners';
 import type { RequestContext } from './services/requestContext';
 import { WaitlistService } from './services/waitlist';
@@ -22,6 +23,9 @@ export interface Services {
   readonly allocationRecords: AllocationRecordService;
   readonly campaigns: CampaignService;
   readonly partners: PartnerService;
+  readonly operatorKeys: OperatorKeyService;
+  /** Finds the record behind a key: ADMIN_API_KEY, a partner's or an operator's (auth.ts). */
+  readonly keys: Authenticator;
   readonly audit: AuditService;
   readonly webhooks: WebhookService;
   readonly waitlist: WaitlistService;
@@ -68,12 +72,20 @@ export function createServices(
     maxWaiting: db.options.poolMaxWaiting,
     onBatch: (size) => options.metrics?.batchSize.observe(size),
   });
+  const partners = new PartnerService(db, options.apiKeyCacheTtlMs, options.onError, options.live);
+  const operatorKeys = new OperatorKeyService(db, options.apiKeyCacheTtlMs, options.onError, options.live);
   return {
     allocations: new AllocationService(db, batcher, options.metrics, options.live),
     allocationRecords: new AllocationRecordService(db, options.live),
     campaigns: new CampaignService(db, options.live, options.webhooks?.secretKey),
     ballots: new BallotService(db, options.webhooks?.secretKey, options.live),
-    partners: new PartnerService(db, options.adminApiKey, options.apiKeyCacheTtlMs, options.onError, options.live),
+    partners,
+    operatorKeys,
+    keys: {
+      adminApiKey: options.adminApiKey,
+      findPartnerByPrefix: (prefix) => partners.findPartnerByPrefix(prefix),
+      findOperatorByPrefix: (prefix) => operatorKeys.findOperatorByPrefix(prefix),
+    },
     audit: new AuditService(db, options.logger),
     webhooks: new WebhookService(db, options.webhooks),
     waitlist: new WaitlistService(db, options.live),
@@ -88,8 +100,9 @@ export async function createContext(
   authorization: string | undefined,
   ids: { requestId: string; clientRequestId?: string; started: number },
 ): Promise<OperationContext> {
-  const viewer = await authenticate(authorization, services.partners);
+  const viewer = await authenticate(authorization, services.keys);
   if (viewer.kind === 'partner') services.partners.touch(viewer.partnerId);
+  else if (viewer.operator) services.operatorKeys.touch(viewer.operator.id);
   // A partner's own partner (name, id) answers allocation.partner without a query; its other fields
   // load on demand (resolvers/Partner.ts). The loaders are made when first used (loaders.ts).
   const loaders = createLoaders(db, services, viewer.kind === 'partner' ? viewer.partner : undefined);

@@ -19,6 +19,8 @@ export const ErrorCode = {
    * that is another partner's (webhook endpoints and deliveries): the same answer either way.
    */
   NOT_FOUND: 'NOT_FOUND',
+  /** scopePartnerKey named a campaign that does not exist; `extensions.campaignId` says which. */
+  CAMPAIGN_NOT_FOUND: 'CAMPAIGN_NOT_FOUND',
   /** A status change that is not allowed (e.g. opening a CLOSED campaign, redelivering to a deleted webhook endpoint). */
   INVALID_TRANSITION: 'INVALID_TRANSITION',
   /** A count limit is used up (e.g. webhook endpoints per partner); `extensions.limit` says how many. */

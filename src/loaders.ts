@@ -11,8 +11,9 @@ import { partnerStats } from './db/campaignReports';
 import { findOfferAllocationIds, waitlistFigures } from './db/waitlist';
 import { findWonAllocationIds } from './db/ballots';
 import { loadBallots } from './services/ballots';
-import type { AllocationModel, BallotModel, CampaignModel, CampaignStatsModel, PartnerModel, PartnerStatsModel, TicketModel } from './models';
+import type { AllocationModel, BallotModel, CampaignModel, CampaignStatsModel, OperatorKeyModel, PartnerModel, PartnerStatsModel, TicketModel } from './models';
 import type { CampaignService } from './services/campaigns';
+import type { OperatorKeyService } from './services/operatorKeys';
 import type { PartnerService } from './services/partners';
 
 export interface Loaders {
@@ -36,6 +37,8 @@ export interface Loaders {
   readonly ballot: DataLoader<string, BallotModel | null>;
   /** Keyed by `${campaignId}:${entryId}`: the ids of the allocations the ballot entry won. */
   readonly ballotWon: DataLoader<string, string[]>;
+  /** Operator keys by id (the audit log's `operator`). */
+  readonly operatorKey: DataLoader<string, OperatorKeyModel | null>;
 }
 
 const EMPTY_STATS: CampaignStatsModel = { total: 0, allocated: 0, held: 0, available: 0, allotted: 0, void: 0, soldOutAt: null };
@@ -64,10 +67,11 @@ class RequestLoaders implements Loaders {
   #waitlistOffer?: Loaders['waitlistOffer'];
   #ballot?: Loaders['ballot'];
   #ballotWon?: Loaders['ballotWon'];
+  #operatorKey?: Loaders['operatorKey'];
 
   constructor(
     private readonly db: Database,
-    private readonly services: { campaigns: CampaignService; partners: PartnerService },
+    private readonly services: { campaigns: CampaignService; partners: PartnerService; operatorKeys: OperatorKeyService },
     private readonly caller?: PartnerModel,
   ) {}
 
@@ -92,6 +96,10 @@ class RequestLoaders implements Loaders {
       if (this.caller) this.#partner.prime(this.caller.id, this.caller);
     }
     return this.#partner;
+  }
+
+  get operatorKey(): Loaders['operatorKey'] {
+    return (this.#operatorKey ??= new DataLoader(async (ids) => byKey(ids, await this.services.operatorKeys.findByIds(ids), (k) => k.id)));
   }
 
   get partnerDetails(): Loaders['partnerDetails'] {
@@ -150,6 +158,6 @@ class RequestLoaders implements Loaders {
   }
 }
 
-export function createLoaders(db: Database, services: { campaigns: CampaignService; partners: PartnerService }, caller?: PartnerModel): Loaders {
+export function createLoaders(db: Database, services: { campaigns: CampaignService; partners: PartnerService; operatorKeys: OperatorKeyService }, caller?: PartnerModel): Loaders {
   return new RequestLoaders(db, services, caller);
 }

@@ -15,12 +15,27 @@ export interface PartnerModel {
   lastUsedAt?: Date | null;
   revokedAt?: Date | null;
   rateLimit?: number | null;
+  /** With `campaignScope`: whether the key is limited to it (scopePartnerKey). */
+  scoped?: boolean;
+  campaignScope?: string[];
+}
+
+export type OperatorRole = 'OWNER' | 'OPERATOR' | 'VIEWER';
+
+export interface OperatorKeyModel {
+  id: string;
+  name: string;
+  role: OperatorRole;
+  createdAt: Date;
+  lastUsedAt: Date | null;
+  revokedAt: Date | null;
 }
 
 export interface AuditEntryModel {
   id: string;
   at: Date;
   actor: string;
+  operatorId: string | null;
   operation: string;
   arguments: import('./db/json').JsonValue;
   outcome: string;
@@ -180,3 +195,6 @@ export interface BallotModel {
   partnerLimits: Record<string, { allotted?: number; quota?: number }> | null;
   drawnAt: Date | null;
 }
+
+/** Who is calling (auth.ts), as `Query.viewer` answers it. */
+export type ViewerModel = import('./auth').Viewer;

@@ -109,6 +109,7 @@ export function createOperationControls(options: { limits: DocumentLimits; rateL
           ...(entry.clientRequestId ? { clientRequestId: entry.clientRequestId } : {}),
           viewer: entry.viewer?.kind,
           partnerId: entry.viewer?.kind === 'partner' ? entry.viewer.partnerId : undefined,
+          operatorId: entry.viewer?.kind === 'admin' ? entry.viewer.operator?.id : undefined,
           operation: entry.operationName ?? undefined,
           type: entry.type,
           status: entry.status,

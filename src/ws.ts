@@ -17,6 +17,7 @@ import type { Duplex } from 'node:stream';
 import { GraphQLError, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { keyOwnerOf } from './auth';
 import type { Admit } from './admission';
 import type { OperationContext } from './context';
 import { tagErrors } from './formatError';
@@ -38,8 +39,8 @@ interface SocketState {
   socket: WebSocket;
   address: string;
   authorization: string | undefined;
-  /** The partner whose key opened it (admin sockets: undefined). */
-  partnerId?: string;
+  /** The partner's or operator key's id (a key that can be revoked; ADMIN_API_KEY cannot). */
+  keyOwner?: string;
   /** Operations in flight, by the client's subscription id. */
   operations: Map<string, OperationState>;
 }
@@ -94,11 +95,11 @@ export function subscriptionServer(
       state.socket.close(FORBIDDEN, 'Forbidden');
     }
   };
-  const stopWatchingKeys = live.onKeyChanged((partnerId) => {
-    for (const state of open) if (state.partnerId === partnerId) void recheck(state);
+  const stopWatchingKeys = live.onKeyChanged((owner) => {
+    for (const state of open) if (state.keyOwner === owner) void recheck(state);
   });
   const sweep = setInterval(() => {
-    for (const state of open) if (state.partnerId !== undefined) void recheck(state);
+    for (const state of open) if (state.keyOwner !== undefined) void recheck(state);
   }, Math.max(options.recheckMs, 1000));
   sweep.unref();
 
@@ -114,7 +115,7 @@ export function subscriptionServer(
         try {
           const context = await admit({ authorization, address, requestId: randomUUID(), transport: 'ws' });
           const state: SocketState = { socket: ctx.extra.socket, address, authorization, operations: new Map() };
-          if (context.viewer.kind === 'partner') state.partnerId = context.viewer.partnerId;
+          state.keyOwner = keyOwnerOf(context.viewer);
           ctx.extra.state = state;
           open.add(state);
           return true;

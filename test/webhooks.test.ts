@@ -165,6 +165,34 @@ test('opening and closing a campaign reach every endpoint that asks, partners in
   expect(mine()[1]!.body.data.campaign.stats).toEqual({ total: 4, allocated: 2, held: 0, available: 2 });
 });
 
+test("a scoped partner key's endpoints get only its campaigns' events, campaign-wide ones included; null brings every campaign back", async () => {
+  const partner = await server.createPartner('scoped hooks');
+  const hook = await receiver();
+  await endpoint(server, hook, partner.id, ['ALLOCATION_CREATED', 'CAMPAIGN_CLOSED']);
+  const [inside, outside] = [await server.openCampaignWith(3), await server.openCampaignWith(3)];
+  // Its allocation in `outside` is made before the scope; its later events must not reach it.
+  const early = (await server.gql(partner.apiKey, CLAIM, { input: { campaignId: outside, holder: 'before' } })).body.data!.claimTicket.allocation;
+  await until(() => hook.received.find((r) => r.body.data.allocation?.id === early.id), { message: 'the claim made before the scope' });
+  const scope = 'mutation($p: ID!, $ids: [ID!]) { scopePartnerKey(partnerId: $p, campaignIds: $ids) { campaignScope } }';
+  expect((await server.gql(ADMIN_KEY, scope, { p: partner.id, ids: [inside] })).body.data!.scopePartnerKey.campaignScope).toEqual([inside]);
+
+  const claimed = (await server.gql(partner.apiKey, CLAIM, { input: { campaignId: inside, holder: 'in' } })).body.data!.claimTicket.allocation;
+  await server.gql(ADMIN_KEY, 'mutation($id: ID!) { closeCampaign(id: $id) { campaign { id } } }', { id: outside });
+  await server.gql(ADMIN_KEY, 'mutation($id: ID!) { closeCampaign(id: $id) { campaign { id } } }', { id: inside });
+  await until(() => hook.received.find((r) => r.body.type === 'CAMPAIGN_CLOSED' && r.body.data.campaign.id === inside), { message: "the closing of its campaign" });
+  await until(async () => (await server.sql.query("SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'PENDING'")).rows[0].n === 0, { message: 'every delivery to end' });
+  expect(hook.received.find((r) => r.body.data.allocation?.id === claimed.id)).toBeTruthy();
+  expect(hook.received.filter((r) => r.body.type === 'CAMPAIGN_CLOSED').map((r) => r.body.data.campaign.id)).toEqual([inside]);
+  // The operator's own deliveries are untouched: both closings were written as events.
+  const { rows } = await server.sql.query("SELECT count(*)::int AS n FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE e.partner_id = $1 AND d.event = 'CAMPAIGN_CLOSED'", [partner.id]);
+  expect(rows[0].n).toBe(1);
+
+  await server.gql(ADMIN_KEY, scope, { p: partner.id, ids: null });
+  const other = await server.openCampaignWith(2);
+  const again = (await server.gql(partner.apiKey, CLAIM, { input: { campaignId: other, holder: 'after' } })).body.data!.claimTicket.allocation;
+  await until(() => hook.received.find((r) => r.body.data.allocation?.id === again.id), { message: 'an event of any campaign once the scope is gone' });
+});
+
 test('a failing receiver is tried again with the same event id and body until it answers 2xx', async () => {
   const partner = await server.createPartner('flaky');
   const hook = await receiver();

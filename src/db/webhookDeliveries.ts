@@ -47,6 +47,8 @@ interface EndpointRow {
   id: string;
   partner_id: string | null;
   events: string[];
+  /** The campaigns a scoped partner key is limited to (scopePartnerKey); null = every campaign. */
+  scope: string[] | null;
 }
 
 const DRAIN_SQL = `
@@ -54,9 +56,14 @@ DELETE FROM webhook_events
  WHERE ctid = ANY (ARRAY(SELECT ctid FROM webhook_events LIMIT $1 FOR UPDATE SKIP LOCKED))
 RETURNING id, type, campaign_id, partner_id, allocation_id, expires_at, data, created_at, created_at::text AS created_at_exact`;
 
-/** Whether `endpoint` receives `event`: its type is asked for, and it is the operator's, the partner's own, or campaign-wide. */
+/**
+ * Whether `endpoint` receives `event`: its type is asked for, it is the operator's, the partner's
+ * own, or campaign-wide, and its campaign is within the partner's scope.
+ */
 const routes = (endpoint: EndpointRow, event: EventRow) =>
-  endpoint.events.includes(event.type) && (endpoint.partner_id === null || event.partner_id === null || endpoint.partner_id === event.partner_id);
+  endpoint.events.includes(event.type) &&
+  (endpoint.partner_id === null || event.partner_id === null || endpoint.partner_id === event.partner_id) &&
+  (endpoint.scope === null || endpoint.scope.includes(event.campaign_id));
 
 /**
  * The body of an event, as the contract gives it: {id, type, createdAt, data}. A campaign event
@@ -101,7 +108,11 @@ export async function drainEvents(pool: Pool, limit: number): Promise<number> {
 }
 
 async function insertDeliveries(client: PoolClient, drained: EventRow[]): Promise<void> {
-  const { rows: endpoints } = await client.query<EndpointRow>('SELECT id, partner_id, events FROM webhook_endpoints WHERE enabled');
+  const { rows: endpoints } = await client.query<EndpointRow>(
+    `SELECT e.id, e.partner_id, e.events, CASE WHEN p.scoped THEN p.campaign_scope::text[] END AS scope
+       FROM webhook_endpoints e LEFT JOIN partners p ON p.id = e.partner_id
+      WHERE e.enabled`,
+  );
   // Only the events some endpoint receives need their allocation read.
   const events = drained.filter((e) => endpoints.some((endpoint) => routes(endpoint, e)));
   if (events.length === 0) return;

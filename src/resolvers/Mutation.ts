@@ -30,6 +30,9 @@ export const Mutation: MutationResolvers = {
   setPartnerRateLimit: async (_, { partnerId, pointsPerSecond }, ctx) => ({
     partner: await ctx.services.partners.setRateLimit(ctx, partnerId, pointsPerSecond),
   }),
+  createOperatorKey: (_, { input }, ctx) => ctx.services.operatorKeys.create(input),
+  revokeOperatorKey: (_, { id }, ctx) => ctx.services.operatorKeys.revoke(id),
+  scopePartnerKey: (_, { partnerId, campaignIds }, ctx) => ctx.services.partners.setScope(ctx, partnerId, campaignIds),
   createWebhook: (_, { input }, ctx) => ctx.services.webhooks.create(ctx, input),
   deleteWebhook: (_, { id }, ctx) => ctx.services.webhooks.delete(ctx, id),
   redeliverWebhook: (_, { deliveryId }, ctx) => ctx.services.webhooks.redeliver(ctx, deliveryId),

@@ -4,7 +4,7 @@ import type { PartnerModel } from '../models';
 
 /** A field the model may not carry (the caller's own partner is primed with id and name only). */
 const detail =
-  <K extends 'lastUsedAt' | 'revokedAt' | 'rateLimit'>(key: K) =>
+  <K extends 'lastUsedAt' | 'revokedAt' | 'rateLimit' | 'scoped' | 'campaignScope'>(key: K) =>
   async (partner: PartnerModel, _: unknown, ctx: Context): Promise<NonNullable<PartnerModel[K]> | null> =>
     (partner[key] !== undefined ? partner[key] : (await ctx.loaders.partnerDetails.load(partner.id))?.[key]) ?? null;
 
@@ -12,4 +12,5 @@ export const Partner: PartnerResolvers = {
   lastUsedAt: detail('lastUsedAt'),
   revokedAt: detail('revokedAt'),
   rateLimit: detail('rateLimit'),
+  campaignScope: async (partner, args, ctx) => ((await detail('scoped')(partner, args, ctx)) ? await detail('campaignScope')(partner, args, ctx) : null),
 };

@@ -7,6 +7,7 @@ import { Mutation } from './Mutation';
 import { Partner } from './Partner';
 import { Query } from './Query';
 import { Subscription } from './Subscription';
+import { AuditEntry, Viewer } from './Viewer';
 import { WaitlistEntry } from './WaitlistEntry';
 import { WebhookEndpoint } from './WebhookEndpoint';
 
@@ -24,6 +25,8 @@ export const resolvers: Resolvers = {
   PartnerStats,
   Allocation,
   Partner,
+  Viewer,
+  AuditEntry,
   WebhookEndpoint,
   WaitlistEntry,
   WaitlistEntryConnection: totalCount,

@@ -5,6 +5,7 @@
 // keyed claim whose connection died is asked again so the key can answer it.
 import { randomInt } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { inScope } from '../auth';
 import type { Database } from '../db/client';
 import { claimTicket, readClaim, type ClaimOutcome, type ClaimTicketParams } from '../db/claimTicket';
 import { campaignMaxHoldSeconds } from '../db/extendHold';
@@ -157,7 +158,8 @@ export class AllocationService {
   }
 
   private async allocateOnce(ctx: RequestContext, r: Request): Promise<Allocated> {
-    if (!validate.isUuid(r.campaignId)) return refusal('CAMPAIGN_NOT_FOUND');
+    // Outside a scoped partner key's campaigns, exactly as for a campaign that does not exist.
+    if (!validate.isUuid(r.campaignId) || !inScope(ctx.viewer, r.campaignId)) return refusal('CAMPAIGN_NOT_FOUND');
     const campaignId = r.campaignId.toLowerCase();
     const partnerId = ctx.viewer.partnerId;
     const requestHash =

@@ -1,5 +1,6 @@
 // Allocations once they exist: confirming a hold, releasing, and reading them. (Making them is the
 // claim path: allocation.ts.)
+import { inScope } from '../auth';
 import { confirmHold } from '../db/confirmHold';
 import { extendHold } from '../db/extendHold';
 import { countAllocations, findAllocationPage } from '../db/findAllocations';
@@ -76,6 +77,8 @@ export class AllocationRecordService {
    */
   async release(ctx: RequestContext, allocationId: string): Promise<ClaimResult> {
     if (!validate.isUuid(allocationId)) return refusedOne('ALLOCATION_NOT_FOUND');
+    // A scoped key's allocation outside its campaigns is as if it did not exist.
+    if (ctx.viewer.kind === 'partner' && ctx.viewer.scope && !(await this.ownAllocation(ctx, allocationId))) return refusedOne('ALLOCATION_NOT_FOUND');
     const ownerFilter = ctx.viewer.kind === 'admin' ? null : ctx.viewer.partnerId;
     const released = await releaseAllocation(this.db.prisma, allocationId, ownerFilter);
     if (released) {
@@ -89,18 +92,19 @@ export class AllocationRecordService {
     return existing ? { allocation: existing, error: null } : refusedOne('ALLOCATION_NOT_FOUND');
   }
 
-  /** The allocation if it exists and the caller may act on it (the admin, or its partner). */
+  /** The allocation if it exists and the caller may act on it (the admin, or its partner within its key's scope). */
   private async ownAllocation(ctx: RequestContext, allocationId: string): Promise<AllocationModel | null> {
     if (!validate.isUuid(allocationId)) return null;
     const allocation = await ctx.loaders.allocation.load(allocationId.toLowerCase());
     if (!allocation || (ctx.viewer.kind === 'partner' && allocation.partnerId !== ctx.viewer.partnerId)) return null;
-    return allocation;
+    return inScope(ctx.viewer, allocation.campaignId) ? allocation : null;
   }
 
-  /** `allocation(id)`: null when unknown; FORBIDDEN when it is another partner's. */
+  /** `allocation(id)`: null when unknown or outside a scoped key's campaigns; FORBIDDEN when it is another partner's. */
   async get(ctx: RequestContext, id: string): Promise<AllocationModel | null> {
     if (!validate.isUuid(id)) return null;
     const allocation = await ctx.loaders.allocation.load(id.toLowerCase());
+    if (allocation && !inScope(ctx.viewer, allocation.campaignId)) return null;
     if (allocation && ctx.viewer.kind === 'partner' && allocation.partnerId !== ctx.viewer.partnerId) {
       throw apiError(ErrorCode.FORBIDDEN, 'This allocation belongs to another partner.');
     }

@@ -2,6 +2,7 @@
 // the how; the rules are in the database functions it names). Expected outcomes of enterBallot and
 // withdrawBallotEntry come back in the payload's `error`, as a claim's do; drawBallot is an admin
 // operation and fails with a GraphQL error.
+import { inScope } from '../auth';
 import { openSeed } from '../ballot/seed';
 import type { Database } from '../db/client';
 import type { JsonValue } from '../db/json';
@@ -66,7 +67,7 @@ export class BallotService {
       if (error instanceof InvalidInput) return refused('INVALID_INPUT', error.message);
       throw error;
     }
-    if (!validate.isUuid(input.campaignId)) return refused('CAMPAIGN_NOT_FOUND');
+    if (!validate.isUuid(input.campaignId) || !inScope(ctx.viewer, input.campaignId)) return refused('CAMPAIGN_NOT_FOUND');
     const campaignId = input.campaignId.toLowerCase();
     const requestHash =
       request.idempotencyKey === null
@@ -94,6 +95,8 @@ export class BallotService {
   /** ENTERED -> WITHDRAWN before the draw (the holder may enter again); after it, ENTRIES_CLOSED. */
   async withdraw(ctx: RequestContext, entryId: string): Promise<BallotEntryResult> {
     if (!validate.isUuid(entryId)) return refused('ENTRY_NOT_FOUND', 'Unknown ballot entry, or another partner\'s.');
+    // A scoped key's entry outside its campaigns is as if it did not exist.
+    if (ctx.viewer.kind === 'partner' && ctx.viewer.scope && !(await this.get(ctx, entryId))) return refused('ENTRY_NOT_FOUND', 'Unknown ballot entry, or another partner\'s.');
     const id = entryId.toLowerCase();
     const { verdict, campaignId } = await retryDeadlocks(() =>
       withdrawBallotEntry(this.db.prisma, id, ctx.viewer.kind === 'admin' ? null : ctx.viewer.partnerId),
@@ -133,11 +136,11 @@ export class BallotService {
     return ctx.loaders.ballot.load(campaignId);
   }
 
-  /** `ballotEntry(id)`: the owning partner's or the admin's; null otherwise. */
+  /** `ballotEntry(id)`: the owning partner's (within its key's scope) or the admin's; null otherwise. */
   async get(ctx: RequestContext, id: string): Promise<BallotEntryModel | null> {
     if (!validate.isUuid(id)) return null;
     const entry = await this.fresh(id.toLowerCase());
-    if (!entry || (ctx.viewer.kind === 'partner' && entry.partnerId !== ctx.viewer.partnerId)) return null;
+    if (!entry || (ctx.viewer.kind === 'partner' && entry.partnerId !== ctx.viewer.partnerId) || !inScope(ctx.viewer, entry.campaignId)) return null;
     return entry;
   }
 

@@ -1,4 +1,5 @@
 // Campaigns: the operator's side — create, load, open, close — and the reads both sides share.
+import { inScope } from '../auth';
 import type { Database } from '../db/client';
 import type { LiveUpdates } from '../live';
 import { newSeed, sealSeed, seedCommitment } from '../ballot/seed';
@@ -258,8 +259,9 @@ export class CampaignService {
     return { loaded, duplicates: n - loaded, campaign: this.fresh(ctx, campaign) };
   }
 
+  /** null when it does not exist, or lies outside a scoped partner key's campaigns. */
   async get(ctx: RequestContext, id: string): Promise<CampaignModel | null> {
-    if (!validate.isUuid(id)) return null;
+    if (!validate.isUuid(id) || !inScope(ctx.viewer, id)) return null;
     return ctx.loaders.campaign.load(id.toLowerCase());
   }
 
@@ -271,14 +273,15 @@ export class CampaignService {
     const limit = validate.pageSize(args.first);
     const after = args.after ? campaignCursor.decode(args.after) : null;
     const status = args.status ?? null;
-    const rows = await findCampaignPage(this.db.prisma, { status, after, limit });
+    const only = ctx.viewer.kind === 'partner' && ctx.viewer.scope ? [...ctx.viewer.scope] : null;
+    const rows = await findCampaignPage(this.db.prisma, { status, after, limit, only });
     const page = rows.slice(0, limit);
     page.forEach(({ campaign }) => ctx.loaders.campaign.prime(campaign.id, campaign));
     const edges = page.map(({ campaign, cursor }) => ({ node: campaign, cursor: campaignCursor.encode(cursor) }));
     return {
       edges,
       pageInfo: { hasNextPage: rows.length > limit, endCursor: edges.at(-1)?.cursor ?? null },
-      totalCount: () => this.db.prisma.campaign.count({ where: status ? { status } : {} }),
+      totalCount: () => this.db.prisma.campaign.count({ where: { ...(status ? { status } : {}), ...(only ? { id: { in: only } } : {}) } }),
     };
   }
 

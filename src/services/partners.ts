@@ -1,44 +1,38 @@
 // Partners and their API keys: issue, look up (cached), revoke, rotate, rate limits, last use.
-import { LRUCache } from 'lru-cache';
 import { issueApiKey, type Authenticator, type PartnerKeyRecord } from '../auth';
 import type { Database } from '../db/client';
 import type { LiveUpdates } from '../live';
-import { notFound } from '../errors';
+import { apiError, ErrorCode, InvalidInput, notFound } from '../errors';
+import { KeyCache } from './keyCache';
 import type { ConnectionModel, PartnerModel } from '../models';
 import * as validate from '../validation';
 import { partnerCursor } from './cursors';
 import type { RequestContext } from './requestContext';
 
-const PARTNER_FIELDS = { id: true, name: true, createdAt: true, lastUsedAt: true, revokedAt: true, rateLimit: true } as const;
-/** last_used_at is written at most this often per key: a write per request would cost more than the request. */
-const LAST_USED_RESOLUTION_MS = 60_000;
+/** The most campaigns one partner key can be scoped to. */
+const MAX_SCOPE = 1000;
 
-export class PartnerService implements Authenticator {
-  /**
-   * Key records by prefix, for `keyCacheTtlMs` (0: no cache): every request is authenticated, and
-   * a database look-up per request costs more than the rest of an empty query. The cached record
-   * still goes through the constant-time hash comparison; a revocation or rotation in this process
-   * drops it at once, one made elsewhere (another instance, SQL) takes effect within the TTL.
-   */
-  private readonly keys: LRUCache<string, PartnerKeyRecord> | null;
-  private readonly lastUsedWritten = new LRUCache<string, number>({ max: 100_000 });
+const PARTNER_FIELDS = { id: true, name: true, createdAt: true, lastUsedAt: true, revokedAt: true, rateLimit: true, scoped: true, campaignScope: true } as const;
+
+export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'> {
+  /** Key records by prefix (keyCache.ts). */
+  private readonly keys: KeyCache<PartnerKeyRecord>;
 
   constructor(
     private readonly db: Database,
-    readonly adminApiKey: string,
     keyCacheTtlMs = 0,
-    private readonly onError: (error: unknown) => void = () => undefined,
+    onError: (error: unknown) => void = () => undefined,
     /** Tells every instance when a key was revoked, rotated or changed (live.ts). */
     private readonly live?: LiveUpdates,
   ) {
-    this.keys = keyCacheTtlMs > 0 ? new LRUCache({ max: 10_000, ttl: keyCacheTtlMs }) : null;
+    this.keys = new KeyCache(
+      keyCacheTtlMs,
+      (prefix) => this.db.prisma.partner.findUnique({ where: { keyPrefix: prefix }, select: { id: true, name: true, createdAt: true, keyHash: true, revokedAt: true, rateLimit: true, scoped: true, campaignScope: true } }),
+      (id, at) => this.db.prisma.partner.update({ where: { id }, data: { lastUsedAt: at }, select: { id: true } }),
+      onError,
+    );
     // A change made on another instance: drop this instance's cached record at once.
-    live?.onKeyChanged((partnerId) => this.forget(partnerId));
-  }
-
-  /** Drops the cached key record of a partner. */
-  forget(partnerId: string): void {
-    for (const [prefix, record] of this.keys?.entries() ?? []) if (record.id === partnerId) this.keys?.delete(prefix);
+    live?.onKeyChanged((partnerId) => this.keys.forget(partnerId));
   }
 
   /** Issues a partner and its API key; the key is returned once and only its hash is stored. */
@@ -58,7 +52,7 @@ export class PartnerService implements Authenticator {
       data: { revokedAt: current.revokedAt ?? new Date() },
       select: { ...PARTNER_FIELDS, keyPrefix: true },
     });
-    this.keys?.delete(row.keyPrefix);
+    this.keys.drop(row.keyPrefix);
     this.live?.keyChanged(row.id);
     return this.fresh(ctx, row);
   }
@@ -73,7 +67,7 @@ export class PartnerService implements Authenticator {
       data: { keyPrefix: key.prefix, keyHash: key.hash, revokedAt: null, rotatedAt: new Date() },
       select: PARTNER_FIELDS,
     });
-    this.keys?.delete(old.keyPrefix);
+    this.keys.drop(old.keyPrefix);
     this.live?.keyChanged(row.id);
     return { partner: this.fresh(ctx, row), apiKey: key.apiKey };
   }
@@ -82,7 +76,34 @@ export class PartnerService implements Authenticator {
     const current = await this.require(partnerId);
     const rateLimit = validate.optionalIntInRange('pointsPerSecond', pointsPerSecond, 1, 1_000_000);
     const row = await this.db.prisma.partner.update({ where: { id: current.id }, data: { rateLimit }, select: { ...PARTNER_FIELDS, keyPrefix: true } });
-    this.keys?.delete(row.keyPrefix);
+    this.keys.drop(row.keyPrefix);
+    this.live?.keyChanged(row.id);
+    return this.fresh(ctx, row);
+  }
+
+  /**
+   * Limits the partner's key to these campaigns ([] = none; null = every campaign again). Every id
+   * must exist. The key's cached record is dropped here and on every instance (live.ts), so the
+   * scope holds at once here and within API_KEY_CACHE_TTL_MS elsewhere; it is a property of the
+   * partner, so a rotated key keeps it.
+   */
+  async setScope(ctx: RequestContext, partnerId: string, campaignIds: readonly string[] | null | undefined): Promise<PartnerModel> {
+    const current = await this.require(partnerId);
+    const scope = campaignIds === null || campaignIds === undefined ? null : [...new Set(campaignIds.map((id) => id.toLowerCase()))];
+    if (scope && scope.length > MAX_SCOPE) throw new InvalidInput('campaignIds', `At most ${MAX_SCOPE} campaigns.`);
+    if (scope?.length) {
+      const found = new Set(
+        (await this.db.prisma.campaign.findMany({ where: { id: { in: scope.filter(validate.isUuid) } }, select: { id: true } })).map((c) => c.id),
+      );
+      const missing = scope.find((id) => !found.has(id));
+      if (missing !== undefined) throw apiError(ErrorCode.CAMPAIGN_NOT_FOUND, `Campaign ${missing} does not exist.`, { campaignId: missing });
+    }
+    const row = await this.db.prisma.partner.update({
+      where: { id: current.id },
+      data: { scoped: scope !== null, campaignScope: scope ?? [] },
+      select: { ...PARTNER_FIELDS, keyPrefix: true },
+    });
+    this.keys.drop(row.keyPrefix);
     this.live?.keyChanged(row.id);
     return this.fresh(ctx, row);
   }
@@ -106,24 +127,13 @@ export class PartnerService implements Authenticator {
     };
   }
 
-  async findPartnerByPrefix(prefix: string): Promise<PartnerKeyRecord | null> {
-    const cached = this.keys?.get(prefix);
-    const record =
-      cached ??
-      (await this.db.prisma.partner.findUnique({
-        where: { keyPrefix: prefix },
-        select: { id: true, name: true, createdAt: true, keyHash: true, revokedAt: true, rateLimit: true },
-      }));
-    if (!cached && record && record.revokedAt === null) this.keys?.set(prefix, record);
-    return record;
+  findPartnerByPrefix(prefix: string): Promise<PartnerKeyRecord | null> {
+    return this.keys.find(prefix);
   }
 
-  /** Records that a key authenticated a request, at most once a minute per partner, off the request's path. */
+  /** Records that a partner's key authenticated a request (keyCache.ts). */
   touch(partnerId: string): void {
-    const now = Date.now();
-    if (now - (this.lastUsedWritten.get(partnerId) ?? 0) < LAST_USED_RESOLUTION_MS) return;
-    this.lastUsedWritten.set(partnerId, now);
-    this.db.prisma.partner.update({ where: { id: partnerId }, data: { lastUsedAt: new Date(now) }, select: { id: true } }).catch(this.onError);
+    this.keys.touch(partnerId);
   }
 
   async findByIds(ids: readonly string[]): Promise<PartnerModel[]> {

@@ -1,6 +1,7 @@
 // Waitlists: joining, leaving and reading entries (db/waitlist.ts has the how; the offers are made
 // in the database, by whoever returns a ticket). Expected outcomes come back in the payload's
 // `error`, as a claim's do.
+import { inScope } from '../auth';
 import type { Database } from '../db/client';
 import type { JsonValue } from '../db/json';
 import { retryDeadlocks } from '../db/pgErrors';
@@ -49,7 +50,7 @@ export class WaitlistService {
       if (error instanceof InvalidInput) return refused('INVALID_INPUT', error.message);
       throw error;
     }
-    if (!validate.isUuid(input.campaignId)) return refused('CAMPAIGN_NOT_FOUND');
+    if (!validate.isUuid(input.campaignId) || !inScope(ctx.viewer, input.campaignId)) return refused('CAMPAIGN_NOT_FOUND');
     const campaignId = input.campaignId.toLowerCase();
     const requestHash =
       request.idempotencyKey === null
@@ -78,6 +79,8 @@ export class WaitlistService {
   /** A WAITING entry is LEFT; an OFFERED one's holds are released and passed on. */
   async leave(ctx: RequestContext, entryId: string): Promise<EntryResult> {
     if (!validate.isUuid(entryId)) return refused('ENTRY_NOT_FOUND');
+    // A scoped key's entry outside its campaigns is as if it did not exist.
+    if (ctx.viewer.kind === 'partner' && ctx.viewer.scope && !(await this.get(ctx, entryId))) return refused('ENTRY_NOT_FOUND');
     const id = entryId.toLowerCase();
     const verdict = await retryDeadlocks(() => leaveWaitlist(this.db.prisma, id, ctx.viewer.kind === 'admin' ? null : ctx.viewer.partnerId));
     if (verdict === 'ENTRY_NOT_FOUND') return refused('ENTRY_NOT_FOUND');
@@ -90,11 +93,11 @@ export class WaitlistService {
     return { entry, error: null };
   }
 
-  /** `waitlistEntry(id)`: the owning partner's or the admin's; null otherwise. */
+  /** `waitlistEntry(id)`: the owning partner's (within its key's scope) or the admin's; null otherwise. */
   async get(ctx: RequestContext, id: string): Promise<WaitlistEntryModel | null> {
     if (!validate.isUuid(id)) return null;
     const [entry] = await findEntriesByIds(this.db.prisma, [id.toLowerCase()]);
-    if (!entry || (ctx.viewer.kind === 'partner' && entry.partnerId !== ctx.viewer.partnerId)) return null;
+    if (!entry || (ctx.viewer.kind === 'partner' && entry.partnerId !== ctx.viewer.partnerId) || !inScope(ctx.viewer, entry.campaignId)) return null;
     return entry;
   }
 
