@@ -222,6 +222,13 @@ CREATE TABLE partners (
     campaign_scope uuid[] NOT NULL DEFAULT '{}'::uuid[]
 );
 
+CREATE TABLE refusal_counters (
+    campaign_id uuid NOT NULL,
+    minute timestamp(6) with time zone NOT NULL,
+    code text NOT NULL,
+    count bigint NOT NULL
+);
+
 CREATE TABLE tickets (
     campaign_id uuid NOT NULL,
     id bigint NOT NULL DEFAULT nextval('tickets_id_seq'::regclass),
@@ -371,6 +378,8 @@ ALTER TABLE partners ADD CONSTRAINT partners_name_length CHECK (((char_length(na
 ALTER TABLE partners ADD CONSTRAINT partners_pkey PRIMARY KEY (id);
 
 ALTER TABLE partners ADD CONSTRAINT partners_rate_limit_positive CHECK (((rate_limit IS NULL) OR (rate_limit > 0)));
+
+ALTER TABLE refusal_counters ADD CONSTRAINT refusal_counters_pkey PRIMARY KEY (campaign_id, minute, code);
 
 ALTER TABLE tickets ADD CONSTRAINT tickets_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES campaigns(id) ON UPDATE CASCADE ON DELETE RESTRICT;
 

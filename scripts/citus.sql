@@ -37,6 +37,7 @@ SELECT create_distributed_table('partner_quota_credits', 'campaign_id', colocate
 SELECT create_distributed_table('campaign_counters', 'campaign_id', colocate_with => 'tickets');
 SELECT create_distributed_table('partner_counters', 'campaign_id', colocate_with => 'tickets');
 SELECT create_distributed_table('minute_counters', 'campaign_id', colocate_with => 'tickets');
+SELECT create_distributed_table('refusal_counters', 'campaign_id', colocate_with => 'tickets');
 -- The outbox: a claim appends its event on its own shard, in its own statement.
 SELECT create_distributed_table('webhook_events', 'campaign_id', colocate_with => 'tickets');
 -- Ballots (docs/DESIGN.md): the draw reads and writes one campaign's entries, ranks and holds, all

@@ -57,6 +57,7 @@ const EnvSchema = z.object({
   WEB_CONCURRENCY: intFrom('WEB_CONCURRENCY', DEFAULT_WEB_CONCURRENCY, 1, 64),
   SHUTDOWN_GRACE_MS: intFrom('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
   HOLD_SWEEP_INTERVAL_MS: intFrom('HOLD_SWEEP_INTERVAL_MS', 1000, 0, 3_600_000),
+  REFUSAL_FLUSH_MS: intFrom('REFUSAL_FLUSH_MS', 5000, 100, 600_000),
   API_KEY_CACHE_TTL_MS: intFrom('API_KEY_CACHE_TTL_MS', 5000, 0, 3_600_000),
   CLAIM_BATCH_MAX: intFrom('CLAIM_BATCH_MAX', 32, 1, 1000),
   REDIS_URL: z
@@ -106,6 +107,8 @@ export interface Config {
   readonly webConcurrency: number;
   /** How often expired holds are returned to the pool; 0 turns the sweeper off. */
   readonly holdSweepIntervalMs: number;
+  /** How often each instance adds the claim refusals it counted to refusal_counters (the timeline's `refused`). */
+  readonly refusalFlushMs: number;
   /** How long a partner key's record is cached: the bound on a revocation made elsewhere. */
   readonly apiKeyCacheTtlMs: number;
   /** Most claims one group statement serves; 1 turns group claims off. */
@@ -210,6 +213,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     webConcurrency: e.WEB_CONCURRENCY,
     holdSweepIntervalMs: e.HOLD_SWEEP_INTERVAL_MS,
+    refusalFlushMs: e.REFUSAL_FLUSH_MS,
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
     claimBatchMax: e.CLAIM_BATCH_MAX,
     redisUrl: e.REDIS_URL ? e.REDIS_URL : undefined,

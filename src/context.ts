@@ -14,6 +14,7 @@ import { ClaimBatcher } from './services/claimBatcher';
 import { CampaignService } from './services/campaigns';
 import { OperatorKeyService } from './services/operatorKeys';
 import { PartnerService } from './services/partners';
+import { RefusalCounter } from './services/refusalCounter';
 import type { RequestContext } from './services/requestContext';
 import { WaitlistService } from './services/waitlist';
 import { WebhookService } from './services/webhooks';
@@ -30,6 +31,8 @@ export interface Services {
   readonly webhooks: WebhookService;
   readonly waitlist: WaitlistService;
   readonly ballots: BallotService;
+  /** Claim refusals per campaign and minute, written every few seconds (started and stopped by the server). */
+  readonly refusals: RefusalCounter;
 }
 
 export interface Context extends RequestContext {
@@ -72,10 +75,12 @@ export function createServices(
     maxWaiting: db.options.poolMaxWaiting,
     onBatch: (size) => options.metrics?.batchSize.observe(size),
   });
+  const refusals = new RefusalCounter(db, options.onError);
   const partners = new PartnerService(db, options.apiKeyCacheTtlMs, options.onError, options.live);
   const operatorKeys = new OperatorKeyService(db, options.apiKeyCacheTtlMs, options.onError, options.live);
   return {
-    allocations: new AllocationService(db, batcher, options.metrics, options.live),
+    allocations: new AllocationService(db, batcher, options.metrics, options.live, refusals),
+    refusals,
     allocationRecords: new AllocationRecordService(db, options.live),
     campaigns: new CampaignService(db, options.live, options.webhooks?.secretKey),
     ballots: new BallotService(db, options.webhooks?.secretKey, options.live),

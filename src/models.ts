@@ -74,6 +74,8 @@ export interface TimelinePointModel {
   at: Date;
   allocated: number;
   cumulative: number;
+  refused: number;
+  refusals: { code: import('./generated/graphql').ClaimErrorCode; count: number }[];
 }
 
 /** A partner's allotment in a campaign (src/db/allotments.ts). */

@@ -47,7 +47,7 @@ export interface TesseraServer {
 }
 
 type ServerConfig = Pick<Config, 'env' | 'adminApiKey' | 'shutdownGraceMs'> &
-  Partial<Pick<Config, 'holdSweepIntervalMs' | 'apiKeyCacheTtlMs' | 'claimBatchMax' | 'rateLimit' | 'graphql' | 'corsOrigins' | 'metricsToken' | 'webhooks'>>;
+  Partial<Pick<Config, 'holdSweepIntervalMs' | 'refusalFlushMs' | 'apiKeyCacheTtlMs' | 'claimBatchMax' | 'rateLimit' | 'graphql' | 'corsOrigins' | 'metricsToken' | 'webhooks'>>;
 
 /** What the tests and main.ts leave out takes these values (the documented defaults). */
 const DEFAULT_LIMITS = {
@@ -147,6 +147,7 @@ export async function createServer(options: {
   httpServer.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => (isGraphQLPost(req) ? graphql(req, res) : app(req, res)));
 
   const sweeper = startHoldSweeper(db, logger, metrics, config.holdSweepIntervalMs ?? 1000);
+  services.refusals.start(config.refusalFlushMs ?? 5000);
   const dispatcher = startWebhookDispatcher(db, logger, metrics, webhooks);
 
   return {
@@ -164,6 +165,7 @@ export async function createServer(options: {
       draining = true;
       await apollo.stop();
       await sweeper.stop();
+      await services.refusals.stop();
       await dispatcher.stop();
       await live.close();
     },

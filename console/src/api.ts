@@ -1,8 +1,12 @@
-// The console speaks only the public GraphQL API: POST /graphql with the admin key, and the
-// campaignStats subscription over graphql-ws on the same path.
+// The console speaks only the public GraphQL API: POST /graphql with the operator's key, and the
+// campaignStats subscription over graphql-ws on the same path. It remembers, for this tab only, the
+// key and the role `viewer` answered for it, and tells the header's live indicator whether the
+// server answers.
 import { createClient, type Client } from 'graphql-ws';
 
 const KEY = 'tessera-admin-key';
+const ROLE = 'tessera-role';
+export type Role = 'OWNER' | 'OPERATOR' | 'VIEWER';
 
 export const session = {
   get key(): string | null {
@@ -11,6 +15,13 @@ export const session = {
   set key(value: string | null) {
     if (value === null) sessionStorage.removeItem(KEY);
     else sessionStorage.setItem(KEY, value);
+  },
+  get role(): Role | null {
+    return sessionStorage.getItem(ROLE) as Role | null;
+  },
+  set role(value: Role | null) {
+    if (value === null) sessionStorage.removeItem(ROLE);
+    else sessionStorage.setItem(ROLE, value);
   },
 };
 
@@ -23,12 +34,34 @@ export class ApiError extends Error {
   }
 }
 
+/** The connection as the header shows it: the last request or socket event decides. */
+export type Liveness = 'live' | 'connecting' | 'offline';
+const listeners = new Set<(state: Liveness) => void>();
+let liveness: Liveness = 'connecting';
+function setLiveness(state: Liveness): void {
+  if (state === liveness) return;
+  liveness = state;
+  for (const listener of listeners) listener(state);
+}
+export function onLiveness(listener: (state: Liveness) => void): () => void {
+  listeners.add(listener);
+  listener(liveness);
+  return () => listeners.delete(listener);
+}
+
 export async function gql<T>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
-  const res = await fetch('/graphql', {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${session.key ?? ''}` },
-    body: JSON.stringify({ query, variables }),
-  });
+  let res: Response;
+  try {
+    res = await fetch('/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${session.key ?? ''}` },
+      body: JSON.stringify({ query, variables }),
+    });
+  } catch (error) {
+    setLiveness('offline');
+    throw error;
+  }
+  setLiveness(res.status >= 500 ? 'offline' : 'live');
   const body = (await res.json()) as { data?: T; errors?: { message: string; extensions?: { code?: string } }[] };
   if (body.errors?.length) {
     const first = body.errors[0]!;
@@ -46,6 +79,14 @@ export function subscription(): Client {
       connectionParams: () => ({ Authorization: `Bearer ${session.key ?? ''}` }),
       lazy: true,
       retryAttempts: 5,
+      on: {
+        connecting: () => setLiveness('connecting'),
+        connected: () => setLiveness('live'),
+        closed: (event) => {
+          // 1000: closed because nothing is subscribed any more; anything else is a lost connection.
+          if ((event as { code?: number }).code !== 1000) setLiveness('offline');
+        },
+      },
     });
   }
   return ws;
@@ -53,6 +94,7 @@ export function subscription(): Client {
 
 export function signOut(): void {
   session.key = null;
+  session.role = null;
   void ws?.dispose();
   ws = null;
 }

@@ -1,6 +1,6 @@
 import 'uplot/dist/uPlot.min.css';
 import './style.css';
-import { render } from './views';
+import { render } from './shell';
 
 window.addEventListener('hashchange', render);
 render();

@@ -1,7 +1,8 @@
 // Webhook screens: the endpoints (the admin key sees every one), and one endpoint's deliveries with
 // a status filter, paging and "Send again" (redeliverWebhook). Plain DOM through h(), no innerHTML.
 import { gql } from './api';
-import { fmt, h, problem, screen } from './views';
+import { screen } from './shell';
+import { action, fmt, h, problem } from './ui';
 
 interface Endpoint {
   id: string;
@@ -66,11 +67,11 @@ export async function webhooks(): Promise<void> {
   const table = h(
     'table.webhooks',
     { 'data-testid': 'webhooks' },
-    h('thead', {}, h('tr', {}, h('th', {}, 'URL'), h('th', {}, 'Events'), h('th', {}, 'Partner'), h('th', {}, 'Enabled'), h('th', {}, 'Created'))),
+    h('thead', {}, h('tr', {}, ...['URL', 'Events', 'Partner', 'Enabled', 'Created'].map((t) => h('th', { scope: 'col' }, t)))),
     body,
   );
   const status = h('div');
-  screen(h('h1', {}, 'Webhooks'), status, table);
+  screen(h('h1', {}, 'Webhooks'), status, h('div.scroll', {}, table));
   try {
     const data = await gql<{ webhooks: Endpoint[] }>(ENDPOINTS);
     if (data.webhooks.length === 0) {
@@ -102,11 +103,11 @@ export async function webhookDeliveries(endpointId: string): Promise<void> {
   const meta = h('p.meta', { 'data-testid': 'endpoint' });
   const filter = h(
     'select',
-    { 'data-testid': 'status-filter', 'aria-label': 'Status' },
+    { 'data-testid': 'status-filter', 'aria-label': 'Status', 'data-read': true },
     h('option', { value: '' }, 'All'),
     ...STATUSES.map((s) => h('option', { value: s }, s)),
   ) as HTMLSelectElement;
-  const refresh = h('button', { type: 'button', 'data-testid': 'refresh' }, 'Refresh');
+  const refresh = h('button', { type: 'button', 'data-testid': 'refresh', 'data-read': true }, 'Refresh');
   const count = h('span.meta', { 'data-testid': 'delivery-count' });
   const body = h('tbody');
   const table = h(
@@ -118,21 +119,21 @@ export async function webhookDeliveries(endpointId: string): Promise<void> {
       h(
         'tr',
         {},
-        ...['Created', 'Event', 'Event id', 'Status', 'Attempts', 'Last HTTP status', 'Last error', 'Next attempt / delivered at', ''].map((t) => h('th', {}, t)),
+        ...['Created', 'Event', 'Event id', 'Status', 'Attempts', 'Last HTTP status', 'Last error', 'Next attempt / delivered at', 'Action'].map((t) => h('th', { scope: 'col' }, t)),
       ),
     ),
     body,
   );
   const empty = h('p.empty', { 'data-testid': 'deliveries-empty', hidden: true });
   const status = h('div');
-  const more = h('button', { type: 'button', 'data-testid': 'more', hidden: true }, 'More') as HTMLButtonElement;
+  const more = h('button', { type: 'button', 'data-testid': 'more', hidden: true, 'data-read': true }, 'More') as HTMLButtonElement;
   screen(
     h('p', {}, h('a', { href: '#/webhooks' }, '← Webhooks')),
     title,
     meta,
     h('div.actions', {}, h('label', {}, 'Status ', filter), refresh, count),
     status,
-    table,
+    h('div.scroll', {}, table),
     empty,
     more,
   );
@@ -159,7 +160,7 @@ export async function webhookDeliveries(endpointId: string): Promise<void> {
   };
 
   const sendAgain = (d: Delivery): HTMLElement => {
-    const button = h('button', { type: 'button', 'data-testid': `redeliver-${d.id}` }, 'Send again') as HTMLButtonElement;
+    const button = action('Send again', { 'data-testid': `redeliver-${d.id}` });
     button.addEventListener('click', async () => {
       button.disabled = true;
       try {

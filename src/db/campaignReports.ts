@@ -10,15 +10,34 @@ export type TimelineUnit = 'minute' | 'hour' | 'day';
 
 /** Allocations per bucket (UTC) and the running total. */
 export async function campaignTimeline(db: Db, campaignId: string, unit: TimelineUnit): Promise<TimelinePointModel[]> {
-  const rows = await db.$queryRaw<{ at: Date; allocated: bigint; cumulative: bigint }[]>`
-    SELECT b.at, b.allocated, sum(b.allocated) OVER (ORDER BY b.at) AS cumulative
-      FROM (SELECT date_trunc(${unit}::text, m.minute, 'UTC') AS at, sum(m.active) AS allocated
-              FROM minute_counters m
-             WHERE m.campaign_id = ${campaignId}::uuid
-             GROUP BY 1
-            HAVING sum(m.active) <> 0) b
-     ORDER BY b.at`;
-  return rows.map((r) => ({ at: r.at, allocated: Number(r.allocated), cumulative: Number(r.cumulative) }));
+  const rows = await db.$queryRaw<{ at: Date; allocated: bigint; cumulative: bigint; refusals: Record<string, string> | null }[]>`
+    WITH allocated AS (
+      SELECT date_trunc(${unit}::text, m.minute, 'UTC') AS at, sum(m.active) AS allocated
+        FROM minute_counters m
+       WHERE m.campaign_id = ${campaignId}::uuid
+       GROUP BY 1
+      HAVING sum(m.active) <> 0
+    ),
+    refused AS (
+      SELECT at, jsonb_object_agg(code, n) AS refusals
+        FROM (SELECT date_trunc(${unit}::text, r.minute, 'UTC') AS at, r.code, sum(r.count) AS n
+                FROM refusal_counters r
+               WHERE r.campaign_id = ${campaignId}::uuid
+               GROUP BY 1, 2) per_code
+       GROUP BY at
+    )
+    SELECT COALESCE(a.at, r.at) AS at,
+           COALESCE(a.allocated, 0) AS allocated,
+           sum(COALESCE(a.allocated, 0)) OVER (ORDER BY COALESCE(a.at, r.at)) AS cumulative,
+           r.refusals
+      FROM allocated a FULL JOIN refused r ON r.at = a.at
+     ORDER BY 1`;
+  return rows.map((r) => {
+    const refusals = Object.entries(r.refusals ?? {})
+      .map(([code, n]) => ({ code: code as TimelinePointModel['refusals'][number]['code'], count: Number(n) }))
+      .sort((x, y) => y.count - x.count || x.code.localeCompare(y.code));
+    return { at: r.at, allocated: Number(r.allocated), cumulative: Number(r.cumulative), refused: refusals.reduce((n, x) => n + x.count, 0), refusals };
+  });
 }
 
 /** Every partner with live allocations or a quota in the campaign. */

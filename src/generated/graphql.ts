@@ -179,7 +179,10 @@ export type BallotEntryStatus =
 
 export type Campaign = {
   __typename?: 'Campaign';
-  /** In allocation order (sequence), oldest first unless asked otherwise. A partner sees only its own allocations. */
+  /**
+   * In allocation order (sequence), oldest first unless asked otherwise. A partner sees only its own
+   * allocations. `holder` and `code` narrow it to one holder's, or one ticket's (exact matches).
+   */
   allocations: AllocationConnection;
   /** Admin: every partner's allotment; a partner sees only its own. */
   allotments: Array<Allotment>;
@@ -213,7 +216,7 @@ export type Campaign = {
   releasePolicy: ReleasePolicy;
   stats: CampaignStats;
   status: CampaignStatus;
-  /** Admin. ACTIVE allocations per bucket; the allocated counts sum to stats.allocated. */
+  /** Admin. ACTIVE allocations and refused claims per bucket; the allocated counts sum to stats.allocated. */
   timeline: Array<TimelinePoint>;
   /** Admin. The waitlist's entries in join order (first: 1 to 100, default 50): every status, or only `status`. */
   waitlist: WaitlistEntryConnection;
@@ -226,7 +229,9 @@ export type Campaign = {
 
 export type CampaignAllocationsArgs = {
   after?: InputMaybe<Scalars['String']['input']>;
+  code?: InputMaybe<Scalars['String']['input']>;
   first?: InputMaybe<Scalars['Int']['input']>;
+  holder?: InputMaybe<Scalars['String']['input']>;
   order?: InputMaybe<AllocationOrder>;
 };
 
@@ -922,6 +927,12 @@ export type QueryWebhookDeliveriesArgs = {
   status?: InputMaybe<DeliveryStatus>;
 };
 
+export type RefusalCount = {
+  __typename?: 'RefusalCount';
+  code: ClaimErrorCode;
+  count: Scalars['Int']['output'];
+};
+
 /**
  * Where a released or expired ticket goes. POOL (the default): back to the pool, claimable at once
  * (an expired hold from the instant it expires). VOID: retired for good (the ticket's status is VOID,
@@ -976,12 +987,20 @@ export type TimeBucket =
   | 'HOUR'
   | 'MINUTE';
 
-/** Allocations that became ACTIVE in the bucket starting at `at` (UTC), and the running total. */
+/**
+ * Allocations that became ACTIVE in the bucket starting at `at` (UTC), the running total, and the
+ * claims refused in it. Refusals are counted by each instance and added every REFUSAL_FLUSH_MS
+ * (default 5 s), so the last few seconds may not be in yet.
+ */
 export type TimelinePoint = {
   __typename?: 'TimelinePoint';
   allocated: Scalars['Int']['output'];
   at: Scalars['DateTime']['output'];
   cumulative: Scalars['Int']['output'];
+  /** The refusals by code, most frequent first (only codes of a campaign that exists: never CAMPAIGN_NOT_FOUND or INVALID_INPUT). */
+  refusals: Array<RefusalCount>;
+  /** Claims refused in the bucket (claimTicket, claimTickets, holdTicket), whatever the code. */
+  refused: Scalars['Int']['output'];
 };
 
 /** Fields left out are unchanged; null clears opensAt, closesAt or perHolderLimit. */
@@ -1248,6 +1267,7 @@ export type ResolversTypes = {
   PartnerPayload: ResolverTypeWrapper<Omit<PartnerPayload, 'partner'> & { partner: ResolversTypes['Partner'] }>;
   PartnerStats: ResolverTypeWrapper<PartnerStatsModel>;
   Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
+  RefusalCount: ResolverTypeWrapper<RefusalCount>;
   ReleasePolicy: ReleasePolicy;
   String: ResolverTypeWrapper<Scalars['String']['output']>;
   Subscription: ResolverTypeWrapper<Record<PropertyKey, never>>;
@@ -1320,6 +1340,7 @@ export type ResolversParentTypes = {
   PartnerPayload: Omit<PartnerPayload, 'partner'> & { partner: ResolversParentTypes['Partner'] };
   PartnerStats: PartnerStatsModel;
   Query: Record<PropertyKey, never>;
+  RefusalCount: RefusalCount;
   String: Scalars['String']['output'];
   Subscription: Record<PropertyKey, never>;
   Ticket: TicketModel;
@@ -1639,6 +1660,11 @@ export type QueryResolvers<ContextType = Context, ParentType extends ResolversPa
   webhooks?: Resolver<Array<ResolversTypes['WebhookEndpoint']>, ParentType, ContextType>;
 };
 
+export type RefusalCountResolvers<ContextType = Context, ParentType extends ResolversParentTypes['RefusalCount'] = ResolversParentTypes['RefusalCount']> = {
+  code?: Resolver<ResolversTypes['ClaimErrorCode'], ParentType, ContextType>;
+  count?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+};
+
 export type SubscriptionResolvers<ContextType = Context, ParentType extends ResolversParentTypes['Subscription'] = ResolversParentTypes['Subscription']> = {
   campaignStats?: SubscriptionResolver<ResolversTypes['CampaignStats'], "campaignStats", ParentType, ContextType, RequireFields<SubscriptionCampaignStatsArgs, 'id'>>;
 };
@@ -1653,6 +1679,8 @@ export type TimelinePointResolvers<ContextType = Context, ParentType extends Res
   allocated?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   at?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
   cumulative?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  refusals?: Resolver<Array<ResolversTypes['RefusalCount']>, ParentType, ContextType>;
+  refused?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
 };
 
 export type ViewerResolvers<ContextType = Context, ParentType extends ResolversParentTypes['Viewer'] = ResolversParentTypes['Viewer']> = {
@@ -1753,6 +1781,7 @@ export type Resolvers<ContextType = Context> = {
   PartnerPayload?: PartnerPayloadResolvers<ContextType>;
   PartnerStats?: PartnerStatsResolvers<ContextType>;
   Query?: QueryResolvers<ContextType>;
+  RefusalCount?: RefusalCountResolvers<ContextType>;
   Subscription?: SubscriptionResolvers<ContextType>;
   Ticket?: TicketResolvers<ContextType>;
   TimelinePoint?: TimelinePointResolvers<ContextType>;

@@ -21,6 +21,7 @@ import type { AllocationModel } from '../models';
 import * as validate from '../validation';
 import { ticketKey } from './allocationRecords';
 import type { ClaimBatcher } from './claimBatcher';
+import type { RefusalCounter } from './refusalCounter';
 import { fingerprint } from './fingerprint';
 import type { RequestContext } from './requestContext';
 
@@ -67,6 +68,8 @@ export class AllocationService {
     private readonly metrics?: Metrics,
     /** Tells campaignStats subscribers that a campaign's figures moved. */
     private readonly live?: LiveUpdates,
+    /** Refusals per campaign and minute, for the timeline (off the claim path: refusalCounter.ts). */
+    private readonly refusals?: RefusalCounter,
   ) {}
 
   async claim(ctx: RequestContext, input: ClaimInput): Promise<ClaimResult> {
@@ -138,6 +141,7 @@ export class AllocationService {
           const result = await this.allocateOnce(ctx, request);
           outcome = result.error ? result.error.code : result.replayed ? 'REPLAYED' : 'ALLOCATED';
           if (outcome === 'ALLOCATED') this.live?.changed(result.allocations[0]!.campaignId);
+          else if (result.error) this.refusals?.count(request.campaignId, result.error.code);
           return result;
         } catch (error) {
           // A deadlock victim was rolled back, certainly: always safe to ask again. A lost

@@ -115,20 +115,22 @@ export class AllocationRecordService {
   async listForCampaign(
     ctx: RequestContext,
     campaignId: string,
-    args: { first?: number | null; after?: string | null; order?: 'OLDEST_FIRST' | 'NEWEST_FIRST' | null },
+    args: { first?: number | null; after?: string | null; order?: 'OLDEST_FIRST' | 'NEWEST_FIRST' | null; holder?: string | null; code?: string | null },
   ): Promise<ConnectionModel<AllocationModel>> {
     const limit = validate.pageSize(args.first);
     const afterSequence = args.after ? sequenceCursor.decode(args.after) : null;
     const partnerId = ctx.viewer.kind === 'admin' ? null : ctx.viewer.partnerId;
     const newestFirst = args.order === 'NEWEST_FIRST';
-    const rows = await findAllocationPage(this.db.prisma, { campaignId, partnerId, afterSequence, limit, newestFirst });
+    const holder = args.holder ? validate.text('holder', args.holder, validate.LIMITS.holderLength) : null;
+    const code = args.code ? validate.text('code', args.code, 128) : null;
+    const rows = await findAllocationPage(this.db.prisma, { campaignId, partnerId, afterSequence, limit, newestFirst, holder, code });
     const page = rows.slice(0, limit);
     page.forEach((allocation) => ctx.loaders.allocation.prime(allocation.id, allocation));
     const edges = page.map((node) => ({ node, cursor: sequenceCursor.encode(node.sequence) }));
     return {
       edges,
       pageInfo: { hasNextPage: rows.length > limit, endCursor: edges.at(-1)?.cursor ?? null },
-      totalCount: () => countAllocations(this.db.prisma, campaignId, partnerId),
+      totalCount: () => countAllocations(this.db.prisma, { campaignId, partnerId, holder, code }),
     };
   }
 }

@@ -1,0 +1,91 @@
+// The audit log: every admin mutation, webhook change and refused call, newest first, filtered by
+// operation, outcome, actor and time, a page at a time.
+import { gql } from './api';
+import { screen } from './shell';
+import { fromLocalInput, h, problem, rowsOr, table, when, ZONE } from './ui';
+
+interface Entry {
+  id: string;
+  at: string;
+  actor: string;
+  operation: string;
+  arguments: unknown;
+  outcome: string;
+  operator: { name: string; role: string } | null;
+  partner: { name: string } | null;
+}
+
+const QUERY = `query($after: String, $operation: String, $outcome: String, $actor: String, $since: DateTime, $until: DateTime) {
+  auditLog(first: 50, after: $after, operation: $operation, outcome: $outcome, actor: $actor, since: $since, until: $until) {
+    totalCount
+    pageInfo { hasNextPage endCursor }
+    edges { node { id at actor operation arguments outcome operator { name role } partner { name } } }
+  }
+}`;
+
+/** Who acted, in words: the operator key's name and role, the partner's name, or the admin key. */
+const who = (e: Entry) => (e.operator ? `${e.operator.name} (${e.operator.role})` : e.partner ? `partner ${e.partner.name}` : e.actor === 'admin' ? 'admin key' : e.actor);
+
+export async function auditLog(): Promise<void> {
+  const input = (id: string, attrs: Record<string, string> = {}) => h('input', { id, ...attrs }) as HTMLInputElement;
+  const operation = input('a-op', { placeholder: 'e.g. closeCampaign', 'data-testid': 'filter-operation' });
+  const outcome = input('a-outcome', { placeholder: 'OK, FORBIDDEN…', 'data-testid': 'filter-outcome' });
+  const actor = input('a-actor', { placeholder: 'admin, operator:<id>, partner:<id>', 'data-testid': 'filter-actor' });
+  const since = input('a-since', { type: 'datetime-local' });
+  const until = input('a-until', { type: 'datetime-local' });
+  const body = h('tbody', { 'data-testid': 'audit' });
+  const count = h('p.meta', { 'data-testid': 'audit-count', role: 'status' });
+  const status = h('div');
+  const more = h('button.secondary', { type: 'button', hidden: true, 'data-testid': 'more', 'data-read': true }, 'Older entries') as HTMLButtonElement;
+  let cursor: string | null = null;
+  let generation = 0;
+  const load = async (append: boolean) => {
+    const mine = append ? generation : ++generation;
+    try {
+      const data = await gql<{ auditLog: { totalCount: number; pageInfo: { hasNextPage: boolean; endCursor: string | null }; edges: { node: Entry }[] } }>(QUERY, {
+        after: append ? cursor : null,
+        operation: operation.value.trim() || null,
+        outcome: outcome.value.trim() || null,
+        actor: actor.value.trim() || null,
+        since: fromLocalInput(since.value),
+        until: fromLocalInput(until.value),
+      });
+      if (mine !== generation) return;
+      const page = data.auditLog;
+      cursor = page.pageInfo.endCursor;
+      status.replaceChildren();
+      const rows = page.edges.map(({ node: e }) =>
+        h('tr', {},
+          h('td', {}, when(e.at)),
+          h('td', { title: e.actor }, who(e)),
+          h('td', {}, e.operation),
+          h('td', {}, h(`span.status.${e.outcome === 'OK' ? 'open' : 'closed'}`, {}, e.outcome)),
+          h('td.code.args', {}, JSON.stringify(e.arguments)),
+        ),
+      );
+      if (append) body.append(...rows);
+      else body.replaceChildren(...rowsOr(rows, 5, 'Nothing in the audit log matches these filters.'));
+      count.textContent = `${page.totalCount.toLocaleString('en-US')} ${page.totalCount === 1 ? 'entry' : 'entries'}`;
+      more.hidden = !page.pageInfo.hasNextPage;
+    } catch (error) {
+      status.replaceChildren(problem(error));
+    }
+  };
+  more.addEventListener('click', () => void load(true));
+  screen(
+    h('h1', {}, 'Audit log'),
+    h('form.filters', { role: 'search', onsubmit: (e: Event) => (e.preventDefault(), void load(false)) },
+      h('label', { for: 'a-op' }, 'Operation'), operation,
+      h('label', { for: 'a-outcome' }, 'Outcome'), outcome,
+      h('label', { for: 'a-actor' }, 'Actor'), actor,
+      h('label', { for: 'a-since' }, `From (${ZONE})`), since,
+      h('label', { for: 'a-until' }, 'Until'), until,
+      h('button', { type: 'submit', 'data-testid': 'filter' }, 'Filter'),
+    ),
+    count,
+    status,
+    table(['When', 'Who', 'Operation', 'Outcome', 'Arguments'], body),
+    more,
+  );
+  await load(false);
+}

@@ -1,0 +1,730 @@
+// Campaign screens: the list with fill bars, the new-campaign form, and a campaign's page — its id,
+// live figures, claims and refusals per minute, partners, allocations (search, release, export),
+// allotments, waitlist or ballot, editing, and loading tickets. Every time is shown with its zone.
+import uPlot from 'uplot';
+import { EXPORT_QUERY, HEADER, csvRow } from '../../bin/csv';
+import { gql, subscription } from './api';
+import { onLeave, screen } from './shell';
+import {
+  action,
+  canWrite,
+  clockTime,
+  copyable,
+  fmt,
+  fromLocalInput,
+  guardForm,
+  h,
+  pct,
+  problem,
+  rowsOr,
+  table,
+  toLocalInput,
+  when,
+  ZONE,
+} from './ui';
+
+export interface Stats {
+  total: number;
+  allocated: number;
+  held: number;
+  available: number;
+  allotted: number;
+  void: number;
+  fillRate: number;
+  soldOutAt: string | null;
+}
+
+const STATS = 'total allocated held allotted available void fillRate soldOutAt';
+
+export function fillBar(stats: Stats): HTMLElement {
+  const total = Math.max(stats.total, 1);
+  return h(
+    'div.fill',
+    {
+      'data-testid': 'fill-bar',
+      'data-allocated': String(stats.allocated),
+      'data-total': String(stats.total),
+      role: 'img',
+      'aria-label': `${fmt(stats.allocated)} allocated, ${fmt(stats.held)} held of ${fmt(stats.total)}`,
+      title: `${fmt(stats.allocated)} allocated, ${fmt(stats.held)} held of ${fmt(stats.total)}`,
+    },
+    h('div.fill-allocated', { style: `width:${(stats.allocated / total) * 100}%` }),
+    h('div.fill-held', { style: `width:${(stats.held / total) * 100}%` }),
+  );
+}
+
+interface CampaignRow {
+  id: string;
+  name: string;
+  status: string;
+  stats: Stats;
+}
+
+export async function campaigns(): Promise<void> {
+  const body = h('tbody');
+  const status = h('div');
+  screen(h('h1', {}, 'Campaigns'), status, table(['Name', 'Status', 'Fill', 'Allocated', 'Total'], body, { class: 'campaigns' }));
+  const refresh = async () => {
+    try {
+      const data = await gql<{ campaigns: { edges: { node: CampaignRow }[] } }>(`{ campaigns(first: 100) { edges { node { id name status stats { ${STATS} } } } } }`);
+      status.replaceChildren();
+      const rows = data.campaigns.edges.map(({ node }) =>
+        h(
+          'tr',
+          { 'data-testid': `campaign-${node.id}` },
+          h('td', {}, h('a', { href: `#/campaigns/${node.id}` }, node.name)),
+          h('td', {}, h(`span.status.${node.status.toLowerCase()}`, {}, node.status)),
+          h('td', {}, fillBar(node.stats)),
+          h('td', {}, `${fmt(node.stats.allocated)} (${pct(node.stats.fillRate)})`),
+          h('td', {}, fmt(node.stats.total)),
+        ),
+      );
+      body.replaceChildren(...rowsOr(rows, 5, 'No campaigns yet. "New campaign" above makes the first.'));
+    } catch (error) {
+      status.replaceChildren(problem(error));
+    }
+  };
+  await refresh();
+  const timer = setInterval(refresh, 2000);
+  onLeave(() => clearInterval(timer));
+}
+
+/** The fields a campaign's window and limit share between creating and editing. */
+function windowFields(initial: { perHolderLimit?: number | null; opensAt?: string | null; closesAt?: string | null } = {}) {
+  const limit = h('input', { id: 'f-limit', name: 'limit', type: 'number', min: '1', placeholder: 'no limit', value: initial.perHolderLimit ? String(initial.perHolderLimit) : '' }) as HTMLInputElement;
+  const opensAt = h('input', { id: 'f-opens', name: 'opensAt', type: 'datetime-local', value: toLocalInput(initial.opensAt ?? null) }) as HTMLInputElement;
+  const closesAt = h('input', { id: 'f-closes', name: 'closesAt', type: 'datetime-local', value: toLocalInput(initial.closesAt ?? null) }) as HTMLInputElement;
+  return {
+    limit,
+    opensAt,
+    closesAt,
+    labels: [
+      h('label', { for: 'f-limit' }, 'Tickets per holder (empty: no limit)'),
+      limit,
+      h('label', { for: 'f-opens' }, `Claims open at, ${ZONE} (empty: as soon as it is opened)`),
+      opensAt,
+      h('label', { for: 'f-closes' }, `Claims close at, ${ZONE} (empty: only when closed by hand)`),
+      closesAt,
+    ],
+  };
+}
+
+export function newCampaign(): void {
+  const name = h('input', { id: 'f-name', name: 'name', required: true, maxlength: '200', 'data-testid': 'campaign-name' }) as HTMLInputElement;
+  const fields = windowFields();
+  const mode = h('select', { id: 'f-mode', name: 'mode', 'data-testid': 'campaign-mode' },
+    h('option', { value: 'FIRST_COME' }, 'First come, first served'),
+    h('option', { value: 'BALLOT' }, 'Ballot: entries, then a draw'),
+  ) as HTMLSelectElement;
+  const entriesCloseAt = h('input', { id: 'f-entries', name: 'entriesCloseAt', type: 'datetime-local' }) as HTMLInputElement;
+  const confirmSeconds = h('input', { id: 'f-confirm', name: 'ballotConfirmSeconds', type: 'number', min: '1', placeholder: 'server default', 'data-testid': 'ballot-confirm-seconds' }) as HTMLInputElement;
+  const ballotFields = h('fieldset.stack', { hidden: true },
+    h('legend', {}, 'Ballot'),
+    h('label', { for: 'f-entries' }, `Entries close at, ${ZONE} (empty: at the draw)`), entriesCloseAt,
+    h('label', { for: 'f-confirm' }, 'Winners confirm within (seconds)'), confirmSeconds,
+  );
+  mode.addEventListener('change', () => (ballotFields.hidden = mode.value !== 'BALLOT'));
+  const status = h('div');
+  const form = h(
+    'form.stack',
+    {
+      onsubmit: async (e: Event) => {
+        e.preventDefault();
+        try {
+          const input: Record<string, unknown> = { name: name.value, mode: mode.value };
+          if (fields.limit.value) input.perHolderLimit = Number(fields.limit.value);
+          if (fields.opensAt.value) input.opensAt = fromLocalInput(fields.opensAt.value);
+          if (fields.closesAt.value) input.closesAt = fromLocalInput(fields.closesAt.value);
+          if (mode.value === 'BALLOT') {
+            if (entriesCloseAt.value) input.entriesCloseAt = fromLocalInput(entriesCloseAt.value);
+            if (confirmSeconds.value) input.ballotConfirmSeconds = Number(confirmSeconds.value);
+          }
+          const data = await gql<{ createCampaign: { campaign: { id: string } } }>('mutation($input: CreateCampaignInput!) { createCampaign(input: $input) { campaign { id } } }', { input });
+          location.hash = `#/campaigns/${data.createCampaign.campaign.id}`;
+        } catch (error) {
+          status.replaceChildren(problem(error));
+        }
+      },
+    },
+    h('label', { for: 'f-name' }, 'Name'),
+    name,
+    ...fields.labels,
+    h('label', { for: 'f-mode' }, 'Gives tickets by'),
+    mode,
+    ballotFields,
+    h('button', { type: 'submit', 'data-testid': 'create-campaign' }, 'Create'),
+    status,
+  );
+  screen(h('h1', {}, 'New campaign'), guardForm(form));
+}
+
+interface LatestAllocation {
+  id: string;
+  holder: string;
+  status: string;
+  allocatedAt: string;
+  ticket: { code: string };
+  partner: { name: string };
+}
+
+const POLICY_TEXT: Record<string, string> = {
+  POOL: 'return to the pool',
+  VOID: 'are retired (VOID)',
+  WAITLIST_FIRST: 'go to the waitlist first',
+};
+
+interface CampaignDetail {
+  id: string;
+  name: string;
+  status: 'DRAFT' | 'OPEN' | 'CLOSED';
+  opensAt: string | null;
+  closesAt: string | null;
+  perHolderLimit: number | null;
+  releasePolicy: string;
+  maxHoldSeconds: number | null;
+  stats: Stats;
+  allotments: { partner: { name: string }; size: number; used: number; remaining: number; lapsesAt: string | null; lapsedAt: string | null }[];
+  waitlistLength: number;
+  waitlistOfferSeconds: number;
+  head: { edges: { node: WaitlistRow }[] };
+  offers: { totalCount: number; edges: { node: WaitlistRow }[] };
+  mode: 'FIRST_COME' | 'BALLOT';
+  entriesCloseAt: string | null;
+  ballotConfirmSeconds: number | null;
+  ballot: BallotFigures | null;
+  ballotEntries: { totalCount: number; edges: { node: BallotRow }[] };
+  timeline: { at: string; allocated: number; cumulative: number; refused: number; refusals: { code: string; count: number }[] }[];
+  partnerStats: { partner: { name: string }; allocated: number; held: number; quota: number | null }[];
+  allocations: { totalCount: number; edges: { node: LatestAllocation }[] };
+}
+
+interface BallotFigures {
+  seedCommitment: string;
+  seed: string | null;
+  entriesDigest: string | null;
+  entryCount: number;
+  winners: number;
+  tickets: number | null;
+  drawnAt: string | null;
+}
+
+interface BallotRow {
+  rank: number | null;
+  holder: string;
+  quantity: number;
+  status: string;
+  createdAt: string;
+  partner: { name: string };
+  allocations: { status: string; expiresAt: string | null }[];
+}
+
+interface WaitlistRow {
+  holder: string;
+  quantity: number;
+  position: number | null;
+  createdAt: string;
+  offer: { expiresAt: string | null; status: string }[];
+}
+
+const ALLOCATION_FIELDS = 'id holder status allocatedAt ticket { code } partner { name }';
+const DETAIL = `query($id: ID!) {
+  campaign(id: $id) {
+    id name status opensAt closesAt perHolderLimit releasePolicy maxHoldSeconds
+    stats { ${STATS} }
+    allotments { partner { name } size used remaining lapsesAt lapsedAt }
+    waitlistLength waitlistOfferSeconds
+    head: waitlist(first: 5, status: WAITING) { edges { node { holder quantity position createdAt offer { expiresAt status } } } }
+    offers: waitlist(first: 5, status: OFFERED) { totalCount edges { node { holder quantity position createdAt offer { expiresAt status } } } }
+    mode entriesCloseAt ballotConfirmSeconds
+    ballot { seedCommitment seed entriesDigest entryCount winners tickets drawnAt }
+    ballotEntries(first: 10) { totalCount edges { node { rank holder quantity status createdAt partner { name } allocations { status expiresAt } } } }
+    timeline(bucket: MINUTE) { at allocated cumulative refused refusals { code count } }
+    partnerStats { partner { name } allocated held quota }
+    allocations(first: 15, order: NEWEST_FIRST) { totalCount edges { node { ${ALLOCATION_FIELDS} } } }
+  }
+}`;
+const SEARCH = `query($id: ID!, $holder: String, $code: String) {
+  campaign(id: $id) { allocations(first: 50, order: NEWEST_FIRST, holder: $holder, code: $code) { totalCount edges { node { ${ALLOCATION_FIELDS} } } } }
+}`;
+
+/** "Opens 1 Dec 2026, 21:00 CET" or "Opens when opened by hand"; the same for closing. */
+function windowText(c: CampaignDetail): (Node | string)[] {
+  return [
+    c.opensAt ? h('span', {}, 'opens ', when(c.opensAt)) : 'opens as soon as it is opened',
+    ' · ',
+    c.closesAt ? h('span', {}, 'closes ', when(c.closesAt)) : 'closes only when closed by hand',
+  ];
+}
+
+export async function campaign(id: string): Promise<void> {
+  const figures = h('dl.figures', { 'data-testid': 'figures' });
+  const bar = h('div', { 'data-testid': 'live-bar' });
+  const chart = h('div.chart', { 'data-testid': 'timeline', role: 'img', 'aria-label': 'Claims and refusals per minute' });
+  const chartEmpty = h('p.empty', { 'data-testid': 'timeline-empty', hidden: true }, 'No claims yet: the chart starts with the first claim or refusal.');
+  const partnersBody = h('tbody');
+  const latest = h('tbody', { 'data-testid': 'latest' });
+  const latestCount = h('p.meta');
+  const allotments = h('tbody', { 'data-testid': 'allotments' });
+  const waitlistSummary = h('p', { 'data-testid': 'waitlist-summary' });
+  const waitlist = h('tbody', { 'data-testid': 'waitlist' });
+  const ballotSummary = h('div', { 'data-testid': 'ballot-summary' });
+  const ballotEntries = h('tbody', { 'data-testid': 'ballot-entries' });
+  const ballotHeading = h('h2', {}, 'Ballot');
+  const ballotSection = h('section', { hidden: true, 'data-testid': 'ballot' }, ballotHeading, ballotSummary, table(['Rank', 'Holder', 'Partner', 'Tickets', 'Status', 'Hold'], ballotEntries));
+  // A ballot's returned tickets pass on to its LOST entries: it has no waitlist to show.
+  const waitlistSection = h('section', {}, h('h2', {}, 'Waitlist'), waitlistSummary, table(['Position', 'Holder', 'Tickets', 'Joined', 'Offer'], waitlist));
+  const actions = h('div.actions');
+  const actionStatus = h('div');
+  const title = h('h1', {}, '…');
+  const idLine = h('p.meta', {}, 'Campaign id ', copyable(id, 'campaign-id', 'Copy id'));
+  const meta = h('p.meta');
+  const editSlot = h('div');
+  const loadSection = h('section', { 'data-testid': 'load-section' }, h('h2', {}, 'Load tickets'), loadTicketsForm(id));
+  const search = searchSection(id, () => void showDetail());
+  const liveSection = h('section', {}, h('h2', {}, 'Live'), bar, figures);
+  const chartSection = h('section', {}, h('h2', {}, 'Claims and refusals per minute'), chart, chartEmpty);
+  const columns = h('section.columns', {},
+    h('div', {}, h('h2', {}, 'Partners'), table(['Partner', 'Allocated', 'Held', 'Quota'], partnersBody)),
+    h('div', {}, h('h2', {}, 'Latest allocations'), latestCount, table(['#', 'Code', 'Holder', 'Partner', 'Status', 'Action'], latest)),
+  );
+  const allotmentSection = h('section', {}, h('h2', {}, 'Allotments'), table(['Partner', 'Size', 'Used', 'Remaining', 'Lapses'], allotments));
+  const body = h('div');
+  screen(h('p', {}, h('a', { href: '#/campaigns' }, '← Campaigns')), title, idLine, meta, actions, actionStatus, editSlot, body);
+
+  let plot: uPlot | null = null;
+  let lastStatus: string | null = null;
+  const place = (status: string) => {
+    // A DRAFT campaign is set up first: loading tickets leads, the (empty) figures follow.
+    if (status === lastStatus) return;
+    lastStatus = status;
+    body.replaceChildren(
+      ...(status === 'DRAFT'
+        ? [loadSection, liveSection, ballotSection, chartSection, columns, search, allotmentSection, waitlistSection]
+        : [liveSection, ballotSection, chartSection, columns, search, allotmentSection, waitlistSection, loadSection]),
+    );
+  };
+
+  const showDetail = async () => {
+    const data = await gql<{ campaign: CampaignDetail | null }>(DETAIL, { id });
+    const c = data.campaign;
+    if (!c) {
+      title.textContent = 'No such campaign';
+      idLine.hidden = true;
+      body.replaceChildren(h('p.empty', {}, 'There is no campaign with this id. ', h('a', { href: '#/campaigns' }, 'Back to the campaigns.')));
+      return;
+    }
+    title.textContent = c.name;
+    place(c.status);
+    meta.replaceChildren(
+      h(`span.status.${c.status.toLowerCase()}`, { 'data-testid': 'status' }, c.status),
+      ' · ',
+      ...windowText(c),
+      ` · ${c.perHolderLimit ? `at most ${fmt(c.perHolderLimit)} per holder` : 'no per-holder limit'}`,
+      ' · released tickets ',
+      h('span', { 'data-testid': 'release-policy' }, POLICY_TEXT[c.releasePolicy] ?? c.releasePolicy),
+      c.maxHoldSeconds === null ? '' : ` · holds at most ${fmt(c.maxHoldSeconds)} s`,
+      c.mode === 'BALLOT' ? h('span', { 'data-testid': 'mode' }, ' · by ballot') : '',
+    );
+    actions.replaceChildren(
+      c.mode === 'BALLOT' && c.status === 'OPEN' && !c.ballot?.drawnAt ? action('Draw', { 'data-testid': 'draw', onclick: () => draw(c.ballot?.entryCount ?? 0) }) : '',
+      c.status === 'DRAFT' ? action('Open', { 'data-testid': 'open', onclick: () => transition('openCampaign', 'Open this campaign for claims?') }) : '',
+      c.status !== 'CLOSED' ? action('Edit', { class: 'secondary', 'data-testid': 'edit', onclick: () => edit(c) }) : '',
+      c.status !== 'CLOSED' ? action('Close', { class: 'danger', 'data-testid': 'close', onclick: () => transition('closeCampaign', 'Close this campaign? No claim will be served after this.') }) : '',
+    );
+    loadSection.hidden = c.status === 'CLOSED';
+    partnersBody.replaceChildren(
+      ...rowsOr(
+        c.partnerStats.map((p) => h('tr', {}, h('td', {}, p.partner.name), h('td', {}, fmt(p.allocated)), h('td', {}, fmt(p.held)), h('td', {}, p.quota === null ? 'none' : fmt(p.quota)))),
+        4,
+        'No partner has claimed here yet, and none has a quota.',
+      ),
+    );
+    const lapse = (a: CampaignDetail['allotments'][number]) => (a.lapsedAt ? h('span', {}, 'lapsed ', when(a.lapsedAt)) : a.lapsesAt ? when(a.lapsesAt) : 'when the campaign ends');
+    allotments.replaceChildren(
+      ...rowsOr(
+        c.allotments.map((a) => h('tr', {}, h('td', {}, a.partner.name), h('td', {}, fmt(a.size)), h('td', {}, fmt(a.used)), h('td', {}, fmt(a.remaining)), h('td', {}, lapse(a)))),
+        5,
+        'No allotments: every ticket is in the general pool.',
+      ),
+    );
+    waitlistSummary.textContent =
+      c.releasePolicy === 'WAITLIST_FIRST'
+        ? `${fmt(c.waitlistLength)} waiting · ${fmt(c.offers.totalCount)} offers out, each held ${fmt(c.waitlistOfferSeconds)} s`
+        : 'No waitlist: released tickets do not go to a waitlist under this release policy.';
+    const entryRow = (e: WaitlistRow) =>
+      h('tr', {},
+        h('td', {}, e.position === null ? '—' : String(e.position)),
+        h('td', {}, e.holder),
+        h('td', {}, fmt(e.quantity)),
+        h('td', {}, when(e.createdAt)),
+        h('td', {}, e.offer.length === 0 ? 'waiting' : `offered until ${clockTime(e.offer[0]!.expiresAt)}`),
+      );
+    waitlist.replaceChildren(...rowsOr([...c.offers.edges, ...c.head.edges].map(({ node }) => entryRow(node)), 5, 'Nobody is waiting.'));
+    showBallot(c);
+    // `#` counts this campaign's allocations, newest first: the first one ever made is #1.
+    latest.replaceChildren(...rowsOr(c.allocations.edges.map(({ node }, i) => allocationRow(node, c.allocations.totalCount - i)), 6, 'No allocations yet.'));
+    latestCount.textContent = c.allocations.totalCount > 0 ? `${fmt(c.allocations.totalCount)} allocations in all, released ones included.` : '';
+    drawChart(c);
+  };
+
+  const allocationRow = (a: LatestAllocation, n: number | null) =>
+    h('tr', { 'data-testid': `allocation-${a.id}` },
+      h('td', {}, n === null ? '' : String(n)),
+      h('td.code', {}, a.ticket.code),
+      h('td', {}, a.holder),
+      h('td', {}, a.partner.name),
+      h('td', {}, a.status),
+      h('td', {}, a.status === 'ACTIVE' || a.status === 'HELD' ? action('Release', { class: 'secondary', 'data-testid': `release-${a.id}`, onclick: () => release(a) }) : ''),
+    );
+
+  const release = async (a: LatestAllocation) => {
+    if (!confirm(`Release ticket ${a.ticket.code} of ${a.holder}? It goes back as the release policy says.`)) return;
+    try {
+      await gql('mutation($id: ID!) { releaseAllocation(allocationId: $id) { allocation { id status } error { code message } } }', { id: a.id });
+      await showDetail();
+    } catch (error) {
+      actionStatus.replaceChildren(problem(error));
+    }
+  };
+
+  const drawChart = (c: CampaignDetail) => {
+    chartEmpty.hidden = c.timeline.length > 0;
+    chart.hidden = c.timeline.length === 0;
+    if (c.timeline.length === 0) return;
+    // x: minutes before now (the last 10 at least), so a sale of a few minutes is not drawn on an
+    // axis of years; labels give the clock time.
+    const now = Math.floor(Date.now() / 60_000);
+    const minutes = c.timeline.map((p) => Math.floor(Date.parse(p.at) / 60_000) - now);
+    const series: uPlot.AlignedData = [minutes, c.timeline.map((p) => p.allocated), c.timeline.map((p) => p.refused), c.timeline.map((p) => p.cumulative)];
+    chart.setAttribute('aria-label', `Claims and refusals per minute: ${fmt(c.timeline.reduce((n, p) => n + p.allocated, 0))} allocated, ${fmt(c.timeline.reduce((n, p) => n + p.refused, 0))} refused`);
+    if (plot) return plot.setData(series);
+    const clock = (offset: number) => new Date((now + offset) * 60_000).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
+    // An axis as wide as its longest label: "120,000" must not be clipped to "0,000".
+    const fit = (_u: uPlot, values: string[] | null) => 16 + 8 * Math.max(3, ...(values ?? []).map((v) => String(v).length));
+    const counts = (_u: uPlot, ticks: number[]) => ticks.map((t) => (Number.isInteger(t) ? fmt(t) : ''));
+    plot = new uPlot(
+      {
+        width: Math.min(900, chart.clientWidth || 900),
+        height: 220,
+        legend: { live: false },
+        series: [
+          { label: `Minute (${ZONE})` },
+          { label: 'Allocated', stroke: '#1d4ed8', fill: 'rgba(37,99,235,0.35)', paths: uPlot.paths.bars!({ size: [0.4, 30], align: -1 }) },
+          { label: 'Refused', stroke: '#b91c1c', fill: 'rgba(220,38,38,0.30)', paths: uPlot.paths.bars!({ size: [0.4, 30], align: 1 }) },
+          { label: 'Total allocated', stroke: '#15803d', width: 2, scale: 'total', points: { show: true } },
+        ],
+        axes: [
+          { values: (_u, ticks) => ticks.map(clock), space: 56 },
+          { values: counts, size: fit, label: 'per minute' },
+          { scale: 'total', side: 1, values: counts, size: fit, grid: { show: false }, label: 'total' },
+        ],
+        scales: {
+          x: { time: false, range: (_u, min) => [Math.min(Number.isFinite(min) ? min : 0, -10) - 0.5, 0.5] },
+          y: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.1] },
+          total: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.1] },
+        },
+      },
+      series,
+      chart,
+    );
+  };
+
+  const showBallot = (c: CampaignDetail) => {
+    ballotSection.hidden = c.mode !== 'BALLOT';
+    waitlistSection.hidden = c.mode === 'BALLOT';
+    if (c.mode !== 'BALLOT') return;
+    const b = c.ballot;
+    const closes = c.entriesCloseAt ? h('span', {}, 'entries close ', when(c.entriesCloseAt)) : 'entries close at the draw';
+    const confirmWithin = `winners confirm within ${fmt(c.ballotConfirmSeconds ?? 0)} s`;
+    if (!b) {
+      ballotHeading.textContent = 'Ballot';
+      ballotSummary.replaceChildren(h('p', {}, 'Entries open when the campaign opens · ', closes, ` · ${confirmWithin}.`));
+    } else if (!b.drawnAt) {
+      ballotHeading.textContent = 'Ballot — taking entries';
+      ballotSummary.replaceChildren(
+        h('p', { 'data-testid': 'ballot-count' }, `${fmt(b.entryCount)} entries · `, closes, ` · ${confirmWithin}`),
+        h('p', {}, 'Seed commitment (published at the opening): ', h('code', { 'data-testid': 'seed-commitment' }, b.seedCommitment)),
+      );
+    } else {
+      ballotHeading.textContent = 'Ballot — drawn';
+      ballotSummary.replaceChildren(
+        h('p', { 'data-testid': 'ballot-count' }, 'Drawn ', when(b.drawnAt), `: ${fmt(b.entryCount)} entries for ${fmt(b.tickets ?? 0)} tickets · ${fmt(b.winners)} winners · ${confirmWithin}`),
+        h('dl.hashes', {},
+          h('dt', {}, 'Seed'), h('dd', {}, h('code', { 'data-testid': 'seed' }, b.seed ?? '')),
+          h('dt', {}, 'Commitment'), h('dd', {}, h('code', {}, b.seedCommitment)),
+          h('dt', {}, 'Entries digest'), h('dd', {}, h('code', { 'data-testid': 'entries-digest' }, b.entriesDigest ?? '')),
+        ),
+        h('p.meta', {}, 'Anyone can recompute the draw: ', h('code', {}, `npx tessera verify-ballot --campaign ${c.id}`)),
+      );
+    }
+    const hold = (e: BallotRow) => {
+      const a = e.allocations[0];
+      if (!a) return '—';
+      if (a.status === 'HELD') return `held until ${clockTime(a.expiresAt)}`;
+      return a.status.toLowerCase();
+    };
+    const rows = c.ballotEntries.edges.map(({ node: e }) =>
+      h('tr', {},
+        h('td', {}, e.rank === null ? '—' : String(e.rank)),
+        h('td', {}, e.holder),
+        h('td', {}, e.partner.name),
+        h('td', {}, fmt(e.quantity)),
+        h('td', {}, h(`span.entry.${e.status.toLowerCase()}`, {}, e.status)),
+        h('td', {}, hold(e)),
+      ),
+    );
+    const more = c.ballotEntries.totalCount - rows.length;
+    ballotEntries.replaceChildren(
+      ...rowsOr(rows, 6, b?.drawnAt ? 'The draw had no entries.' : 'No entries yet.'),
+      ...(more > 0 ? [h('tr', {}, h('td.empty', { colspan: '6' }, `and ${fmt(more)} more`))] : []),
+    );
+  };
+
+  const edit = (c: CampaignDetail) => {
+    const name = h('input', { id: 'f-name', value: c.name, required: true, maxlength: '200', 'data-testid': 'edit-name' }) as HTMLInputElement;
+    const fields = windowFields(c);
+    const status = h('div');
+    const form = h(
+      'form.stack.panel',
+      {
+        'data-testid': 'edit-form',
+        onsubmit: async (e: Event) => {
+          e.preventDefault();
+          try {
+            await gql('mutation($id: ID!, $input: UpdateCampaignInput!) { updateCampaign(id: $id, input: $input) { campaign { id } } }', {
+              id,
+              input: {
+                name: name.value,
+                perHolderLimit: fields.limit.value ? Number(fields.limit.value) : null,
+                opensAt: fromLocalInput(fields.opensAt.value),
+                closesAt: fromLocalInput(fields.closesAt.value),
+              },
+            });
+            editSlot.replaceChildren();
+            await showDetail();
+          } catch (error) {
+            status.replaceChildren(problem(error));
+          }
+        },
+      },
+      h('h2', {}, 'Edit campaign'),
+      h('label', { for: 'f-name' }, 'Name'),
+      name,
+      ...fields.labels,
+      h('div.actions', {}, h('button', { type: 'submit', 'data-testid': 'save' }, 'Save'), h('button.secondary', { type: 'button', onclick: () => editSlot.replaceChildren() }, 'Cancel')),
+      status,
+    );
+    editSlot.replaceChildren(guardForm(form));
+    name.focus();
+  };
+
+  const draw = async (entries: number) => {
+    if (!confirm(`Draw the ballot now? Entries close, ${fmt(entries)} entries are ranked and the winners get their holds. It cannot be undone.`)) return;
+    try {
+      await gql('mutation($id: ID!) { drawBallot(campaignId: $id) { ballot { drawnAt } } }', { id });
+      await showDetail();
+    } catch (error) {
+      actionStatus.replaceChildren(problem(error));
+    }
+  };
+
+  const transition = async (mutation: 'openCampaign' | 'closeCampaign', question: string) => {
+    if (!confirm(question)) return;
+    try {
+      await gql(`mutation($id: ID!) { ${mutation}(id: $id) { campaign { id status } } }`, { id });
+      await showDetail();
+    } catch (error) {
+      actionStatus.replaceChildren(problem(error));
+    }
+  };
+
+  try {
+    await showDetail();
+  } catch (error) {
+    title.replaceWith(problem(error));
+    return;
+  }
+  let detailTimer: ReturnType<typeof setTimeout> | null = null;
+  // Entries move no ticket figures, so campaignStats does not wake the page for them, and refusals
+  // move none either: poll the detail every few seconds as well.
+  const poll = setInterval(() => void showDetail().catch(() => undefined), 5000);
+  const unsubscribe = subscription().subscribe<{ campaignStats: Stats }>(
+    { query: `subscription($id: ID!) { campaignStats(id: $id) { ${STATS} } }`, variables: { id } },
+    {
+      next: ({ data }) => {
+        if (!data) return;
+        const s = data.campaignStats;
+        bar.replaceChildren(fillBar(s));
+        figures.replaceChildren(
+          ...(
+            [
+              ['Total', fmt(s.total)],
+              ['Allocated', fmt(s.allocated)],
+              ['Held', fmt(s.held)],
+              ['Available', fmt(s.available)],
+              ['Allotted', fmt(s.allotted)],
+              ['Retired', fmt(s.void)],
+              ['Fill', pct(s.fillRate)],
+              ['Sold out', s.soldOutAt ? clockTime(s.soldOutAt) : '—'],
+            ] as const
+          ).flatMap(([k, v]) => [h('dt', {}, k), h('dd', { 'data-testid': `figure-${k.toLowerCase().replace(' ', '-')}` }, v)]),
+        );
+        // The rest of the page follows, at most once a second.
+        detailTimer ??= setTimeout(() => {
+          detailTimer = null;
+          void showDetail().catch(() => undefined);
+        }, 1000);
+      },
+      error: (error) => figures.replaceChildren(problem(error)),
+      complete: () => undefined,
+    },
+  );
+  onLeave(() => {
+    unsubscribe();
+    clearInterval(poll);
+    if (detailTimer) clearTimeout(detailTimer);
+  });
+}
+
+/** Find a holder's or a ticket's allocations, release them, and export every allocation as CSV. */
+function searchSection(campaignId: string, changed: () => void): HTMLElement {
+  const field = h('select', { id: 's-field', 'data-testid': 'search-field' }, h('option', { value: 'holder' }, 'Holder'), h('option', { value: 'code' }, 'Ticket code')) as HTMLSelectElement;
+  const value = h('input', { id: 's-value', type: 'search', required: true, maxlength: '256', 'data-testid': 'search-value' }) as HTMLInputElement;
+  const results = h('tbody', { 'data-testid': 'search-results' });
+  const resultTable = table(['Code', 'Holder', 'Partner', 'Status', 'Allocated', 'Action'], results);
+  resultTable.hidden = true;
+  const status = h('div');
+  const exportStatus = h('span.meta', { 'data-testid': 'export-status', role: 'status' });
+  const run = async () => {
+    try {
+      const variables = { id: campaignId, holder: field.value === 'holder' ? value.value : null, code: field.value === 'code' ? value.value : null };
+      const data = await gql<{ campaign: { allocations: { totalCount: number; edges: { node: LatestAllocation }[] } } }>(SEARCH, variables);
+      const page = data.campaign.allocations;
+      status.replaceChildren(h('p.meta', { 'data-testid': 'search-count' }, `${fmt(page.totalCount)} found${page.totalCount > page.edges.length ? ` (the newest ${page.edges.length} shown)` : ''}.`));
+      resultTable.hidden = false;
+      results.replaceChildren(
+        ...rowsOr(
+          page.edges.map(({ node: a }) =>
+            h('tr', {},
+              h('td.code', {}, a.ticket.code),
+              h('td', {}, a.holder),
+              h('td', {}, a.partner.name),
+              h('td', {}, a.status),
+              h('td', {}, when(a.allocatedAt)),
+              h('td', {}, a.status === 'ACTIVE' || a.status === 'HELD'
+                ? action('Release', { class: 'secondary', 'data-testid': `search-release-${a.id}`, onclick: async () => {
+                    if (!confirm(`Release ticket ${a.ticket.code} of ${a.holder}?`)) return;
+                    try {
+                      await gql('mutation($id: ID!) { releaseAllocation(allocationId: $id) { allocation { id } error { code message } } }', { id: a.id });
+                      await run();
+                      changed();
+                    } catch (error) {
+                      status.replaceChildren(problem(error));
+                    }
+                  } })
+                : ''),
+            ),
+          ),
+          6,
+          `No allocation of ${field.value === 'holder' ? 'holder' : 'ticket'} "${value.value}".`,
+        ),
+      );
+    } catch (error) {
+      status.replaceChildren(problem(error));
+    }
+  };
+  const exportCsv = async () => {
+    const parts = [HEADER];
+    let after: string | null = null;
+    let written = 0;
+    try {
+      for (;;) {
+        const data: { campaign: { allocations: { totalCount: number; pageInfo: { hasNextPage: boolean; endCursor: string | null }; edges: { node: unknown }[] } } } = await gql(EXPORT_QUERY, { id: campaignId, after });
+        const page = data.campaign.allocations;
+        parts.push(...page.edges.map((e) => csvRow(e.node)));
+        written += page.edges.length;
+        exportStatus.textContent = `${fmt(written)} of ${fmt(page.totalCount)}…`;
+        if (!page.pageInfo.hasNextPage) break;
+        after = page.pageInfo.endCursor;
+      }
+      const link = h('a', { href: URL.createObjectURL(new Blob(parts, { type: 'text/csv' })), download: `allocations-${campaignId}.csv` }) as HTMLAnchorElement;
+      link.click();
+      setTimeout(() => URL.revokeObjectURL(link.href), 10_000);
+      exportStatus.textContent = `${fmt(written)} allocations exported.`;
+    } catch (error) {
+      exportStatus.replaceChildren(problem(error));
+    }
+  };
+  return h('section', { 'data-testid': 'allocations-section' },
+    h('h2', {}, 'Allocations'),
+    h('form.inline', { role: 'search', onsubmit: (e: Event) => (e.preventDefault(), void run()) },
+      h('label', { for: 's-field' }, 'Find by'), field,
+      h('label.visually-hidden', { for: 's-value' }, 'Holder or ticket code'), value,
+      h('button', { type: 'submit', 'data-testid': 'search' }, 'Find'),
+      h('button.secondary', { type: 'button', 'data-testid': 'export', onclick: () => void exportCsv() }, 'Export CSV'),
+      exportStatus,
+    ),
+    status,
+    resultTable,
+  );
+}
+
+/** Codes from a pasted list or a CSV file (first column; a header row without digits is skipped). */
+export function parseCodes(text: string): string[] {
+  const codes: string[] = [];
+  for (const line of text.split(/\r?\n/)) {
+    const first = line.split(',')[0]!.trim().replace(/^"(.*)"$/, '$1');
+    if (first) codes.push(first);
+  }
+  if (codes.length > 0 && /^(code|codes|ticket|tickets)$/i.test(codes[0]!)) codes.shift();
+  return codes;
+}
+
+function loadTicketsForm(campaignId: string): HTMLElement {
+  const text = h('textarea', { id: 'f-codes', rows: '6', placeholder: 'One code per line', 'data-testid': 'codes' }) as HTMLTextAreaElement;
+  const file = h('input', { id: 'f-file', type: 'file', accept: '.csv,.txt,text/csv,text/plain', 'data-testid': 'codes-file' }) as HTMLInputElement;
+  const progress = h('progress', { max: '1', value: '0', 'data-testid': 'load-progress', 'aria-label': 'Loading progress' }) as HTMLProgressElement;
+  const status = h('p', { 'data-testid': 'load-status', role: 'status' });
+  const form = h(
+    'form.stack',
+    {
+      onsubmit: async (e: Event) => {
+        e.preventDefault();
+        const source = file.files?.[0] ? await file.files[0].text() : text.value;
+        const codes = parseCodes(source);
+        if (codes.length === 0) {
+          status.textContent = 'No codes to load.';
+          return;
+        }
+        const BATCH = 10_000;
+        let loaded = 0;
+        let duplicates = 0;
+        progress.max = codes.length;
+        try {
+          for (let i = 0; i < codes.length; i += BATCH) {
+            const data = await gql<{ loadTickets: { loaded: number; duplicates: number } }>(
+              'mutation($id: ID!, $codes: [String!]!) { loadTickets(campaignId: $id, codes: $codes) { loaded duplicates } }',
+              { id: campaignId, codes: codes.slice(i, i + BATCH) },
+            );
+            loaded += data.loadTickets.loaded;
+            duplicates += data.loadTickets.duplicates;
+            progress.value = Math.min(codes.length, i + BATCH);
+            status.textContent = `${fmt(loaded)} loaded, ${fmt(duplicates)} duplicates skipped (${fmt(Math.min(codes.length, i + BATCH))} of ${fmt(codes.length)})`;
+          }
+          text.value = '';
+          file.value = '';
+        } catch (error) {
+          status.replaceChildren(problem(error));
+        }
+      },
+    },
+    h('label', { for: 'f-codes' }, 'Ticket codes, one per line'),
+    text,
+    h('label', { for: 'f-file' }, 'or a CSV file (first column)'),
+    file,
+    h('button', { type: 'submit', 'data-testid': 'load' }, 'Load'),
+    progress,
+    status,
+  );
+  return canWrite() ? form : guardForm(form);
+}

@@ -1,0 +1,152 @@
+// The console's building blocks, plain DOM: elements, numbers and times (always with their time
+// zone), readable errors, empty states, copy buttons, and controls that a VIEWER key sees disabled
+// with the reason.
+import { ApiError, session } from './api';
+
+export type Child = Node | string | null | undefined | false;
+
+/** h('div.class', { attrs }, ...children) */
+export function h(tag: string, attrs: Record<string, string | ((e: Event) => void) | boolean> = {}, ...children: Child[]): HTMLElement {
+  const [name, ...classes] = tag.split('.');
+  const el = document.createElement(name!);
+  if (classes.length) el.className = classes.join(' ');
+  for (const [k, v] of Object.entries(attrs)) {
+    if (typeof v === 'function') el.addEventListener(k.replace(/^on/, ''), v);
+    else if (typeof v === 'boolean') {
+      if (v) el.setAttribute(k, '');
+    } else el.setAttribute(k, v);
+  }
+  for (const c of children) if (c !== null && c !== undefined && c !== false) el.append(c);
+  return el;
+}
+
+export const fmt = (n: number) => n.toLocaleString('en-US');
+export const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+
+/** The browser's time zone, as operators see it next to every time: "Europe/Berlin (GMT+1)". */
+export const ZONE = (() => {
+  const name = Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
+  const offset = new Intl.DateTimeFormat('en-US', { timeZoneName: 'shortOffset' }).formatToParts(new Date()).find((p) => p.type === 'timeZoneName')?.value ?? '';
+  return offset && offset !== name ? `${name} (${offset})` : name;
+})();
+
+const DATE_TIME = new Intl.DateTimeFormat('en-GB', { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', timeZoneName: 'short' });
+const TIME = new Intl.DateTimeFormat('en-GB', { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+
+/** A moment with its zone ("1 Dec 2026, 21:05 CET"); '—' for none. A <time> element carries the exact instant. */
+export function when(iso: string | null | undefined, empty = '—'): HTMLElement | string {
+  if (!iso) return empty;
+  return h('time', { datetime: iso, title: iso }, DATE_TIME.format(new Date(iso)));
+}
+
+/** Just the clock time (seconds), for things that happen within minutes. */
+export const clockTime = (iso: string | null | undefined) => (iso ? TIME.format(new Date(iso)) : '—');
+
+/** A datetime-local input's value as an instant (the browser's zone), or null when empty. */
+export const fromLocalInput = (value: string): string | null => (value ? new Date(value).toISOString() : null);
+
+/** An instant as a datetime-local input's value, in the browser's zone. */
+export function toLocalInput(iso: string | null): string {
+  if (!iso) return '';
+  const d = new Date(iso);
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
+const READABLE: Record<string, string> = {
+  UNAUTHENTICATED: 'This key was not accepted. Check that it was copied whole, and that it has not been revoked.',
+  FORBIDDEN: "This key's role does not allow that.",
+  NOT_FOUND: 'Not found: the id is wrong, or it no longer exists.',
+  CAMPAIGN_NOT_FOUND: 'That campaign does not exist.',
+  RATE_LIMITED: 'Too many requests: try again in a few seconds.',
+  UNAVAILABLE: 'The database is busy or unreachable: try again shortly.',
+  INTERNAL_SERVER_ERROR: 'Something went wrong on the server. The request id in the server log says what.',
+  INVALID_TRANSITION: 'That change is not possible in the current status.',
+  LIMIT_REACHED: 'A limit has been reached.',
+  NOT_CONFIGURED: 'The server is not configured for this (see its README).',
+  NETWORK: 'The server could not be reached. Check the connection and try again.',
+};
+
+/** What went wrong, in words: the API's own message where it is written for people (bad input), a sentence otherwise, and the code beside it. */
+export function describe(error: unknown): { text: string; code: string } {
+  if (error instanceof ApiError) {
+    const text = error.code === 'BAD_USER_INPUT' || !READABLE[error.code] ? error.message : READABLE[error.code]!;
+    return { text, code: error.code };
+  }
+  if (error instanceof TypeError) return { text: READABLE.NETWORK!, code: 'NETWORK' };
+  return { text: String(error instanceof Error ? error.message : error), code: 'ERROR' };
+}
+
+export function problem(error: unknown): HTMLElement {
+  const { text, code } = describe(error);
+  return h('p.error', { role: 'alert', 'data-code': code }, text, ' ', h('span.code-tag', {}, code));
+}
+
+/**
+ * A table in a box that scrolls sideways on a narrow screen (a named region a keyboard can reach
+ * and scroll), with a "nothing yet" row when empty (rowsOr).
+ */
+export function table(headings: string[], body: HTMLElement, attrs: Record<string, string> = {}): HTMLElement {
+  const label = attrs['aria-label'] ?? `Table: ${headings.filter(Boolean).join(', ')}`;
+  return h('div.scroll', { tabindex: '0', role: 'region', 'aria-label': label }, h('table', attrs, h('thead', {}, h('tr', {}, ...headings.map((t) => h('th', { scope: 'col' }, t)))), body));
+}
+
+/** Rows, or one row saying there is nothing yet. */
+export function rowsOr(rows: HTMLElement[], columns: number, empty: string): HTMLElement[] {
+  return rows.length ? rows : [h('tr', {}, h('td.empty', { colspan: String(columns) }, empty))];
+}
+
+/** A button that copies `text`, saying so. */
+export function copyButton(text: string, label = 'Copy', testid = 'copy'): HTMLElement {
+  const button = h('button.secondary', { type: 'button', 'data-testid': testid, 'aria-label': `${label}: ${text.length > 40 ? 'the value' : text}` }, label) as HTMLButtonElement;
+  button.addEventListener('click', async () => {
+    try {
+      await navigator.clipboard.writeText(text);
+      button.textContent = 'Copied';
+    } catch {
+      // No clipboard (an insecure origin): select the value for Ctrl+C instead.
+      const field = button.previousElementSibling;
+      if (field instanceof HTMLInputElement) field.select();
+      button.textContent = 'Select and copy';
+    }
+    setTimeout(() => (button.textContent = label), 2000);
+  });
+  return button;
+}
+
+/** A value shown read-only, selectable, with its copy button. */
+export function copyable(text: string, testid: string, label = 'Copy'): HTMLElement {
+  return h('span.copyable', {}, h('input.mono', { value: text, readonly: true, 'aria-label': label === 'Copy' ? 'value' : label, 'data-testid': testid, size: String(Math.min(60, text.length)) }), copyButton(text, label, `${testid}-copy`));
+}
+
+/** Whether the signed-in key may change things (everything but a VIEWER). */
+export const canWrite = () => session.role !== 'VIEWER';
+export const READ_ONLY_REASON = 'Read-only: this key has the VIEWER role, which can see everything but change nothing.';
+
+/**
+ * A button that changes something: disabled, with the reason in its title and for screen readers,
+ * when the key cannot write (or `needs` says the role is not enough).
+ */
+export function action(label: string, attrs: Record<string, string | ((e: Event) => void) | boolean>, needs: 'write' | 'owner' = 'write'): HTMLButtonElement {
+  const allowed = needs === 'owner' ? session.role === 'OWNER' : canWrite();
+  const reason = needs === 'owner' ? 'Only an OWNER key can manage operator keys.' : READ_ONLY_REASON;
+  const button = h('button', { type: 'button', ...attrs }, label) as HTMLButtonElement;
+  if (!allowed) {
+    button.disabled = true;
+    button.title = reason;
+  }
+  return button;
+}
+
+/** Disables every control of a form for a key that cannot write, and says why above it. */
+export function guardForm(form: HTMLElement, needs: 'write' | 'owner' = 'write'): HTMLElement {
+  const allowed = needs === 'owner' ? session.role === 'OWNER' : canWrite();
+  if (allowed) return form;
+  const reason = needs === 'owner' ? 'Only an OWNER key can manage operator keys.' : READ_ONLY_REASON;
+  for (const control of form.querySelectorAll('input, select, textarea, button')) {
+    (control as HTMLInputElement).disabled = true;
+    (control as HTMLElement).title = reason;
+  }
+  form.prepend(h('p.readonly-note', { 'data-testid': 'read-only' }, needs === 'owner' ? reason : 'Disabled: the VIEWER role cannot change this.'));
+  return form;
+}
