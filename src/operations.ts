@@ -95,8 +95,12 @@ export function createOperationControls(options: { limits: DocumentLimits; rateL
       );
     },
     async admit(viewer, schema, document, operation, variables) {
-      if (viewer?.kind !== 'partner') return;
-      const verdict = await rateLimits.consume(viewer.partnerId, cachedOperationCost(schema, document, operation, variables), viewer.rateLimit);
+      // Every issued key has a budget: a partner's (its own rate limit, or the default) and an
+      // operator key's (the default; its id never collides with a partner's). ADMIN_API_KEY has none.
+      const key = viewer?.kind === 'partner' ? viewer.partnerId : viewer?.operator?.id;
+      if (!key) return;
+      const limit = viewer?.kind === 'partner' ? viewer.rateLimit : null;
+      const verdict = await rateLimits.consume(key, cachedOperationCost(schema, document, operation, variables), limit);
       if (!verdict.allowed) throw rateLimited(verdict.retryAfterSeconds, 'This API key has used its rate limit; retry after the given seconds.');
     },
     record(entry) {

@@ -129,6 +129,21 @@ describe('rate limits', () => {
     expect((await server.gql<ClaimPayload>(other.apiKey, CLAIM, { input: { campaignId, holder: 'o' } })).body.data!.claimTicket.allocation).not.toBeNull();
   });
 
+  test('an operator key has the default budget, a VIEWER\'s dashboard included; the admin key has none', async () => {
+    const limited = await startTestServer({ config: { rateLimit: { pointsPerSecond: 3, burstPoints: 0, authFailuresPerMinute: 1000 } } });
+    try {
+      const made = await limited.gql(ADMIN_KEY, 'mutation { createOperatorKey(input: { name: "dashboard", role: VIEWER }) { apiKey } }');
+      const key = made.body.data!.createOperatorKey.apiKey as string;
+      const statuses: number[] = [];
+      for (let i = 0; i < 5; i += 1) statuses.push((await limited.gql(key, '{ viewer { role } }')).status);
+      expect(statuses.slice(0, 3)).toEqual([200, 200, 200]);
+      expect(statuses).toContain(429);
+      for (let i = 0; i < 10; i += 1) expect((await limited.gql(ADMIN_KEY, '{ viewer { role } }')).status).toBe(200);
+    } finally {
+      await limited.stop();
+    }
+  });
+
   test('a read costs less than a claim', async () => {
     const partner = await server.createPartner('Reader');
     await server.gql(ADMIN_KEY, 'mutation($p: ID!) { setPartnerRateLimit(partnerId: $p, pointsPerSecond: 6) { partner { id } } }', { p: partner.id });
