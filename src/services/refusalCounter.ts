@@ -6,16 +6,12 @@
 // figures for a chart, not records (refusals change nothing; allocations are the records).
 import type { Database } from '../db/client';
 
-/** The claim refusals counted: those that name a campaign that exists (never CAMPAIGN_NOT_FOUND or INVALID_INPUT). */
-export const COUNTED_REFUSALS: ReadonlySet<string> = new Set([
-  'SOLD_OUT',
-  'ALL_HELD',
-  'INSUFFICIENT_TICKETS',
-  'CAMPAIGN_NOT_OPEN',
-  'HOLDER_LIMIT_REACHED',
-  'PARTNER_QUOTA_REACHED',
-  'IDEMPOTENCY_KEY_REUSED',
-]);
+/**
+ * Every claim refusal is counted but these two: a campaign that does not exist (or lies outside a
+ * scoped key's campaigns) has no timeline, and a request refused before any campaign was looked at
+ * says nothing about one.
+ */
+const NOT_COUNTED: ReadonlySet<string> = new Set(['CAMPAIGN_NOT_FOUND', 'INVALID_INPUT']);
 
 export class RefusalCounter {
   /** `${campaignId} ${minute ISO} ${code}` → count since the last flush. */
@@ -30,7 +26,7 @@ export class RefusalCounter {
 
   /** Counts one refusal of `code` in the campaign now (nothing for codes not counted). */
   count(campaignId: string, code: string): void {
-    if (!COUNTED_REFUSALS.has(code)) return;
+    if (NOT_COUNTED.has(code)) return;
     const minute = new Date(Math.floor(Date.now() / 60_000) * 60_000).toISOString();
     const key = `${campaignId.toLowerCase()} ${minute} ${code}`;
     this.pending.set(key, (this.pending.get(key) ?? 0) + 1);
