@@ -43,6 +43,7 @@ const config = {
     PartnerConnection: '../models#ConnectionModel<PartnerModel>',
     AuditEntry: '../models#AuditEntryModel',
     OperatorKey: '../models#OperatorKeyModel',
+    CampaignVerification: '../models#CampaignVerificationModel',
     Viewer: '../models#ViewerModel',
     AuditEntryConnection: '../models#ConnectionModel<AuditEntryModel>',
     WebhookEndpoint: '../models#WebhookEndpointModel',

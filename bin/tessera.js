@@ -53,6 +53,7 @@ const HELP = {
 Commands:
   load      load ticket codes from a CSV file into a campaign
   export    write a campaign's allocations as CSV
+  verify    recompute every counter and invariant of campaigns from their rows; --repair fixes counters
   verify-ballot
             recompute a drawn ballot from its published data: "verified", or the first mismatch
   help      this help, or a command's: tessera help load
@@ -96,6 +97,21 @@ Options:
 
 ${COMMON_OPTIONS}`,
 
+  verify: `Usage: tessera verify [--campaign <id>] [--repair] [options]
+
+Asks the server to recompute, from the rows, every counter, stats figure, quota, allotment and
+live-allocation invariant of a campaign (verifyCampaign), or of every campaign when --campaign is
+left out, and prints each drift with its size. With --repair, the counters that drifted are fixed
+(repairCampaign: one transaction under the campaign's gate, audited); drifts of rows (a ticket's
+status, an allotment) are reported and never touched — they need a person.
+Exit status 0 when nothing drifts (after the repair, with --repair), 1 otherwise.
+
+Options:
+  --campaign <id>    the campaign (default: every campaign)
+  --repair           fix the counters that drifted
+
+${COMMON_OPTIONS}`,
+
   'verify-ballot': `Usage: tessera verify-ballot --campaign <id> [--save <file.json>] [options]
        tessera verify-ballot --file <ballot.json> [--campaign <id>] [options]
 
@@ -120,6 +136,7 @@ ${COMMON_OPTIONS}`,
 };
 
 const COMMANDS = {
+  verify: { campaign: { type: 'string' }, repair: { type: 'boolean' } },
   'verify-ballot': { campaign: { type: 'string' }, file: { type: 'string' }, save: { type: 'string' } },
   load: { campaign: { type: 'string' }, file: { type: 'string' }, batch: { type: 'string' }, concurrency: { type: 'string' } },
   export: { campaign: { type: 'string' }, out: { type: 'string' } },
@@ -152,7 +169,7 @@ async function main(argv) {
     return help(rest[0] ?? 'main');
   }
   if (!COMMANDS[command]) {
-    if (command.startsWith('-')) throw new CliError(`unknown option: ${command} (the command comes first: tessera load|export|verify-ballot [options]; see tessera --help)`, EXIT.USAGE);
+    if (command.startsWith('-')) throw new CliError(`unknown option: ${command} (the command comes first: tessera load|export|verify|verify-ballot [options]; see tessera --help)`, EXIT.USAGE);
     throw usage(`unknown command: ${command}`);
   }
   const helpAsked = rest.indexOf('--') === -1 ? rest : rest.slice(0, rest.indexOf('--'));
@@ -161,6 +178,7 @@ async function main(argv) {
   const values = parseOptions(command, rest);
   const timeoutMs = positiveNumber(values, 'timeout', DEFAULT_TIMEOUT_SECONDS, command) * 1000;
   if (command === 'verify-ballot') return verifyBallotCommand(values, timeoutMs);
+  if (command === 'verify') return verifyCommand(values, timeoutMs);
   if (!values.campaign) throw usage('--campaign <id> is required', command);
   if (command === 'load') {
     if (!values.file) throw usage('--file <codes.csv> (or - for standard input) is required', command);
@@ -732,6 +750,46 @@ const BALLOT_ENTRIES = `query($id: ID!, $after: String) {
     }
   }
 }`;
+
+const DRIFT_FIELDS = 'check subject expected found size repairable';
+const VERIFICATION = `ok campaign { id name } drifts { ${DRIFT_FIELDS} } repaired { ${DRIFT_FIELDS} }`;
+
+/** tessera verify: each campaign's drifts (verifyCampaign), repaired with --repair (repairCampaign). */
+async function verifyCommand(values, timeoutMs) {
+  const api = client(endpointOf(values.url, 'verify'), apiKey(values.key), timeoutMs);
+  try {
+    const ids = values.campaign ? [values.campaign] : await allCampaignIds(api);
+    let drifting = 0;
+    for (const id of ids) {
+      const field = values.repair ? 'repairCampaign' : 'verifyCampaign';
+      const operation = values.repair ? 'mutation' : 'query';
+      const data = await api.request(`${operation}($id: ID!) { ${field}(id: $id) { ${VERIFICATION} } }`, { id });
+      const result = data[field];
+      const name = `${result.campaign.name} (${result.campaign.id})`;
+      for (const d of result.repaired) process.stdout.write(`${name}: repaired ${describeDrift(d)}\n`);
+      for (const d of result.drifts) process.stdout.write(`${name}: ${d.repairable ? 'DRIFT' : 'DRIFT (a row: not repaired)'} ${describeDrift(d)}\n`);
+      if (result.ok) process.stdout.write(`${name}: ok${result.repaired.length ? ' after the repair' : ''}\n`);
+      else drifting += 1;
+    }
+    process.stdout.write(`${ids.length} campaign${ids.length === 1 ? '' : 's'} verified, ${drifting} with drift\n`);
+    return drifting === 0 ? EXIT.OK : EXIT.FAILED;
+  } finally {
+    api.close();
+  }
+}
+
+const describeDrift = (d) => `${d.check}${d.subject ? ` ${d.subject}` : ''}: expected ${d.expected}, found ${d.found} (off by ${d.size})`;
+
+async function allCampaignIds(api) {
+  const ids = [];
+  let after = null;
+  for (;;) {
+    const data = await api.request('query($after: String) { campaigns(first: 100, after: $after) { pageInfo { hasNextPage endCursor } edges { node { id } } } }', { after });
+    ids.push(...data.campaigns.edges.map((e) => e.node.id));
+    if (!data.campaigns.pageInfo.hasNextPage) return ids;
+    after = data.campaigns.pageInfo.endCursor;
+  }
+}
 
 async function verifyBallotCommand(values, timeoutMs) {
   const command = 'verify-ballot';

@@ -200,3 +200,12 @@ export interface BallotModel {
 
 /** Who is calling (auth.ts), as `Query.viewer` answers it. */
 export type ViewerModel = import('./auth').Viewer;
+
+/** verifyCampaign / repairCampaign (src/db/verifyCampaign.ts). */
+export interface CampaignVerificationModel {
+  campaign: CampaignModel;
+  checkedAt: Date;
+  ok: boolean;
+  drifts: import('./db/verifyCampaign').Drift[];
+  repaired: import('./db/verifyCampaign').Drift[];
+}

@@ -788,3 +788,36 @@ describe('verify-ballot', () => {
     expectOneError(await tessera(['verify-ballot', '--file', file]), 1, /is not a ballot file/);
   });
 });
+
+describe('verify', () => {
+  test('ok on a clean campaign; a drifted counter and a drifted ticket are reported (exit 1); --repair fixes the counter only', async () => {
+    const partner = await server.createPartner('verified by the CLI');
+    const campaignId = await server.openCampaignWith(10);
+    for (let i = 0; i < 3; i += 1) await server.gql(partner.apiKey, CLAIM, { input: { campaignId, holder: `v${i}` } });
+    const clean = await tessera(['verify', '--campaign', campaignId, '--url', base, '--key', ADMIN_KEY]);
+    expectSuccess(clean);
+    expect(clean.stdout).toMatch(/: ok\n1 campaign verified, 0 with drift\n$/);
+
+    await server.sql.query('UPDATE campaign_counters SET held = held + 2 WHERE campaign_id = $1 AND slot = (SELECT min(slot) FROM campaign_counters WHERE campaign_id = $1)', [campaignId]);
+    const drifted = await tessera(['verify', '--campaign', campaignId, '--url', base, '--key', ADMIN_KEY]);
+    expect(drifted.code).toBe(1);
+    expect(drifted.stdout).toContain('DRIFT counter.held: expected 0, found 2 (off by 2)');
+
+    const repaired = await tessera(['verify', '--campaign', campaignId, '--repair', '--url', base, '--key', ADMIN_KEY]);
+    expectSuccess(repaired);
+    expect(repaired.stdout).toContain('repaired counter.held: expected 0, found 2 (off by 2)');
+    expect(repaired.stdout).toMatch(/: ok after the repair\n/);
+
+    await server.sql.query("UPDATE tickets SET status = 'VOID' WHERE campaign_id = $1 AND status = 'AVAILABLE' AND id = (SELECT id FROM tickets WHERE campaign_id = $1 AND status = 'AVAILABLE' LIMIT 1)", [campaignId]);
+    const row = await tessera(['verify', '--campaign', campaignId, '--repair', '--url', base, '--key', ADMIN_KEY]);
+    expect(row.code).toBe(1);
+    expect(row.stdout).toContain('repaired counter.void');
+    expect(row.stdout).toMatch(/DRIFT \(a row: not repaired\) ticket\.status \d+: expected AVAILABLE \(no allocation of it ended under the VOID policy\), found VOID/);
+  });
+
+  test('without --campaign it verifies every campaign; an unknown campaign is one clear error', async () => {
+    const all = await tessera(['verify', '--url', base, '--key', ADMIN_KEY]);
+    expect(all.stdout).toMatch(/\d+ campaigns verified, \d+ with drift/);
+    expectOneError(await tessera(['verify', '--campaign', '00000000-0000-0000-0000-0000000000ee', '--url', base, '--key', ADMIN_KEY]), 1, /NOT_FOUND|does not exist/);
+  });
+});

@@ -30,6 +30,7 @@ export const Mutation: MutationResolvers = {
   setPartnerRateLimit: async (_, { partnerId, pointsPerSecond }, ctx) => ({
     partner: await ctx.services.partners.setRateLimit(ctx, partnerId, pointsPerSecond),
   }),
+  repairCampaign: (_, { id }, ctx) => ctx.services.campaigns.repair(ctx, id),
   createOperatorKey: (_, { input }, ctx) => ctx.services.operatorKeys.create(input),
   revokeOperatorKey: (_, { id }, ctx) => ctx.services.operatorKeys.revoke(id),
   scopePartnerKey: (_, { partnerId, campaignIds }, ctx) => ctx.services.partners.setScope(ctx, partnerId, campaignIds),

@@ -7,6 +7,7 @@ export const Query: QueryResolvers = {
   partners: (_, args, ctx) => ctx.services.partners.list(ctx, args),
   auditLog: (_, args, ctx) => ctx.services.audit.list(ctx, args),
   operatorKeys: (_, __, ctx) => ctx.services.operatorKeys.list(),
+  verifyCampaign: (_, { id }, ctx) => ctx.services.campaigns.verify(ctx, id),
   viewer: (_, __, ctx) => ctx.viewer,
   webhooks: (_, __, ctx) => ctx.services.webhooks.list(ctx),
   waitlistEntry: (_, { id }, ctx) => ctx.services.waitlist.get(ctx, id),

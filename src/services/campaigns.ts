@@ -5,6 +5,7 @@ import type { LiveUpdates } from '../live';
 import { newSeed, sealSeed, seedCommitment } from '../ballot/seed';
 import { campaignTimeline, type TimelineUnit } from '../db/campaignReports';
 import { lockCampaignGate } from '../db/campaignGate';
+import { repairCampaign, verifyCampaign } from '../db/verifyCampaign';
 import { closeCampaign } from '../db/closeCampaign';
 import { openCampaign } from '../db/openCampaign';
 import { setPartnerQuota } from '../db/partnerQuota';
@@ -13,7 +14,7 @@ import { findCampaignPage } from '../db/findCampaigns';
 import { generateTickets, loadTickets, recordSoldOut } from '../db/loadTickets';
 import { pgErrorInfo, PG } from '../db/pgErrors';
 import { apiError, ErrorCode, InvalidInput, notFound } from '../errors';
-import type { CampaignMode, CampaignModel, CampaignStatsModel, ReleasePolicy, CampaignStatus, ConnectionModel, PartnerStatsModel, TimelinePointModel } from '../models';
+import type { CampaignMode, CampaignModel, CampaignVerificationModel, CampaignStatsModel, ReleasePolicy, CampaignStatus, ConnectionModel, PartnerStatsModel, TimelinePointModel } from '../models';
 import { campaignCursor } from './cursors';
 import { campaignStatsStream } from './liveStats';
 import * as validate from '../validation';
@@ -257,6 +258,24 @@ export class CampaignService {
       [, , , loaded] = await run(true);
     }
     return { loaded, duplicates: n - loaded, campaign: this.fresh(ctx, campaign) };
+  }
+
+  /** Every figure of the campaign recomputed from its rows (db/verifyCampaign.ts). */
+  async verify(ctx: RequestContext, id: string): Promise<CampaignVerificationModel> {
+    const campaign = await this.require(id);
+    const drifts = await verifyCampaign(this.db.pool, campaign.id);
+    return { campaign, checkedAt: new Date(), ok: drifts.length === 0, drifts, repaired: [] };
+  }
+
+  /** Repairs the campaign's counters under its gate; rows (tickets, allocations) are never touched. */
+  async repair(ctx: RequestContext, id: string): Promise<CampaignVerificationModel> {
+    const campaign = await this.require(id);
+    const { repaired, remaining } = await repairCampaign(this.db.pool, campaign.id);
+    if (repaired.length > 0) {
+      this.live?.changed(campaign.id);
+      ctx.loaders.stats.clear(campaign.id);
+    }
+    return { campaign, checkedAt: new Date(), ok: remaining.length === 0, drifts: remaining, repaired };
   }
 
   /** null when it does not exist, or lies outside a scoped partner key's campaigns. */

@@ -1,6 +1,7 @@
 // A history of one chaos run and its checker. Every claim is an invocation with a unique
 // idempotency key; each attempt's outcome is recorded. After the run the checker compares the
 // history with what the API and the database say — by SQL, not by trusting the server.
+import { verifyCampaign } from '../../src/db/verifyCampaign';
 import type { Pool } from 'pg';
 import { counterTotals, ticketCounts } from '../helpers/sql';
 import type { ClaimRequest, Outcome } from './client';
@@ -96,6 +97,8 @@ export async function checkHistory(history: History, sql: Pool, campaignId: stri
   if (counters.total !== tickets.total || counters.allocated !== tickets.allocated || counters.held !== tickets.held || counters.void !== tickets.void) {
     fail(`stats counters drifted: ${JSON.stringify(counters)} against tickets ${JSON.stringify(tickets)}`);
   }
+  // verifyCampaign (issue 19): every counter and invariant it checks, with 0 drifts.
+  for (const d of await verifyCampaign(sql, campaignId)) fail(`verify: ${d.check}${d.subject ? ` ${d.subject}` : ''}: expected ${d.expected}, found ${d.found} (off by ${d.size})`);
 
   // Every acknowledged allocation is stored, under its key, with the ticket it was answered with;
   // the same key always answered the same allocation.

@@ -4,6 +4,7 @@
 // `quick` for the bounded subset in npm test.
 import { randomBytes } from 'node:crypto';
 import { isTransientDbError } from '../../src/db/pgErrors';
+import { verifyCampaign } from '../../src/db/verifyCampaign';
 import type { EmbeddedDatabase } from '../../src/db/embedded';
 import { sealSecret } from '../../src/webhooks/secrets';
 import { newWebhookSecret } from '../../src/webhooks/signature';
@@ -784,6 +785,9 @@ async function checkWaitlist(sql: import('pg').Pool, campaignId: string, notes: 
   }
   if (counters.allocated !== tickets.allocated || counters.held !== tickets.held || counters.total !== tickets.total) {
     violations.push(`waitlist campaign: counters ${JSON.stringify(counters)} against tickets ${JSON.stringify(tickets)}`);
+  }
+  for (const d of await verifyCampaign(sql, campaignId)) {
+    violations.push(`waitlist campaign: verify: ${d.check}${d.subject ? ` ${d.subject}` : ''}: expected ${d.expected}, found ${d.found} (off by ${d.size})`);
   }
   const { rows: entries } = await sql.query<{ id: string; seq: string; status: string; offered_at: Date | null; ended_at: Date | null; offers: number; active: number; held: number; expired: number; released: number }>(
     `SELECT w.id, w.seq::text, w.status::text, w.offered_at, w.ended_at,

@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import type Redis from 'ioredis';
 import { Pool } from 'pg';
+import { verifyCampaign } from '../../src/db/verifyCampaign';
 import type { Config } from '../../src/config';
 import { createDatabase, type Database } from '../../src/db/client';
 import { createLogger, type Logger } from '../../src/logger';
@@ -211,5 +212,7 @@ export async function assertPoolInvariants(sql: Queryable, campaignId: string): 
   expect(stats.allocated + stats.held + stats.returned + stats.available + stats.void + stats.allotted).toBe(stats.total);
   // The stats counters (kept by triggers) agree with the tickets themselves.
   expect(counters).toEqual({ total: stats.total, allocated: stats.allocated, held: stats.held, void: stats.void });
+  // And so does every other figure verifyCampaign checks (per partner, per minute, quotas, allotments).
+  expect(await verifyCampaign(sql, campaignId)).toEqual([]);
   return stats;
 }
