@@ -98,7 +98,7 @@ function missingRole(viewer: Viewer, rule: AccessRule | undefined): OperatorRole
   return roleOf(viewer) === 'VIEWER' ? 'OPERATOR' : null;
 }
 
-/** Wraps every field that carries @requires or @audited (see the file's head). Changes `schema` in place. */
+/** Wraps every field that carries @requires or @audited, and every Mutation field (see the file's head). Changes `schema` in place. */
 export function enforceAccess(schema: GraphQLSchema): GraphQLSchema {
   const rules = new Map(accessRules(schema).map((rule) => [rule.field, rule]));
   const wrap = (typeName: string, fieldName: string, rule: AccessRule | undefined, mutation: boolean) => {
