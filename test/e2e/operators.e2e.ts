@@ -21,6 +21,7 @@ let base: string;
 let viewerKey: string;
 let campaignId: string;
 let partnerId: string;
+let endpointId: string;
 const pageErrors: string[] = [];
 
 beforeAll(async () => {
@@ -36,6 +37,9 @@ beforeAll(async () => {
   const partner = await server.createPartner('Box office');
   partnerId = partner.id;
   for (let i = 0; i < 30; i += 1) await server.gql(partner.apiKey, CLAIM, { input: { campaignId, holder: `fan-${i % 20}` } });
+  // An operator endpoint nobody listens on: its deliveries page has rows or an empty state.
+  const hook = await server.gql(ADMIN_KEY, 'mutation { createWebhook(input: { url: "http://127.0.0.1:9/hook", events: [CAMPAIGN_CLOSED] }) { endpoint { id } } }');
+  endpointId = hook.body.data!.createWebhook.endpoint.id;
 });
 afterAll(async () => {
   await browser?.close();
@@ -84,7 +88,8 @@ const PAGES = (): { name: string; hash: string; ready: string }[] => [
   { name: 'partners', hash: '#/partners', ready: "[data-testid='partners'] tr" },
   { name: 'partner', hash: `#/partners/${partnerId}`, ready: "[data-testid='terms'] tr" },
   { name: 'audit-log', hash: '#/audit', ready: "[data-testid='audit'] tr" },
-  { name: 'webhooks', hash: '#/webhooks', ready: "[data-testid='webhooks-empty'], [data-testid='webhooks']" },
+  { name: 'webhooks', hash: '#/webhooks', ready: "[data-testid='webhooks'] tbody tr" },
+  { name: 'webhook-deliveries', hash: `#/webhooks/${endpointId}`, ready: "[data-testid='deliveries-empty']:not([hidden]), [data-testid='deliveries'] tbody tr" },
   { name: 'operator-keys', hash: '#/operators', ready: "[data-testid='operator-keys'] tr" },
 ];
 
@@ -94,8 +99,13 @@ describe.each([
 ])('every console page as %s', (role, key) => {
   test.each([1400, 390])('at %i px: no serious or critical accessibility violation, nothing from outside, nothing wider than the screen, controls as the role allows', async (width) => {
     const { page, outside } = await newPage(width);
-    await signIn(page, key());
     const problems: string[] = [];
+    // The sign-in page first.
+    await page.goto(`${base}/console/`);
+    await page.getByTestId('key').waitFor();
+    for (const v of await axeViolations(page)) problems.push(`sign-in: ${v}`);
+    await screenshot(page, `console-signin-${width}`);
+    await signIn(page, key());
     for (const p of PAGES()) {
       await page.goto(`${base}/console/${p.hash}`);
       await page.locator(p.ready).first().waitFor({ timeout: 15_000 });
