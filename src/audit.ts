@@ -59,7 +59,8 @@ export class AuditService {
       ...(args.actor ? { actor: validate.text('actor', args.actor, 100) } : {}),
       ...(args.since || args.until ? { at: { ...(args.since ? { gte: args.since } : {}), ...(args.until ? { lt: args.until } : {}) } } : {}),
     };
-    const rows = await this.db.prisma.auditEntry.findMany({
+    const db = this.db.read().prisma; // a report: a replica may serve it
+    const rows = await db.auditEntry.findMany({
       where: before === null ? where : { ...where, id: { lt: before } },
       orderBy: { id: 'desc' },
       take: limit + 1,
@@ -78,7 +79,7 @@ export class AuditService {
     return {
       edges,
       pageInfo: { hasNextPage: rows.length > limit, endCursor: edges.at(-1)?.cursor ?? null },
-      totalCount: () => this.db.prisma.auditEntry.count({ where }),
+      totalCount: () => db.auditEntry.count({ where }),
     };
   }
 }

@@ -40,6 +40,13 @@ const EnvSchema = z.object({
     .refine((url) => url === undefined || url === '' || /^postgres(ql)?:\/\//.test(url), {
       message: 'DATABASE_URL must be a postgres:// or postgresql:// URL (or unset for the embedded database)',
     }),
+  DATABASE_READ_URL: z
+    .string()
+    .optional()
+    .refine((value) => !value || value.split(',').every((url) => /^postgres(ql)?:\/\//.test(url.trim())), {
+      message: 'DATABASE_READ_URL must be one or more postgres:// URLs, separated by commas',
+    }),
+  READ_MAX_LAG_MS: intFrom('READ_MAX_LAG_MS', 5000, 0, 3_600_000),
   ADMIN_API_KEY: z
     .string()
     .optional()
@@ -102,6 +109,8 @@ export interface Config {
     readonly idleInTransactionTimeoutMs: number;
   };
   readonly embedded: { readonly dir: string; readonly port: number };
+  /** Streaming replicas for the reads that may be a moment stale (src/db/replicas.ts); [] for none. */
+  readonly readReplicas: { readonly urls: readonly string[]; readonly maxLagMs: number };
   readonly shutdownGraceMs: number;
   /** Worker processes `npm start` runs (node:cluster, sharing the port); 1 serves in the process itself. */
   readonly webConcurrency: number;
@@ -210,6 +219,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       idleInTransactionTimeoutMs: e.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
     }),
     embedded: Object.freeze({ dir: embeddedDir, port: e.EMBEDDED_PG_PORT }),
+    readReplicas: Object.freeze({
+      urls: Object.freeze((e.DATABASE_READ_URL ?? '').split(',').map((url) => url.trim()).filter(Boolean)),
+      maxLagMs: e.READ_MAX_LAG_MS,
+    }),
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     webConcurrency: e.WEB_CONCURRENCY,
     holdSweepIntervalMs: e.HOLD_SWEEP_INTERVAL_MS,

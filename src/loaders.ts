@@ -121,7 +121,7 @@ class RequestLoaders implements Loaders {
   }
 
   get partnerStats(): Loaders['partnerStats'] {
-    return (this.#partnerStats ??= new DataLoader(async (ids) => Promise.all(ids.map((id) => partnerStats(this.db.prisma, id)))));
+    return (this.#partnerStats ??= new DataLoader(async (ids) => Promise.all(ids.map((id) => partnerStats(this.db.read().prisma, id)))));
   }
 
   get waitlistFigures(): Loaders['waitlistFigures'] {

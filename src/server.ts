@@ -32,6 +32,7 @@ import { createRateLimits } from './rateLimit';
 import { resolvers } from './resolvers';
 import { consoleSecurityHeaders } from './securityHeaders';
 import { startHoldSweeper } from './sweeper';
+import { ReadReplicas } from './db/replicas';
 import { startWebhookDispatcher } from './webhooks/dispatcher';
 import { subscriptionServer } from './ws';
 
@@ -47,7 +48,7 @@ export interface TesseraServer {
 }
 
 type ServerConfig = Pick<Config, 'env' | 'adminApiKey' | 'shutdownGraceMs'> &
-  Partial<Pick<Config, 'holdSweepIntervalMs' | 'refusalFlushMs' | 'apiKeyCacheTtlMs' | 'claimBatchMax' | 'rateLimit' | 'graphql' | 'corsOrigins' | 'metricsToken' | 'webhooks'>>;
+  Partial<Pick<Config, 'holdSweepIntervalMs' | 'refusalFlushMs' | 'readReplicas' | 'apiKeyCacheTtlMs' | 'claimBatchMax' | 'rateLimit' | 'graphql' | 'corsOrigins' | 'metricsToken' | 'webhooks'>>;
 
 /** What the tests and main.ts leave out takes these values (the documented defaults). */
 const DEFAULT_LIMITS = {
@@ -67,6 +68,12 @@ export async function createServer(options: {
   // Without a key (tests that leave it out, production without WEBHOOK_SECRET_KEY) webhooks are off.
   const webhooks = config.webhooks ?? { secretKey: undefined, allowPrivateNetworks: false, production: config.env === 'production' };
   const metrics = createMetrics(db.pool);
+  if (config.readReplicas?.urls.length) {
+    const replicas = new ReadReplicas(db, config.readReplicas.urls, db.options, config.readReplicas.maxLagMs);
+    await replicas.start();
+    db.useReplicas(replicas);
+    logger.info({ replicas: replicas.lags() }, 'read replicas');
+  }
   const live = createLiveUpdates({ redis: options.redis, throughPrimary: options.clusterWorker, logger });
   const services = createServices(db, {
     live,

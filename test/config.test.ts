@@ -40,9 +40,20 @@ test.each([
   ['DATABASE_URL', 'mysql://x', /DATABASE_URL must be a postgres/],
   ['ADMIN_API_KEY', 'short', /ADMIN_API_KEY must be at least 16 characters/],
   ['NODE_ENV', 'staging', /NODE_ENV must be one of/],
+  ['DATABASE_READ_URL', 'postgres://a/x,mysql://b/y', /DATABASE_READ_URL must be one or more postgres/],
+  ['READ_MAX_LAG_MS', 'soon', /READ_MAX_LAG_MS must be an integer/],
+  ['REFUSAL_FLUSH_MS', '0', /REFUSAL_FLUSH_MS must be an integer/],
 ])('%s=%s is refused with a message naming it', (name, value, message) => {
   expect(() => loadConfig({ EMBEDDED_PG_DIR: scratch(), [name]: value })).toThrow(ConfigError);
   expect(() => loadConfig({ EMBEDDED_PG_DIR: scratch(), [name]: value })).toThrow(message);
+});
+
+test('DATABASE_READ_URL lists replicas, comma-separated; unset is none', () => {
+  expect(loadConfig({ EMBEDDED_PG_DIR: scratch() }).readReplicas).toEqual({ urls: [], maxLagMs: 5000 });
+  expect(loadConfig({ EMBEDDED_PG_DIR: scratch(), DATABASE_READ_URL: 'postgres://a/x, postgresql://b/y', READ_MAX_LAG_MS: '250' }).readReplicas).toEqual({
+    urls: ['postgres://a/x', 'postgresql://b/y'],
+    maxLagMs: 250,
+  });
 });
 
 test('WEB_CONCURRENCY is a whole number of workers from 1 to 64', () => {

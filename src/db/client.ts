@@ -5,6 +5,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import { Pool, type PoolConfig } from 'pg';
 import type { Config } from '../config';
 import { PrismaClient } from '../generated/prisma/client';
+import type { ReadReplicas, ReadTarget } from './replicas';
 
 export type Prisma = PrismaClient;
 /** What the SQL functions in src/db/ take: the service's transaction client (or the root client). */
@@ -18,6 +19,10 @@ export interface Database {
   readonly statements: { count: number };
   /** True when poolMaxWaiting requests already wait for a connection: shed load instead of queueing. */
   saturated(): boolean;
+  /** Where a read that may be a moment stale runs: a replica within bounds (replicas.ts), else the primary. */
+  read(): ReadTarget;
+  /** Sends the stale-tolerant reads to these replicas from now on; they close with the database. */
+  useReplicas(replicas: ReadReplicas): void;
   close(): Promise<void>;
 }
 
@@ -77,13 +82,20 @@ export function createDatabase(options: DatabaseOptions): Database {
     // does, and let them run as long as their statements may.
     transactionOptions: { maxWait: options.poolTimeoutMs, timeout: 2 * options.statementTimeoutMs },
   });
+  let replicas: ReadReplicas | null = null;
+  const primary: ReadTarget = { prisma, pool, replica: false };
   return {
     prisma,
     options,
     pool,
     statements,
     saturated: () => options.poolMaxWaiting > 0 && pool.waitingCount >= options.poolMaxWaiting,
+    read: () => replicas?.target() ?? primary,
+    useReplicas(r) {
+      replicas = r;
+    },
     async close() {
+      await replicas?.close();
       await prisma.$disconnect().catch(() => undefined);
       await pool.end().catch(() => undefined);
     },

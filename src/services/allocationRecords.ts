@@ -123,14 +123,17 @@ export class AllocationRecordService {
     const newestFirst = args.order === 'NEWEST_FIRST';
     const holder = args.holder ? validate.text('holder', args.holder, validate.LIMITS.holderLength) : null;
     const code = args.code ? validate.text('code', args.code, 128) : null;
-    const rows = await findAllocationPage(this.db.prisma, { campaignId, partnerId, afterSequence, limit, newestFirst, holder, code });
+    // An operator's page (the console, the export) may come from a replica; a partner reads its own
+    // allocations from the primary, so it always sees the claim it was just answered (read-your-writes).
+    const db = ctx.viewer.kind === 'admin' ? this.db.read().prisma : this.db.prisma;
+    const rows = await findAllocationPage(db, { campaignId, partnerId, afterSequence, limit, newestFirst, holder, code });
     const page = rows.slice(0, limit);
     page.forEach((allocation) => ctx.loaders.allocation.prime(allocation.id, allocation));
     const edges = page.map((node) => ({ node, cursor: sequenceCursor.encode(node.sequence) }));
     return {
       edges,
       pageInfo: { hasNextPage: rows.length > limit, endCursor: edges.at(-1)?.cursor ?? null },
-      totalCount: () => countAllocations(this.db.prisma, { campaignId, partnerId, holder, code }),
+      totalCount: () => countAllocations(db, { campaignId, partnerId, holder, code }),
     };
   }
 }

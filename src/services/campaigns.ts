@@ -218,7 +218,8 @@ export class CampaignService {
   }
 
   async timeline(ctx: RequestContext, campaignId: string, bucket: 'MINUTE' | 'HOUR' | 'DAY'): Promise<TimelinePointModel[]> {
-    return campaignTimeline(this.db.prisma, campaignId, bucket.toLowerCase() as TimelineUnit);
+    // A report: a replica may serve it (db/replicas.ts).
+    return campaignTimeline(this.db.read().prisma, campaignId, bucket.toLowerCase() as TimelineUnit);
   }
 
   async partnerStats(ctx: RequestContext, campaignId: string): Promise<PartnerStatsModel[]> {
@@ -293,14 +294,16 @@ export class CampaignService {
     const after = args.after ? campaignCursor.decode(args.after) : null;
     const status = args.status ?? null;
     const only = ctx.viewer.kind === 'partner' && ctx.viewer.scope ? [...ctx.viewer.scope] : null;
-    const rows = await findCampaignPage(this.db.prisma, { status, after, limit, only });
+    // An operator's list may come from a replica; a partner's (which may decide a claim) from the primary.
+    const db = ctx.viewer.kind === 'admin' ? this.db.read().prisma : this.db.prisma;
+    const rows = await findCampaignPage(db, { status, after, limit, only });
     const page = rows.slice(0, limit);
     page.forEach(({ campaign }) => ctx.loaders.campaign.prime(campaign.id, campaign));
     const edges = page.map(({ campaign, cursor }) => ({ node: campaign, cursor: campaignCursor.encode(cursor) }));
     return {
       edges,
       pageInfo: { hasNextPage: rows.length > limit, endCursor: edges.at(-1)?.cursor ?? null },
-      totalCount: () => this.db.prisma.campaign.count({ where: { ...(status ? { status } : {}), ...(only ? { id: { in: only } } : {}) } }),
+      totalCount: () => db.campaign.count({ where: { ...(status ? { status } : {}), ...(only ? { id: { in: only } } : {}) } }),
     };
   }
 

@@ -111,7 +111,8 @@ export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'
   async list(ctx: RequestContext, args: { first?: number | null; after?: string | null }): Promise<ConnectionModel<PartnerModel>> {
     const limit = validate.pageSize(args.first);
     const afterId = args.after ? partnerCursor.decode(args.after) : null;
-    const rows = await this.db.prisma.partner.findMany({
+    const db = this.db.read().prisma; // an operators' list: a replica may serve it
+    const rows = await db.partner.findMany({
       where: { keyPrefix: { not: 'operator' }, ...(afterId ? { id: { gt: afterId } } : {}) },
       orderBy: { id: 'asc' },
       take: limit + 1,
@@ -123,7 +124,7 @@ export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'
     return {
       edges,
       pageInfo: { hasNextPage: rows.length > limit, endCursor: edges.at(-1)?.cursor ?? null },
-      totalCount: () => this.db.prisma.partner.count({ where: { keyPrefix: { not: 'operator' } } }),
+      totalCount: () => db.partner.count({ where: { keyPrefix: { not: 'operator' } } }),
     };
   }
 
