@@ -4,9 +4,9 @@
 // (the embedded PostgreSQL has no pg_basebackup) get null, and the replica tests say they skipped.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { appendFileSync, chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { freePort } from './process';
 
 export interface ReplicaPair {
   primaryUrl: string;
@@ -20,17 +20,6 @@ function binaries(): string | null {
   if (!existsSync(root)) return null;
   const versions = readdirSync(root).filter((v) => existsSync(path.join(root, v, 'bin', 'pg_basebackup'))).sort((a, b) => Number(b) - Number(a));
   return versions[0] ? path.join(root, versions[0], 'bin') : null;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Starts a primary and a standby streaming from it; null when this machine has no PostgreSQL binaries. */
