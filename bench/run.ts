@@ -11,8 +11,10 @@
 //     (bench/ceilings/), and Tessera's own empty authenticated query;
 //   - claimTicket over HTTP on one hot campaign (1, 16, 64 connections) and spread over 64
 //     campaigns, each checked for lost and duplicated tickets; the same with ten webhook endpoints
-//     configured against adjacent runs without (docs/WEBHOOKS.md); one process against a cluster of
-//     workers; claim latency as a 1,000,000-ticket pool fills; loading; the reads;
+//     configured against adjacent runs without (docs/WEBHOOKS.md); the same on a primary with a
+//     streaming standby of its own, asynchronous against synchronous (issue 19; skipped without the
+//     machine's initdb and pg_basebackup); one process against a cluster of workers; claim latency as
+//     a 1,000,000-ticket pool fills; loading; the reads;
 // then the issue's bars, each with its figure, target and PASS/MISS. Prints a table and rewrites
 // the results section of docs/BENCHMARKS.md (between its bench markers).
 //
@@ -36,6 +38,7 @@ import { COUNT_ALLOCATED } from '../src/db/countAllocations';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/db/embedded';
 import { migrate } from '../src/db/migrate';
 import { childrenOf, untilEveryWorkerServes } from '../test/helpers/process';
+import { startReplicaPair } from '../test/helpers/replica';
 import { ticketsLiveTwice } from '../test/helpers/sql';
 import { INTEGRATION } from './ceilings/integration';
 import { ADMIN_KEY, ChildServer, codeVersion, freePort, gql, httpLoad, pgbenchVersion, ROOT, sequentialLatency, Server, type LoadResult } from './harness';
@@ -99,6 +102,7 @@ const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 const ms = (n: number) => `${Math.round(n * 10) / 10} ms`;
 const x = (n: number) => `${n.toFixed(2)}×`;
 const ratio = (a: number, b: number) => x(a / b);
+const signed = (n: number) => `${n >= 0 ? '+' : '−'}${ms(Math.abs(n))}`;
 const perSecond = (r: { rps: number; p50: number; p99: number }) => `${fmt(r.rps)}/s  p50 ${ms(r.p50)}  p99 ${ms(r.p99)}`;
 const http = (r: LoadResult) => ({ rps: r.requestsPerSecond, p50: r.p50, p99: r.p99 });
 const sqlRate = (r: SqlClaimResult) => ({ rps: r.claimsPerSecond, p50: r.p50, p99: r.p99 });
@@ -285,6 +289,23 @@ async function main(): Promise<void> {
     });
     for (const name of ['hot', 'spread'] as const) {
       record(`claimTicket ${name}: with ten webhook endpoints ÷ without (adjacent runs)`, ratio(webhooks.on[name].requestsPerSecond, webhooks.off[name].requestsPerSecond));
+    }
+
+    // Synchronous commit (issue 19): claims on a primary with a streaming standby of its own,
+    // asynchronous and synchronous in alternating runs on the same pair.
+    const replication = await syncCommitPhase(serverEnv, failures);
+    if (replication) {
+      for (const c of SYNC_CONNECTIONS) {
+        const a = replication.async[c]!;
+        const y = replication.sync[c]!;
+        record(`claimTicket hot, ${c} connection${c > 1 ? 's' : ''}, primary + asynchronous standby (mean of 2 runs)`, perSecond(a));
+        record(`claimTicket hot, ${c} connection${c > 1 ? 's' : ''}, primary + synchronous standby (mean of 2 runs)`, perSecond(y));
+        // One connection sends claims back to back: the time per claim is 1 / rate (finer than p50's whole milliseconds).
+        const added = c === 1 ? `${signed(1000 / y.rps - 1000 / a.rps)} per claim` : `p50 ${signed(y.p50 - a.p50)}`;
+        record(`synchronous ÷ asynchronous standby, ${c} connection${c > 1 ? 's' : ''}: claims/s, latency added`, `${ratio(y.rps, a.rps)}  ${added}`);
+      }
+    } else {
+      record('synchronous commit: no PostgreSQL binaries with pg_basebackup here (set PG_BIN)', 'skipped');
     }
 
     // One process or a cluster of workers (WEB_CONCURRENCY) beside PostgreSQL on this machine:
@@ -592,6 +613,64 @@ async function ballotPhase(url: string, sql: Client, failures: string[]): Promis
 
 /** The key the bench's servers seal webhook secrets with. */
 const BENCH_WEBHOOK_KEY = Buffer.alloc(32, 11);
+
+const SYNC_CONNECTIONS = [1, 64];
+type Rate = { rps: number; p50: number; p99: number };
+
+/**
+ * Claims on a primary of its own (initdb, fsync on, as a production server) with a streaming standby
+ * (pg_basebackup), once with the standby asynchronous and once with `synchronous_standby_names = '*'`
+ * (every claim's commit waits for the standby's flush), alternating, two runs of each. Both servers
+ * are on this machine, so the figure is the cost of the standby's flush and one local round trip; a
+ * network between them adds its round trip to every commit (the failover drill's link: 10 ms).
+ * Null when this machine has no PostgreSQL binaries to build the pair with.
+ */
+async function syncCommitPhase(serverEnv: Record<string, string>, failures: string[]): Promise<{ async: Record<number, Rate>; sync: Record<number, Rate> } | null> {
+  const pair = await startReplicaPair({ fsync: true });
+  if (!pair) return null;
+  const admin = new Client({ connectionString: pair.primaryUrl });
+  await admin.connect();
+  await admin.query('CREATE DATABASE tessera_bench_sync');
+  await admin.end();
+  const url = pair.primaryUrl.replace(/\/postgres$/, '/tessera_bench_sync');
+  await migrate(url);
+  const sql = new Client({ connectionString: url });
+  await sql.connect();
+  const server = new Server(await freePort(), { ...serverEnv, DATABASE_URL: url, WEB_CONCURRENCY: '1' });
+  try {
+    await server.start();
+    const key = (await gql(server.url, ADMIN_KEY, 'mutation { createPartner(input: { name: "bench sync" }) { apiKey } }')).createPartner.apiKey as string;
+    const campaign = (await gql(server.url, ADMIN_KEY, 'mutation { createCampaign(input: { name: "sync" }) { campaign { id } } }')).createCampaign.campaign.id as string;
+    await gql(server.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${campaign}", count: ${quick ? 50_000 : 200_000}) { loaded } }`);
+    await gql(server.url, ADMIN_KEY, `mutation { openCampaign(id: "${campaign}") { campaign { id } } }`);
+    await vacuum(sql, { analyze: true });
+    await httpLoad({ url: server.url, key, body: TYPENAME, connections: 64, seconds: WARMUP_SECONDS });
+    const runs: Record<'async' | 'sync', Record<number, LoadResult[]>> = { async: {}, sync: {} };
+    for (let round = 0; round < 2; round += 1) {
+      for (const mode of ['async', 'sync'] as const) {
+        await pair.setSynchronous(mode === 'sync');
+        for (const c of SYNC_CONNECTIONS) {
+          await vacuum(sql);
+          const run = nextRun();
+          const r = await httpLoad({ url: server.url, key, body: CLAIM(campaign, run), connections: c, seconds: SECONDS, okPattern: CLAIMED });
+          await verify(sql, r, run, [campaign], c, `claims with a ${mode} standby at ${c} connections`, failures);
+          (runs[mode][c] ??= []).push(r);
+        }
+      }
+    }
+    const mean = (rs: LoadResult[]): Rate => ({
+      rps: rs.reduce((n, r) => n + r.requestsPerSecond, 0) / rs.length,
+      p50: rs.reduce((n, r) => n + r.p50, 0) / rs.length,
+      p99: rs.reduce((n, r) => n + r.p99, 0) / rs.length,
+    });
+    const of = (mode: 'async' | 'sync') => Object.fromEntries(SYNC_CONNECTIONS.map((c) => [c, mean(runs[mode][c]!)]));
+    return { async: of('async'), sync: of('sync') };
+  } finally {
+    await server.stop();
+    await sql.end();
+    pair.stop();
+  }
+}
 
 /**
  * Runs `measure` with ten enabled webhook endpoints of a partner that claims nothing (its events are

@@ -39,6 +39,9 @@ const EnvSchema = z.object({
     .optional()
     .refine((url) => url === undefined || url === '' || /^postgres(ql)?:\/\//.test(url), {
       message: 'DATABASE_URL must be a postgres:// or postgresql:// URL (or unset for the embedded database)',
+    })
+    .refine((url) => !url || /[?&]target_session_attrs=(read-write|any)(&|$)/.test(url) || !/[?&]target_session_attrs=/.test(url), {
+      message: 'DATABASE_URL: target_session_attrs must be read-write (the primary only) or any (the first host that answers)',
     }),
   DATABASE_READ_URL: z
     .string()

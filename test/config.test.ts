@@ -38,6 +38,7 @@ test.each([
   ['DATABASE_POOL_SIZE', '0', /DATABASE_POOL_SIZE must be an integer from 1/],
   ['DATABASE_POOL_TIMEOUT_MS', '-5', /DATABASE_POOL_TIMEOUT_MS must be an integer/],
   ['DATABASE_URL', 'mysql://x', /DATABASE_URL must be a postgres/],
+  ['DATABASE_URL', 'postgres://a,b/x?target_session_attrs=standby', /target_session_attrs must be read-write .* or any/],
   ['ADMIN_API_KEY', 'short', /ADMIN_API_KEY must be at least 16 characters/],
   ['NODE_ENV', 'staging', /NODE_ENV must be one of/],
   ['DATABASE_READ_URL', 'postgres://a/x,mysql://b/y', /DATABASE_READ_URL must be one or more postgres/],
@@ -46,6 +47,11 @@ test.each([
 ])('%s=%s is refused with a message naming it', (name, value, message) => {
   expect(() => loadConfig({ EMBEDDED_PG_DIR: scratch(), [name]: value })).toThrow(ConfigError);
   expect(() => loadConfig({ EMBEDDED_PG_DIR: scratch(), [name]: value })).toThrow(message);
+});
+
+test('DATABASE_URL may list several hosts the libpq way, asking for the read-write one', () => {
+  const url = 'postgresql://u@db-a:5432,db-b:5432/tessera?target_session_attrs=read-write';
+  expect(loadConfig({ EMBEDDED_PG_DIR: scratch(), DATABASE_URL: url }).databaseUrl).toBe(url);
 });
 
 test('DATABASE_READ_URL lists replicas, comma-separated; unset is none', () => {

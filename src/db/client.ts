@@ -5,6 +5,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import { Pool, type PoolConfig } from 'pg';
 import type { Config } from '../config';
 import { PrismaClient } from '../generated/prisma/client';
+import { HostSelector, needsHostList, parseHosts } from './hosts';
 import type { ReadReplicas, ReadTarget } from './replicas';
 
 export type Prisma = PrismaClient;
@@ -29,8 +30,11 @@ export interface Database {
 export type DatabaseOptions = Config['database'] & { url: string; onError?: (error: Error) => void };
 
 export function poolConfig(options: DatabaseOptions): PoolConfig {
+  // Several hosts, or target_session_attrs=read-write: Tessera picks the host per connection (hosts.ts).
+  const hosts = needsHostList(options.url) ? new HostSelector(parseHosts(options.url)) : null;
   return {
-    connectionString: options.url,
+    connectionString: hosts ? hosts.url : options.url,
+    ...(hosts ? { Client: hosts.Client, onConnect: hosts.onConnect } : {}),
     max: options.poolSize,
     // Prisma's pg adapter waits forever for a connection by default; an exhausted pool must fail fast.
     connectionTimeoutMillis: options.poolTimeoutMs,

@@ -17,7 +17,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
-import { Client } from 'pg';
+import type { Client } from 'pg';
+import { connectClient } from './hosts';
 
 export const MIGRATIONS_DIR = path.resolve(__dirname, '../../prisma/migrations');
 export const FUNCTIONS_DIR = path.resolve(__dirname, '../../prisma/functions');
@@ -104,9 +105,8 @@ interface AppliedRow {
 export async function migrate(databaseUrl: string, dir = MIGRATIONS_DIR, functionsDir = FUNCTIONS_DIR): Promise<string[]> {
   const migrations = readMigrations(dir);
   const functions = readFunctions(functionsDir);
-  const client = new Client({ connectionString: databaseUrl });
-  client.on('error', () => undefined); // a dropped connection surfaces as a failed query below
-  await client.connect();
+  // The first listed host that takes writes, when DATABASE_URL lists several (hosts.ts).
+  const client = await connectClient(databaseUrl);
   try {
     await client.query('SELECT pg_advisory_lock($1)', [PRISMA_MIGRATE_LOCK_KEY]);
     await client.query(CREATE_MIGRATIONS_TABLE);

@@ -6,13 +6,18 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startEmbeddedPostgres } from '../../src/db/embedded';
-import { SCENARIOS, verdictLine, type ScenarioResult, type Size } from './scenarios';
+import { SCENARIO_GROUPS, SCENARIOS, verdictLine, type ScenarioResult, type Size } from './scenarios';
 
 const ROOT = path.resolve(__dirname, '../..');
 
 async function main(): Promise<void> {
   const size: Size = process.argv.includes('--quick') ? 'quick' : 'full';
-  const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
+  // --only=a,c or a group's name (--only=failover runs j and k).
+  const only = process.argv
+    .find((a) => a.startsWith('--only='))
+    ?.slice('--only='.length)
+    .split(',')
+    .flatMap((name) => SCENARIO_GROUPS[name] ?? [name]);
   const restartable = await startEmbeddedPostgres({
     dir: path.join(ROOT, '.tessera/chaos-pgdata'),
     port: Number(process.env.TESSERA_CHAOS_EMBEDDED_PORT ?? 54349),
@@ -36,6 +41,7 @@ async function main(): Promise<void> {
   const violations = run.reduce((n, r) => n + r.violations.length, 0);
   console.log(`\n${violations === 0 ? 'PASS' : 'FAIL'}: ${claims} claims over ${run.length} scenarios, ${violations} invariant violations`);
   if (size === 'full' && !only) writeReliability(results, claims, violations);
+  if (size === 'full' && results.some((r) => r.failover)) writeFailover(results);
   process.exit(violations === 0 ? 0 : 1);
 }
 
@@ -64,6 +70,31 @@ function writeReliability(results: ScenarioResult[], claims: number, violations:
   const updated = doc.replace(new RegExp(`${begin}[\\s\\S]*${end}`), `${begin}\n${table}\n${end}`);
   writeFileSync(file, updated);
   console.log(`results written to docs/RELIABILITY.md`);
+}
+
+/** The failover drill's table (issue 19): what each replication mode keeps when the primary dies. */
+function writeFailover(results: ScenarioResult[]): void {
+  const file = path.join(ROOT, 'docs/RELIABILITY.md');
+  const rows = results
+    .filter((r) => r.failover)
+    .map((r) => {
+      const f = r.failover!;
+      return `| ${r.id} | ${f.replication} | ${f.claims} | ${f.acknowledged} | ${f.lost} | ${f.duplicated} | ${f.unknownResolved} / ${f.unknown} | ${f.promoteMs} ms | ${f.recoverMs} ms | ${r.violations.length} |`;
+    });
+  const table = [
+    `Last run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run chaos -- --only=failover\`, ${os.cpus().length} cores, Node ${process.version}, ` +
+      `a primary and a standby of this machine's PostgreSQL (initdb + pg_basebackup in a temporary folder), two Tessera instances.`,
+    '',
+    '| | replication | claims | acknowledged | lost | duplicated | unknown resolved | standby promoted after | claims acknowledged again after | violations |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+    ...rows,
+  ].join('\n');
+  const begin = '<!-- failover:begin -->';
+  const end = '<!-- failover:end -->';
+  const doc = readFileSync(file, 'utf8');
+  if (!doc.includes(begin)) throw new Error(`docs/RELIABILITY.md has no ${begin} marker`);
+  writeFileSync(file, doc.replace(new RegExp(`${begin}[\\s\\S]*${end}`), `${begin}\n${table}\n${end}`));
+  console.log('failover table written to docs/RELIABILITY.md');
 }
 
 main().catch((error: unknown) => {

@@ -12,6 +12,7 @@ import { counterTotals, ticketCounts } from '../helpers/sql';
 import { sleep, until } from '../helpers/time';
 import { sendClaim } from './client';
 import { checkHistory, History, idleInTransaction } from './history';
+import { failoverAsync, failoverSync, type FailoverFigures } from './failover';
 import { FaultyReceiver } from './receiver';
 import { gql } from './client';
 import {
@@ -51,6 +52,8 @@ export interface ScenarioResult {
   violations: string[];
   notes: string[];
   seconds: number;
+  /** The failover drill's figures (j, k). */
+  failover?: FailoverFigures;
 }
 
 interface Plan {
@@ -833,7 +836,22 @@ async function checkWaitlist(sql: import('pg').Pool, campaignId: string, notes: 
   return violations;
 }
 
-export const SCENARIOS = [sigkill, terminateBackends, restartPostgres, poolExhaustion, transactionTimeout, clientDisconnect, webhookFaults, allotmentLapse, waitlistOffers];
+export const SCENARIOS = [
+  sigkill,
+  terminateBackends,
+  restartPostgres,
+  poolExhaustion,
+  transactionTimeout,
+  clientDisconnect,
+  webhookFaults,
+  allotmentLapse,
+  waitlistOffers,
+  failoverSync,
+  failoverAsync,
+];
+
+/** Names `npm run chaos -- --only=` takes besides the letters. */
+export const SCENARIO_GROUPS: Record<string, string[]> = { failover: ['j', 'k'] };
 
 export function verdictLine(r: ScenarioResult): string {
   if (r.skipped) return `SKIP ${r.id}. ${r.name}: ${r.skipped}`;

@@ -3,15 +3,75 @@
 // root they run as the OS user `postgres`, as PostgreSQL requires. Machines without those binaries
 // (the embedded PostgreSQL has no pg_basebackup) get null, and the replica tests say they skipped.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { appendFileSync, chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { appendFileSync, chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { Client } from 'pg';
 import { freePort } from './process';
+import { until } from './time';
 
 export interface ReplicaPair {
   primaryUrl: string;
   standbyUrl: string;
+  /** Both servers, primary first, as a libpq multi-host URL asking for the read-write one. */
+  bothUrl: string;
+  /** Makes the standby synchronous (every commit waits for its flush there) or asynchronous again. */
+  setSynchronous(on: boolean): Promise<void>;
+  /** The primary dies at once: SIGKILL to the postmaster and every backend, nothing flushed or shut down. */
+  killPrimary(): void;
+  /** `pg_ctl promote` of the standby, waiting until it accepts writes. */
+  promoteStandby(): void;
   stop(): void;
+}
+
+export interface ReplicaPairOptions {
+  /** fsync on both servers (default off: the tests need no durability across an OS crash; the bench does). */
+  fsync?: boolean;
+  /**
+   * The replication link's one-way delay (default 0: the standby connects to the primary directly).
+   * Above 0 the standby streams through a proxy in this process that holds every chunk this long,
+   * as a network between two zones or regions does; killPrimary() cuts the link with the primary,
+   * and what had not crossed it yet never arrives.
+   */
+  linkDelayMs?: number;
+}
+
+/** A TCP proxy to `targetPort` that delays every chunk by `delayMs` each way, in order. */
+async function delayedLink(targetPort: number, delayMs: number): Promise<{ port: number; sever(): void; close(): void }> {
+  const sockets = new Set<Socket>();
+  const server = createServer((down) => {
+    const up = connect(targetPort, '127.0.0.1');
+    const end = () => {
+      for (const s of [up, down]) {
+        s.destroy();
+        sockets.delete(s);
+      }
+    };
+    for (const [from, to] of [
+      [down, up],
+      [up, down],
+    ] as const) {
+      sockets.add(from);
+      // Timers of one duration fire in the order they were set: the stream stays in order.
+      from.on('data', (chunk) => setTimeout(() => to.destroyed || to.write(chunk), delayMs));
+      from.on('close', end);
+      from.on('error', end);
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const sever = () => {
+    for (const s of sockets) s.destroy(); // chunks still on their way are dropped with the sockets
+    sockets.clear();
+  };
+  return {
+    port: (server.address() as AddressInfo).port,
+    sever,
+    close() {
+      sever();
+      server.close();
+    },
+  };
 }
 
 function binaries(): string | null {
@@ -23,7 +83,7 @@ function binaries(): string | null {
 }
 
 /** Starts a primary and a standby streaming from it; null when this machine has no PostgreSQL binaries. */
-export async function startReplicaPair(): Promise<ReplicaPair | null> {
+export async function startReplicaPair(options: ReplicaPairOptions = {}): Promise<ReplicaPair | null> {
   const bin = binaries();
   if (!bin) return null;
   const root = process.getuid?.() === 0;
@@ -39,8 +99,10 @@ export async function startReplicaPair(): Promise<ReplicaPair | null> {
   const primary = path.join(dir, 'primary');
   const standby = path.join(dir, 'standby');
   const settings = (port: number) =>
-    `\nport = ${port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '${dir}'\nwal_level = replica\nmax_wal_senders = 5\nfsync = off\nautovacuum = off\n`;
+    `\nport = ${port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '${dir}'\nwal_level = replica\nmax_wal_senders = 5\nfsync = ${options.fsync ? 'on' : 'off'}\nautovacuum = off\n`;
+  let link: Awaited<ReturnType<typeof delayedLink>> | null = null;
   const stop = () => {
+    link?.close();
     for (const data of [standby, primary]) if (existsSync(path.join(data, 'postmaster.pid'))) spawnSync(path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', 'stop'], { ...(user ?? {}), timeout: 30_000 });
     rmSync(dir, { recursive: true, force: true });
   };
@@ -50,14 +112,65 @@ export async function startReplicaPair(): Promise<ReplicaPair | null> {
     run('pg_ctl', ['-D', primary, '-l', path.join(dir, 'primary.log'), '-w', 'start']);
     run('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primaryPort), '-U', 'postgres', '-D', standby, '-R', '-X', 'stream']);
     appendFileSync(path.join(standby, 'postgresql.conf'), settings(standbyPort));
+    if (options.linkDelayMs) {
+      link = await delayedLink(primaryPort, options.linkDelayMs);
+      // After pg_basebackup's own line in postgresql.auto.conf: the last setting wins.
+      appendFileSync(path.join(standby, 'postgresql.auto.conf'), `primary_conninfo = 'host=127.0.0.1 port=${link.port} user=postgres application_name=standby'\n`);
+    }
     run('pg_ctl', ['-D', standby, '-l', path.join(dir, 'standby.log'), '-w', 'start']);
   } catch (error) {
     stop();
     throw error;
   }
+  const primaryUrl = `postgresql://postgres@127.0.0.1:${primaryPort}/postgres`;
   return {
-    primaryUrl: `postgresql://postgres@127.0.0.1:${primaryPort}/postgres`,
+    primaryUrl,
     standbyUrl: `postgresql://postgres@127.0.0.1:${standbyPort}/postgres`,
+    bothUrl: `postgresql://postgres@127.0.0.1:${primaryPort},127.0.0.1:${standbyPort}/postgres?target_session_attrs=read-write`,
+    async setSynchronous(on) {
+      // ALTER SYSTEM writes the primary's postgresql.auto.conf only: the standby, once promoted,
+      // must not wait for a standby of its own.
+      const sql = new Client({ connectionString: primaryUrl });
+      await sql.connect();
+      try {
+        await sql.query(`ALTER SYSTEM SET synchronous_standby_names = '${on ? '*' : ''}'`);
+        await sql.query('SELECT pg_reload_conf()');
+        await until(async () => (await sql.query("SELECT sync_state FROM pg_stat_replication")).rows[0]?.sync_state === (on ? 'sync' : 'async'), {
+          message: `the standby to be ${on ? 'synchronous' : 'asynchronous'}`,
+          timeoutMs: 10_000,
+          intervalMs: 50,
+        });
+      } finally {
+        await sql.end();
+      }
+    },
+    killPrimary() {
+      link?.sever(); // the primary's machine and its network go together
+      const pidFile = path.join(primary, 'postmaster.pid');
+      const postmaster = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+      // Every process of the server, read before any dies (an orphaned backend could still commit).
+      const backends = readdirSync('/proc')
+        .filter((p) => /^\d+$/.test(p))
+        .filter((p) => {
+          try {
+            return Number(readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]) === postmaster;
+          } catch {
+            return false; // gone meanwhile
+          }
+        })
+        .map(Number);
+      for (const pid of [postmaster, ...backends]) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+      rmSync(pidFile, { force: true });
+    },
+    promoteStandby() {
+      run('pg_ctl', ['-D', standby, '-w', '-t', '60', 'promote']);
+    },
     stop,
   };
 }
