@@ -8,6 +8,7 @@ import { runPrimary } from './cluster';
 import { loadConfig, type Config } from './config';
 import { createDatabase } from './db/client';
 import { createDatabaseIfMissing, EmbeddedPostgresError, startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded';
+import { readDurability } from './db/durability';
 import { migrate } from './db/migrate';
 import { createLogger, drainStdout, type Logger } from './logger';
 import { createServer } from './server';
@@ -65,6 +66,21 @@ async function databaseUrl(config: Config, logger: Logger): Promise<string> {
   return embedded.urlFor(EMBEDDED_DATABASE);
 }
 
+/** Says where an acknowledged claim lives: on the primary alone, or on a synchronous standby too. */
+async function logDurability(db: ReturnType<typeof createDatabase>, logger: Logger): Promise<void> {
+  try {
+    const d = await readDurability(db.pool);
+    logger.info(
+      d,
+      d.onTwoServers
+        ? 'claims are acknowledged once a synchronous standby has them (synchronous_standby_names)'
+        : 'claims are acknowledged once the primary has them: no synchronous standby, so a failover can lose the last moment of claims (docs/SCALING.md)',
+    );
+  } catch (error) {
+    logger.warn({ error: (error as Error).message }, 'could not read the replication settings');
+  }
+}
+
 /** One process serving HTTP and WebSocket, until SIGTERM/SIGINT. */
 async function serve(config: Config, logger: Logger, url: string, startedAt: number): Promise<void> {
   // A dropped connection is expected (restarts, terminated backends): one line, not the client object.
@@ -82,6 +98,8 @@ async function serve(config: Config, logger: Logger, url: string, startedAt: num
     throw new ListenError(config.port, config.host, { cause: error });
   }
   logger.info({ port, ms: Date.now() - startedAt }, 'Tessera is serving POST /graphql');
+  if (!cluster.isWorker || cluster.worker?.id === 1) void logDurability(db, logger);
+
   if (!cluster.isWorker) printReady(config, port);
 
   let stopping = false;

@@ -1,8 +1,10 @@
 // DATABASE_URL listing several servers (src/db/hosts.ts, issue 19): parsed as libpq reads it; a
 // pool skips a host that refuses connections and, with target_session_attrs=read-write, a standby;
 // and when the primary is killed and its standby promoted, the same pool writes on the promoted
-// server — no restart, no configuration change. Against a real primary and streaming standby.
+// server — no restart, no configuration change. readDurability (the start-up log's line) tells
+// whether an acknowledged claim is on the standby too. Against a real primary and streaming standby.
 import { createDatabase, type Database } from '../src/db/client';
+import { readDurability } from '../src/db/durability';
 import { parseHosts } from '../src/db/hosts';
 import { migrate } from '../src/db/migrate';
 import { freePort } from './helpers/process';
@@ -68,6 +70,7 @@ describe('a pool on several hosts', () => {
     const first = await untilAnswered('SELECT inet_server_port() AS port, pg_is_in_recovery() AS standby');
     expect(first.rows).toEqual([{ port: port(pair.primaryUrl), standby: false }]);
     expect(first.failures).toBeLessThanOrEqual(2); // the refusing host, then the standby
+    expect(await readDurability(db.pool)).toMatchObject({ standbys: 1, synchronousStandbys: 0, onTwoServers: false });
     await db.pool.query('CREATE TABLE failover_probe (n int PRIMARY KEY)');
     await db.pool.query('INSERT INTO failover_probe VALUES (1)');
     // Prisma, on the same pool, too.
@@ -77,10 +80,11 @@ describe('a pool on several hosts', () => {
   test('after the primary is killed and the standby promoted, the same pool writes on the promoted server', async () => {
     if (!pair || !db) return console.warn('skipped: no PostgreSQL binaries with pg_basebackup on this machine (set PG_BIN)');
     await pair.setSynchronous(true);
+    expect(await readDurability(db.pool)).toMatchObject({ standbys: 1, synchronousStandbys: 1, synchronousCommit: 'on', onTwoServers: true });
     await db.pool.query('INSERT INTO failover_probe VALUES (2)'); // acknowledged: on both servers
     pair.killPrimary();
     await expect(db.pool.query('INSERT INTO failover_probe VALUES (3)')).rejects.toThrow();
-    pair.promoteStandby();
+    await pair.promoteStandby();
     const after = await untilAnswered('INSERT INTO failover_probe VALUES (3) RETURNING inet_server_port() AS port');
     expect(after.rows).toEqual([{ port: port(pair.standbyUrl) }]);
     expect((await db.pool.query('SELECT n FROM failover_probe ORDER BY n')).rows).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }]);

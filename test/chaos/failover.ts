@@ -92,7 +92,7 @@ async function drill(id: string, replication: FailoverFigures['replication'], en
                 pair.killPrimary();
                 notes.push(`primary SIGKILLed after ${sent * 2} claims sent`);
                 await sleep(500); // the failover manager notices; meanwhile both instances find no primary
-                pair.promoteStandby();
+                await pair.promoteStandby();
                 promoteMs = Date.now() - killedAt;
               })();
             },

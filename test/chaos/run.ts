@@ -6,6 +6,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startEmbeddedPostgres } from '../../src/db/embedded';
+import { LINK_DELAY_MS } from './failover';
 import { SCENARIO_GROUPS, SCENARIOS, verdictLine, type ScenarioResult, type Size } from './scenarios';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -41,7 +42,7 @@ async function main(): Promise<void> {
   const violations = run.reduce((n, r) => n + r.violations.length, 0);
   console.log(`\n${violations === 0 ? 'PASS' : 'FAIL'}: ${claims} claims over ${run.length} scenarios, ${violations} invariant violations`);
   if (size === 'full' && !only) writeReliability(results, claims, violations);
-  if (size === 'full' && results.some((r) => r.failover)) writeFailover(results);
+  if (size === 'full' && results.some((r) => r.failover)) writeFailover(results, process.argv.slice(2).length ? ` -- ${process.argv.slice(2).join(' ')}` : '');
   process.exit(violations === 0 ? 0 : 1);
 }
 
@@ -73,7 +74,7 @@ function writeReliability(results: ScenarioResult[], claims: number, violations:
 }
 
 /** The failover drill's table (issue 19): what each replication mode keeps when the primary dies. */
-function writeFailover(results: ScenarioResult[]): void {
+function writeFailover(results: ScenarioResult[], command: string): void {
   const file = path.join(ROOT, 'docs/RELIABILITY.md');
   const rows = results
     .filter((r) => r.failover)
@@ -82,8 +83,8 @@ function writeFailover(results: ScenarioResult[]): void {
       return `| ${r.id} | ${f.replication} | ${f.claims} | ${f.acknowledged} | ${f.lost} | ${f.duplicated} | ${f.unknownResolved} / ${f.unknown} | ${f.promoteMs} ms | ${f.recoverMs} ms | ${r.violations.length} |`;
     });
   const table = [
-    `Last run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run chaos -- --only=failover\`, ${os.cpus().length} cores, Node ${process.version}, ` +
-      `a primary and a standby of this machine's PostgreSQL (initdb + pg_basebackup in a temporary folder), two Tessera instances.`,
+    `Last run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run chaos${command}\`, ${os.cpus().length} cores, Node ${process.version}, ` +
+      `a primary and a standby of this machine's PostgreSQL (initdb + pg_basebackup in a temporary folder) over a link of ${LINK_DELAY_MS} ms each way, two Tessera instances.`,
     '',
     '| | replication | claims | acknowledged | lost | duplicated | unknown resolved | standby promoted after | claims acknowledged again after | violations |',
     '|---|---|---|---|---|---|---|---|---|---|',

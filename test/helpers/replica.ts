@@ -2,7 +2,8 @@
 // and `pg_ctl` of the machine's PostgreSQL (Debian's /usr/lib/postgresql/<v>/bin, or PG_BIN). As
 // root they run as the OS user `postgres`, as PostgreSQL requires. Machines without those binaries
 // (the embedded PostgreSQL has no pg_basebackup) get null, and the replica tests say they skipped.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { appendFileSync, chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import os from 'node:os';
@@ -20,8 +21,8 @@ export interface ReplicaPair {
   setSynchronous(on: boolean): Promise<void>;
   /** The primary dies at once: SIGKILL to the postmaster and every backend, nothing flushed or shut down. */
   killPrimary(): void;
-  /** `pg_ctl promote` of the standby, waiting until it accepts writes. */
-  promoteStandby(): void;
+  /** `pg_ctl promote` of the standby, waiting until it accepts writes (without blocking this process). */
+  promoteStandby(): Promise<void>;
   stop(): void;
 }
 
@@ -159,7 +160,8 @@ export async function startReplicaPair(options: ReplicaPairOptions = {}): Promis
           }
         })
         .map(Number);
-      for (const pid of [postmaster, ...backends]) {
+      // Backends first: a backend that outlived its postmaster by a moment would notice and say goodbye.
+      for (const pid of [...backends, postmaster]) {
         try {
           process.kill(pid, 'SIGKILL');
         } catch {
@@ -168,8 +170,9 @@ export async function startReplicaPair(options: ReplicaPairOptions = {}): Promis
       }
       rmSync(pidFile, { force: true });
     },
-    promoteStandby() {
-      run('pg_ctl', ['-D', standby, '-w', '-t', '60', 'promote']);
+    async promoteStandby() {
+      // Asynchronously: the drill's clients live in this process and keep going meanwhile.
+      await promisify(execFile)(path.join(bin, 'pg_ctl'), ['-D', standby, '-w', '-t', '60', 'promote'], { ...(user ?? {}), cwd: dir, timeout: 60_000 });
     },
     stop,
   };
