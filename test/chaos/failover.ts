@@ -44,6 +44,13 @@ export interface FailoverFigures {
 /** The replication link's one-way delay: about what separates two zones of a region, or nearby regions. */
 export const LINK_DELAY_MS = 5;
 
+/**
+ * The primary is dead this long before the standby is promoted, as a failover manager takes time to
+ * decide (Patroni's defaults: up to 30 s). Longer than the server's own retries of a claim whose
+ * connection failed (about 1.2 s at most): clients see unknown outcomes and retry them by key.
+ */
+const DETECTION_MS = 2000;
+
 const SKIPPED = 'no PostgreSQL binaries with pg_basebackup on this machine (set PG_BIN)';
 
 export const failoverSync = (env: ScenarioEnv) => drill('j', 'synchronous', env);
@@ -91,7 +98,7 @@ async function drill(id: string, replication: FailoverFigures['replication'], en
                 killedAt = Date.now();
                 pair.killPrimary();
                 notes.push(`primary SIGKILLed after ${sent * 2} claims sent`);
-                await sleep(500); // the failover manager notices; meanwhile both instances find no primary
+                await sleep(DETECTION_MS); // the failover manager notices; meanwhile both instances find no primary
                 await pair.promoteStandby();
                 promoteMs = Date.now() - killedAt;
               })();
