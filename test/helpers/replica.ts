@@ -2,6 +2,9 @@
 // and `pg_ctl` of the machine's PostgreSQL (Debian's /usr/lib/postgresql/<v>/bin, or PG_BIN). As
 // root they run as the OS user `postgres`, as PostgreSQL requires. Machines without those binaries
 // (the embedded PostgreSQL has no pg_basebackup) get null, and the replica tests say they skipped.
+// Besides reading from the standby (test/replicas.test.ts), the pair serves the failover tests
+// (test/hosts.test.ts, the drill in test/chaos/failover.ts) and the bench's synchronous-commit runs:
+// the standby made synchronous or asynchronous, the primary killed, the standby promoted.
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { appendFileSync, chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
