@@ -20,7 +20,7 @@ import { startReplicaPair, type ReplicaPair } from '../helpers/replica';
 import { sleep } from '../helpers/time';
 import { checkHistory, History, type Invocation } from './history';
 import type { Outcome } from './client';
-import { freePort, retryUnknowns, ServerProcess, setUpCampaign, statsReader, storm } from './harness';
+import { freePort, retryUnknowns, scenarioResult, ServerProcess, setUpCampaign, statsReader, storm } from './harness';
 import type { ScenarioEnv, ScenarioResult } from './scenarios';
 
 export interface FailoverFigures {
@@ -129,21 +129,7 @@ async function drill(id: string, replication: FailoverFigures['replication'], en
         `standby promoted ${figures.promoteMs} ms after the kill, claims acknowledged again after ${figures.recoverMs} ms`,
     );
     if (expected.length > 0) notes.push(`expected with asynchronous replication: ${expected.length} checker findings that follow from the ${figures.lost} lost claims (first: ${expected[0]})`);
-    const first = history.firstPass();
-    return {
-      id,
-      name,
-      claims: history.invocations.length,
-      ...first,
-      retries: history.retries(),
-      stored: verdict.final.stored,
-      total: verdict.final.total,
-      available: verdict.final.available,
-      violations,
-      notes,
-      seconds: Math.round((Date.now() - started) / 100) / 10,
-      failover: figures,
-    };
+    return { ...scenarioResult({ id, name, history, verdict, violations, notes, started }), failover: figures };
   } catch (error) {
     throw new Error(`${id}: ${(error as Error).message}\n--- server logs ---\n${servers.map((s) => s.log).join('\n---\n')}`, { cause: error });
   } finally {

@@ -10,7 +10,8 @@ import { migrate } from '../../src/db/migrate';
 import { databaseUrl } from '../helpers/env';
 import { sleep, until } from '../helpers/time';
 import { gql, sendClaim, type ClaimRequest } from './client';
-import { History, type Invocation } from './history';
+import { History, type Invocation, type Verdict } from './history';
+import type { ScenarioResult } from './scenarios';
 
 export const ADMIN_KEY = 'chaos-admin-key-0123456789';
 const ROOT = path.resolve(__dirname, '../..');
@@ -288,4 +289,21 @@ export async function spawnEmbeddedHost(dir: string, port: number): Promise<Embe
       await command('exit');
     },
   } as EmbeddedDatabase & { [Symbol.asyncDispose](): Promise<void> };
+}
+
+/** A scenario's line of the results table, from its history and the checker's verdict. */
+export function scenarioResult(o: { id: string; name: string; history: History; verdict: Verdict; violations: string[]; notes: string[]; started: number }): ScenarioResult {
+  return {
+    id: o.id,
+    name: o.name,
+    claims: o.history.invocations.length,
+    ...o.history.firstPass(),
+    retries: o.history.retries(),
+    stored: o.verdict.final.stored,
+    total: o.verdict.final.total,
+    available: o.verdict.final.available,
+    violations: o.violations,
+    notes: o.notes,
+    seconds: Math.round((Date.now() - o.started) / 100) / 10,
+  };
 }

@@ -20,6 +20,7 @@ import {
   closeCampaign,
   freePort,
   retryUnknowns,
+  scenarioResult,
   scratchDatabase,
   ServerProcess,
   setUpCampaign,
@@ -99,20 +100,7 @@ async function run(
     if (options.check) verdict.violations.push(...(await options.check({ server, sql: db.sql, campaignId, notes })));
     const idle = await idleInTransaction(db.sql, db.name);
     if (idle > 0) verdict.violations.push(`${idle} server sessions left idle in transaction`);
-    const first = history.firstPass();
-    return {
-      id,
-      name,
-      claims: history.invocations.length,
-      ...first,
-      retries: history.retries(),
-      stored: verdict.final.stored,
-      total: verdict.final.total,
-      available: verdict.final.available,
-      violations: verdict.violations,
-      notes,
-      seconds: Math.round((Date.now() - started) / 100) / 10,
-    };
+    return scenarioResult({ id, name, history, verdict, violations: verdict.violations, notes, started });
   } catch (error) {
     throw new Error(`${id}: ${(error as Error).message}\n--- server log ---\n${server.log}`, { cause: error });
   } finally {
