@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { parseHosts } from './db/hosts';
 import { webhookKeyFrom } from './webhooks/secrets';
 
 /**
@@ -28,6 +29,16 @@ const intFrom = (name: string, fallback: number, min: number, max: number) =>
       return value;
     });
 
+/** True when DATABASE_URL's host list and target_session_attrs are ones Tessera can honour (db/hosts.ts). */
+function hostsParse(url: string): boolean {
+  try {
+    parseHosts(url);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 const EnvSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test'], {
     error: 'NODE_ENV must be one of development, production, test',
@@ -40,7 +51,7 @@ const EnvSchema = z.object({
     .refine((url) => url === undefined || url === '' || /^postgres(ql)?:\/\//.test(url), {
       message: 'DATABASE_URL must be a postgres:// or postgresql:// URL (or unset for the embedded database)',
     })
-    .refine((url) => !url || /[?&]target_session_attrs=(read-write|any)(&|$)/.test(url) || !/[?&]target_session_attrs=/.test(url), {
+    .refine((url) => !url || hostsParse(url), {
       message: 'DATABASE_URL: target_session_attrs must be read-write (the primary only) or any (the first host that answers)',
     }),
   DATABASE_READ_URL: z

@@ -5,7 +5,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import { Pool, type PoolConfig } from 'pg';
 import type { Config } from '../config';
 import { PrismaClient } from '../generated/prisma/client';
-import { HostSelector, needsHostList, parseHosts } from './hosts';
+import { HostSelector, parseHosts } from './hosts';
 import type { ReadReplicas, ReadTarget } from './replicas';
 
 export type Prisma = PrismaClient;
@@ -31,9 +31,10 @@ export type DatabaseOptions = Config['database'] & { url: string; onError?: (err
 
 export function poolConfig(options: DatabaseOptions): PoolConfig {
   // Several hosts, or target_session_attrs=read-write: Tessera picks the host per connection (hosts.ts).
-  const hosts = needsHostList(options.url) ? new HostSelector(parseHosts(options.url)) : null;
+  const list = parseHosts(options.url);
+  const hosts = list.urls.length > 1 || list.readWrite ? new HostSelector(list) : null;
   return {
-    connectionString: hosts ? hosts.url : options.url,
+    connectionString: hosts ? hosts.url : list.urls[0],
     ...(hosts ? { Client: hosts.Client, onConnect: hosts.onConnect } : {}),
     max: options.poolSize,
     // Prisma's pg adapter waits forever for a connection by default; an exhausted pool must fail fast.

@@ -11,7 +11,7 @@
 // connections find the promoted server without a restart or a configuration change. Connections to
 // the dead primary are dropped by the pool as they fail.
 //
-// Without a comma and without target_session_attrs a URL is passed to pg untouched.
+// Without a comma and without target_session_attrs a URL is passed to pg as it is.
 import { Client, type ClientBase, type ClientConfig } from 'pg';
 import { PG } from './pgErrors';
 
@@ -48,12 +48,6 @@ export function parseHosts(url: string): HostList {
   const hosts = hostList.split(',').filter((h) => h !== '');
   if (hosts.length <= 1) return { urls: [`${scheme}${userinfo}${hostList}${tail}`], readWrite };
   return { urls: hosts.map((host) => `${scheme}${userinfo}${host}${tail}`), readWrite };
-}
-
-/** True when `url` needs Tessera's own host handling (more than one host, or read-write only). */
-export function needsHostList(url: string): boolean {
-  const list = parseHosts(url);
-  return list.urls.length > 1 || list.readWrite;
 }
 
 /** Raised for a connection that reached a read-only server when read-write was asked for. */
@@ -121,14 +115,14 @@ export class HostSelector {
 }
 
 /**
- * One connected client on the first listed host that answers (and accepts writes, when asked):
- * for the one-off connections (migrations at start-up, the CLI), which try every host at once.
+ * One connected client on the first listed host that answers (and accepts writes, when asked): for
+ * the one-off connection of the migrations at start-up, which tries every host at once.
  */
-export async function connectClient(url: string, config: Omit<ClientConfig, 'connectionString'> = {}): Promise<Client> {
+export async function connectClient(url: string): Promise<Client> {
   const list = parseHosts(url);
   let last: unknown = null;
   for (const hostUrl of list.urls) {
-    const client = new Client({ ...config, connectionString: hostUrl });
+    const client = new Client({ connectionString: hostUrl });
     client.on('error', () => undefined); // a dropped connection surfaces as a failed query
     try {
       await client.connect();

@@ -5,7 +5,7 @@
 // read of its own allocations stays on the primary (read-your-writes: a claim is committed on the
 // primary before it is answered, and the partner's next read of it asks the primary).
 //
-// Staleness is bounded: every REPLICA_CHECK_MS each replica is asked how far its replay is behind
+// Staleness is bounded: every min(1 s, READ_MAX_LAG_MS / 2) each replica is asked how far its replay is behind
 // (now minus the time of the last transaction it replayed, 0 when it has replayed all it received),
 // and one more than READ_MAX_LAG_MS behind — or not answering — is skipped until it catches up.
 // With no replica in bounds, reads go to the primary. So a read is at most READ_MAX_LAG_MS plus one
