@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import proxyAddr from 'proxy-addr';
 import { z } from 'zod';
 import { parseHosts } from './db/hosts';
 import { webhookKeyFrom } from './webhooks/secrets';
@@ -28,6 +29,18 @@ const intFrom = (name: string, fallback: number, min: number, max: number) =>
       }
       return value;
     });
+
+/** True when every entry of TRUST_PROXY is an address, a CIDR or one of proxy-addr's names (loopback…). */
+function trustParses(list: string): boolean {
+  try {
+    proxyAddr.compile(splitList(list));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const splitList = (value: string | undefined): string[] => (value ?? '').split(',').map((item) => item.trim()).filter(Boolean);
 
 /** True when DATABASE_URL's host list and target_session_attrs are ones Tessera can honour (db/hosts.ts). */
 function hostsParse(url: string): boolean {
@@ -94,6 +107,17 @@ const EnvSchema = z.object({
   GRAPHQL_MAX_COST: intFrom('GRAPHQL_MAX_COST', 20_000, 1, 10_000_000),
   GRAPHQL_MAX_TOKENS: intFrom('GRAPHQL_MAX_TOKENS', 30_000, 100, 10_000_000),
   CORS_ORIGINS: z.string().optional(),
+  TRUST_PROXY: z
+    .string()
+    .optional()
+    .refine((list) => !list || trustParses(list), {
+      message: 'TRUST_PROXY must be IP addresses or CIDRs (or loopback, linklocal, uniquelocal), separated by commas',
+    }),
+  TRUST_PROXY_HEADER: z.enum(['x-forwarded-for', 'forwarded', ''], { error: 'TRUST_PROXY_HEADER must be x-forwarded-for or forwarded (or unset)' }).optional(),
+  WS_MAX_MESSAGE_BYTES: intFrom('WS_MAX_MESSAGE_BYTES', 1_048_576, 1024, 104_857_600),
+  WS_MAX_UNAUTHENTICATED_BYTES: intFrom('WS_MAX_UNAUTHENTICATED_BYTES', 16_384, 256, 104_857_600),
+  WS_MAX_SUBSCRIPTIONS_PER_SOCKET: intFrom('WS_MAX_SUBSCRIPTIONS_PER_SOCKET', 20, 1, 100_000),
+  WS_MAX_SUBSCRIPTIONS_PER_KEY: intFrom('WS_MAX_SUBSCRIPTIONS_PER_KEY', 100, 1, 1_000_000),
   WEBHOOK_SECRET_KEY: z.string().optional(),
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: z.enum(['true', 'false', '']).optional(),
   METRICS_TOKEN: z
@@ -149,6 +173,23 @@ export interface Config {
   };
   /** Browser origins allowed to call the API cross-origin; empty: none. */
   readonly corsOrigins: readonly string[];
+  /**
+   * Proxies whose forwarding header names the client (TRUST_PROXY: addresses, CIDRs; none by
+   * default), and which header they set (TRUST_PROXY_HEADER; undefined: whichever one is present,
+   * neither when both are). src/clientAddress.ts.
+   */
+  readonly trustProxy: { readonly addresses: readonly string[]; readonly header: 'x-forwarded-for' | 'forwarded' | undefined };
+  /** The WebSocket's own limits (src/ws.ts, docs/SECURITY.md). */
+  readonly websocket: {
+    /** The largest message an accepted socket may send (ws's maxPayload). */
+    readonly maxMessageBytes: number;
+    /** What a socket may send in all before its connection_init is accepted. */
+    readonly maxUnauthenticatedBytes: number;
+    /** Subscriptions open at once on one socket. */
+    readonly maxSubscriptionsPerSocket: number;
+    /** Subscriptions open at once for one key, on one instance. */
+    readonly maxSubscriptionsPerKey: number;
+  };
   /** When set, GET /metrics requires `Authorization: Bearer <metricsToken>`; undefined: /metrics is open. */
   readonly metricsToken: string | undefined;
   readonly webhooks: {
@@ -256,7 +297,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxCost: e.GRAPHQL_MAX_COST,
       maxTokens: e.GRAPHQL_MAX_TOKENS,
     }),
-    corsOrigins: Object.freeze((e.CORS_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean)),
+    corsOrigins: Object.freeze(splitList(e.CORS_ORIGINS)),
+    trustProxy: Object.freeze({ addresses: Object.freeze(splitList(e.TRUST_PROXY)), header: e.TRUST_PROXY_HEADER || undefined }),
+    websocket: Object.freeze({
+      maxMessageBytes: e.WS_MAX_MESSAGE_BYTES,
+      maxUnauthenticatedBytes: Math.min(e.WS_MAX_UNAUTHENTICATED_BYTES, e.WS_MAX_MESSAGE_BYTES),
+      maxSubscriptionsPerSocket: e.WS_MAX_SUBSCRIPTIONS_PER_SOCKET,
+      maxSubscriptionsPerKey: e.WS_MAX_SUBSCRIPTIONS_PER_KEY,
+    }),
     metricsToken: e.METRICS_TOKEN ? e.METRICS_TOKEN : undefined,
     webhooks: Object.freeze({ secretKey: webhookSecretKey, allowPrivateNetworks: e.WEBHOOK_ALLOW_PRIVATE_NETWORKS === 'true', production }),
   });

@@ -147,6 +147,8 @@ export function subscriptionServer(
           if (!selected) return [new GraphQLError('The document names no operation to run, or several without operationName.', { extensions: { code: 'BAD_REQUEST' } })];
           operation.type = selected.operation;
           operation.name = payload.operationName ?? selected.name?.value ?? null;
+          // The cost limit answers before the transport's own refusal, as validation would (HTTP says the same).
+          controls.measure(schema, document, selected, payload.variables ?? {});
           if (selected.operation !== 'subscription') return [new GraphQLError(NOT_OVER_WS, { extensions: { code: 'BAD_REQUEST' } })];
           await controls.admit(context.viewer, schema, document, selected, payload.variables ?? {});
           return { schema, document, operationName: payload.operationName, variableValues: payload.variables, contextValue: context };

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { buildSchema, parse, type OperationDefinitionNode } from 'graphql';
 import { AUTH_FAILURE_FLOOR_MS } from '../src/admission';
-import { cachedOperationCost } from '../src/operations';
+import { measureOperation } from '../src/cost';
 import { SCHEMA_PATH } from '../src/server';
 import { ADMIN_KEY, CLAIM, createTestDatabase, startTestServer, type TestServer } from './helpers/testServer';
 import { until } from './helpers/time';
@@ -145,7 +145,7 @@ describe('rate limits and failed logins count on both transports', () => {
   test('an operation is charged what its variables make it cost, though its cost is remembered per document', () => {
     const schema = buildSchema(readFileSync(SCHEMA_PATH, 'utf8'));
     const cost = (query: string, variables: Record<string, unknown> = {}, document = parse(query)) =>
-      cachedOperationCost(schema, document, document.definitions[0] as OperationDefinitionNode, variables);
+      measureOperation(schema, document, document.definitions[0] as OperationDefinitionNode, variables).points;
     const CLAIMS = 'a: claimTicket(input: $i) { allocation { id } } b: claimTicket(input: $i) @include(if: $two) { allocation { id } }';
     const byVariable = parse(`mutation($i: ClaimTicketInput!, $two: Boolean!) { ${CLAIMS} }`);
     expect([false, true, false, true].map((two) => cost('', { two }, byVariable))).toEqual([5, 10, 5, 10]);

@@ -71,7 +71,7 @@ export async function startTestServer(
   options: {
     database?: Partial<Config['database']>;
     logger?: Logger;
-    config?: Partial<Pick<Config, 'env' | 'apiKeyCacheTtlMs' | 'holdSweepIntervalMs' | 'refusalFlushMs' | 'readReplicas' | 'claimBatchMax' | 'rateLimit' | 'graphql' | 'corsOrigins' | 'metricsToken' | 'webhooks'>>;
+    config?: Partial<Pick<Config, 'env' | 'apiKeyCacheTtlMs' | 'holdSweepIntervalMs' | 'refusalFlushMs' | 'readReplicas' | 'claimBatchMax' | 'rateLimit' | 'graphql' | 'corsOrigins' | 'metricsToken' | 'webhooks' | 'trustProxy' | 'websocket'>>;
     redis?: Redis;
     /** Use this database instead of a fresh one (several servers on one database). */
     databaseUrl?: string;
