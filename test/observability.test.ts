@@ -4,6 +4,7 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { ADMIN_KEY, CLAIM, startTestServer, type TestServer } from './helpers/testServer';
 import { until } from './helpers/time';
+import { connectSocket, runOverSocket } from './helpers/ws';
 
 const lines: Record<string, any>[] = [];
 const sink = new Writable({
@@ -40,6 +41,30 @@ test('each operation logs one JSON line with its request id, and neither the API
   expect(everything).not.toContain(partner.apiKey.slice(0, 20));
   expect(everything).not.toContain('4111-SECRET');
   expect(everything).not.toContain(ADMIN_KEY);
+});
+
+test('an operation name of half a megabyte is logged cut to 100 characters with its length, over HTTP and over the socket', async () => {
+  const name = `Q${'x'.repeat(499_999)}`;
+  const campaignId = await server.openCampaignWith(1);
+  lines.length = 0;
+  const overHttp = await server.gql(ADMIN_KEY, `query ${name} { __typename }`);
+  expect(overHttp.status).toBe(200);
+  const socket = connectSocket(server.url, ADMIN_KEY);
+  try {
+    const live = await runOverSocket(socket, { query: `subscription ${name}($id: ID!) { campaignStats(id: $id) { total } }`, variables: { id: campaignId } });
+    expect(live.results[0]?.data).toEqual({ campaignStats: { total: 1 } });
+  } finally {
+    await socket.dispose();
+  }
+  const logged = await until(() => (lines.filter((l) => l.msg === 'graphql' && l.operation?.startsWith('Qxx')).length >= 2 ? lines : undefined), {
+    message: 'the log lines of both operations',
+    timeoutMs: 5_000,
+    intervalMs: 10,
+  });
+  const named = logged!.filter((l) => l.operation?.startsWith('Qxx'));
+  expect(named.map((l) => l.transport).sort()).toEqual(['http', 'ws']);
+  for (const line of named) expect(line.operation).toBe(`${name.slice(0, 100)}… (500000 characters)`);
+  expect(Math.max(...logged!.map((l) => JSON.stringify(l).length))).toBeLessThan(2_000);
 });
 
 test('a failed authentication is logged without the key that was tried', async () => {
