@@ -22,9 +22,16 @@ export function bearerMatches(authorization: string | undefined, token: string):
 
 export function healthRoutes(
   app: express.Express,
-  options: { db: Database; metrics: Metrics; logger: Logger; draining(): boolean; metricsToken?: string },
+  options: { db: Database; metrics: Metrics; logger: Logger; draining(): boolean; metricsToken?: string; production?: boolean },
 ): void {
   const { db, metrics, logger } = options;
+  // Open by default, production too: Prometheus scrapes inside a private network without
+  // credentials as a rule, and the figures carry no id, key, name or holder (labels: outcome, code,
+  // operation, pool state) — but they do tell claim volumes to whoever reaches the port, so a
+  // production server without METRICS_TOKEN says so once at start-up (docs/SECURITY.md, "Metrics").
+  if (options.production && options.metricsToken === undefined) {
+    logger.warn({ route: '/metrics' }, '/metrics is open to anyone who reaches this port: set METRICS_TOKEN, or keep the port private');
+  }
   const databaseReady = async (): Promise<{ ready: boolean; body: Record<string, unknown> }> => {
     try {
       const pending = await pendingMigrations(async (sql) => (await db.pool.query(sql)).rows);

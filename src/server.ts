@@ -138,7 +138,7 @@ export async function createServer(options: {
   });
   await apollo.start();
 
-  healthRoutes(app, { db, metrics, logger, draining: () => draining, metricsToken: config.metricsToken });
+  healthRoutes(app, { db, metrics, logger, draining: () => draining, metricsToken: config.metricsToken, production: config.env === 'production' });
   app.use('/graphiql', graphiqlAssets());
   // The operators' console: a static bundle built from npm packages by `npm install`
   // (scripts/build-console.js); it talks to /graphql like any client.

@@ -6,6 +6,8 @@ import http from 'node:http';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { ConfigError, loadConfig } from '../src/config';
 import { startTestServer, type TestServer } from './helpers/testServer';
 
@@ -172,6 +174,29 @@ describe('/metrics', () => {
     const body = await res.text();
     expect(body).not.toContain('tessera_');
     expect(body).not.toContain(TOKEN);
+  });
+
+  test('a production server without METRICS_TOKEN keeps /metrics open and warns once at start-up; with it, no warning', async () => {
+    const logged: { level: number; msg: string }[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        for (const line of String(chunk).split('\n').filter(Boolean)) logged.push(JSON.parse(line));
+        done();
+      },
+    });
+    const open = await startTestServer({ config: { env: 'production' }, logger: pino({ level: 'info' }, sink) });
+    try {
+      expect((await metrics(open.url.replace(/\/graphql$/, ''))).status).toBe(200);
+    } finally {
+      await open.stop();
+    }
+    const warnings = logged.filter((l) => l.level === 40 && l.msg.includes('/metrics is open'));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]!.msg).toContain('METRICS_TOKEN');
+    logged.length = 0;
+    const closed = await startTestServer({ config: { env: 'production', metricsToken: TOKEN }, logger: pino({ level: 'info' }, sink) });
+    await closed.stop();
+    expect(logged.filter((l) => l.msg.includes('/metrics is open'))).toEqual([]);
   });
 
   test('with METRICS_TOKEN, the health probes stay open', async () => {
