@@ -2,7 +2,9 @@
 // schema.graphql. When the schema is built, every field that carries one is wrapped here:
 //   - @requires: the caller's role is checked before the field runs: FORBIDDEN otherwise;
 //   - @audited: any caller with a key may run the field (it checks ownership itself), and it is
-//     audited as below;
+//     audited as below; @audited(partners: false) audits only the admin key's and operator keys'
+//     calls (releaseAllocation: an operator acting on a partner's allocation is worth a row, a
+//     partner acting on its own is recorded by the row it changes, as its claims are);
 //   - a Mutation field that carries either is audited: one row per execution of the field, written
 //     from what actually ran. Fragments are expanded and @skip/@include honoured, because the row is
 //     written by the field's own resolver, on every transport. A refused call is recorded without
@@ -32,6 +34,11 @@ export interface AccessRule {
   readonly role: OperatorRole | null;
   /** Mutation fields are audited. */
   readonly audited: boolean;
+  /**
+   * Whether a partner's call that runs is audited too: false for @audited(partners: false). A call
+   * refused for want of a role is audited whatever this says.
+   */
+  readonly auditsPartners: boolean;
 }
 
 /** What a wrapped resolver needs from the context. */
@@ -62,18 +69,20 @@ export function accessRules(schema: GraphQLSchema): AccessRule[] {
       const name = `${type.name}.${field.name}`;
       const directives = field.astNode?.directives ?? [];
       const requires = directives.find((d) => d.name.value === 'requires');
-      const audited = directives.some((d) => d.name.value === 'audited');
+      const audited = directives.find((d) => d.name.value === 'audited');
       if (requires && audited) throw new Error(`${name}: @requires already audits a Mutation field; drop @audited`);
       if (audited) {
         // A read is not audited, and a field open to every caller needs no rule at all.
         if (!isMutation) throw new Error(`${name}: @audited is for Mutation fields`);
-        rules.push({ field: name, role: null, audited: true });
+        const partners = audited.arguments?.find((a) => a.name.value === 'partners')?.value;
+        if (partners && partners.kind !== 'BooleanValue') throw new Error(`${name}: @audited(partners:) is true or false`);
+        rules.push({ field: name, role: null, audited: true, auditsPartners: partners?.value ?? true });
         continue;
       }
       const role = requires?.arguments?.find((a) => a.name.value === 'role')?.value;
       if (!role) continue;
       if (role.kind !== 'EnumValue' || !(role.value in RANK)) throw new Error(`${name}: @requires needs an OperatorRole`);
-      rules.push({ field: name, role: role.value as OperatorRole, audited: isMutation });
+      rules.push({ field: name, role: role.value as OperatorRole, audited: isMutation, auditsPartners: true });
     }
   }
   return rules;
@@ -86,6 +95,15 @@ function outcomeOf(error: unknown): string {
   if (error instanceof InvalidInput) return ErrorCode.BAD_USER_INPUT;
   if (error instanceof GraphQLError && typeof error.extensions.code === 'string') return error.extensions.code;
   return ErrorCode.INTERNAL_SERVER_ERROR;
+}
+
+/**
+ * The outcome of a call that returned: an expected refusal comes back in the payload's `error` (a
+ * ClaimError, e.g. ALLOCATION_NOT_FOUND), not as a GraphQL error, and is recorded as its code.
+ */
+function returnedOutcome(result: unknown): string {
+  const error = (result as { error?: { code?: unknown } | null } | null | undefined)?.error;
+  return typeof error?.code === 'string' ? error.code : 'OK';
 }
 
 /** `admin` (ADMIN_API_KEY), `operator:<key id>` or `partner:<id>`. */
@@ -104,6 +122,7 @@ export function enforceAccess(schema: GraphQLSchema): GraphQLSchema {
   const wrap = (typeName: string, fieldName: string, rule: AccessRule | undefined, mutation: boolean) => {
     const field = (schema.getType(typeName) as { getFields(): Record<string, GraphQLFieldConfig<unknown, AccessContext>> }).getFields()[fieldName]!;
     const audited = rule?.audited ?? false;
+    const auditsPartners = rule?.auditsPartners ?? true;
     const guard = <T>(inner: GraphQLFieldResolver<unknown, AccessContext>, audit: boolean): GraphQLFieldResolver<unknown, AccessContext> => {
       return async (source, args, ctx, info) => {
         const entry = (outcome: string, withArguments: boolean): AuditRecord => ({
@@ -121,10 +140,10 @@ export function enforceAccess(schema: GraphQLSchema): GraphQLSchema {
           if (mutation) await ctx.services.audit.record(entry(ErrorCode.FORBIDDEN, false));
           throw forbidden(missing);
         }
-        if (!audit) return inner(source, args, ctx, info) as T;
+        if (!audit || (ctx.viewer.kind === 'partner' && !auditsPartners)) return inner(source, args, ctx, info) as T;
         try {
           const result = (await inner(source, args, ctx, info)) as T;
-          await ctx.services.audit.record(entry('OK', true));
+          await ctx.services.audit.record(entry(returnedOutcome(result), true));
           return result;
         } catch (error) {
           const refused = error instanceof Refusal;

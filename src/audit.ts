@@ -53,11 +53,13 @@ export class AuditService {
   async list(_ctx: RequestContext, args: AuditLogArgs): Promise<ConnectionModel<AuditEntryModel>> {
     const limit = validate.pageSize(args.first);
     const before = args.after ? auditCursor.decode(args.after) : null;
+    const since = validate.date('since', args.since);
+    const until = validate.date('until', args.until);
     const where = {
       ...(args.operation ? { operation: validate.text('operation', args.operation, 100) } : {}),
       ...(args.outcome ? { outcome: validate.text('outcome', args.outcome, 100) } : {}),
       ...(args.actor ? { actor: validate.text('actor', args.actor, 100) } : {}),
-      ...(args.since || args.until ? { at: { ...(args.since ? { gte: args.since } : {}), ...(args.until ? { lt: args.until } : {}) } } : {}),
+      ...(since || until ? { at: { ...(since ? { gte: since } : {}), ...(until ? { lt: until } : {}) } } : {}),
     };
     const db = this.db.read().prisma; // a report: a replica may serve it
     const rows = await db.auditEntry.findMany({

@@ -26,6 +26,9 @@ export const LIMITS = {
   lowStockThreshold: 10_000_000,
   /** Live (not deleted) webhook endpoints per partner, and for the operator's own. */
   webhooksPerOwner: 20,
+  /** Every date argument, and every timestamp in a page cursor, falls in these years (UTC). */
+  earliestYear: 1970,
+  latestYear: 9999,
 } as const;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -158,18 +161,23 @@ export function prefix(value: string | null | undefined): string {
   return value;
 }
 
-/** Years PostgreSQL stores and people mean: the DateTime scalar alone accepts e.g. year 0000. */
-function plausibleDate(field: string, value: Date | null | undefined): void {
-  if (!value) return;
+/**
+ * A DateTime argument: years PostgreSQL stores and people mean, in UTC. The DateTime scalar alone
+ * accepts year 0000 (PostgreSQL: 22008), and an offset carries 9999-12-31T23:59:59-23:59 into year
+ * 10000. Every DateTime argument of every query and mutation passes here before it is used.
+ */
+export function date<T extends Date | null | undefined>(field: string, value: T): T {
+  if (!value) return value;
   const year = value.getUTCFullYear();
-  if (Number.isNaN(year) || year < 1970 || year > 9999) {
-    throw new InvalidInput(field, `${field} must be a date between 1970 and 9999.`);
+  if (Number.isNaN(year) || year < LIMITS.earliestYear || year > LIMITS.latestYear) {
+    throw new InvalidInput(field, `${field} must be a date between ${LIMITS.earliestYear} and ${LIMITS.latestYear}.`);
   }
+  return value;
 }
 
 export function campaignWindow(opensAt: Date | null | undefined, closesAt: Date | null | undefined): void {
-  plausibleDate('opensAt', opensAt);
-  plausibleDate('closesAt', closesAt);
+  date('opensAt', opensAt);
+  date('closesAt', closesAt);
   if (opensAt && closesAt && !(opensAt.getTime() < closesAt.getTime())) {
     throw new InvalidInput('closesAt', 'closesAt must be after opensAt.');
   }

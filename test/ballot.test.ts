@@ -437,6 +437,13 @@ test("quotas and allotments limit what an entry can win, not entering: a partner
   const ballot = await draw(campaignId);
   expect(ballot.tickets).toBe(12);
   expect(ballot.partnerLimits).toEqual({ [capped.id]: { quota: 2 }, [allotted.id]: { allotted: 4 } });
+  // Operators (a VIEWER key too) read every partner's limits; a partner only its own, or {}.
+  const viewer = await server.gql(ADMIN_KEY, 'mutation { createOperatorKey(input: { name: "ballot viewer", role: VIEWER }) { apiKey } }');
+  const everyone = { [capped.id]: { quota: 2 }, [allotted.id]: { allotted: 4 } };
+  expect((await campaign(campaignId, viewer.body.data!.createOperatorKey.apiKey)).ballot!.partnerLimits).toEqual(everyone);
+  expect((await campaign(campaignId, capped.apiKey)).ballot!.partnerLimits).toEqual({ [capped.id]: { quota: 2 } });
+  expect((await campaign(campaignId, allotted.apiKey)).ballot!.partnerLimits).toEqual({ [allotted.id]: { allotted: 4 } });
+  expect((await campaign(campaignId, free.apiKey)).ballot).toMatchObject({ partnerLimits: {}, tickets: 12, winners: ballot.winners, seed: ballot.seed });
   const c = await verified(campaignId);
   const won = (p: { id: string }) => c.entries.filter((e) => e.partner.id === p.id && e.wonInDraw).length;
   // The walk by hand, in rank order: `allotted` draws on its 4 first, then everyone on the 8 of the

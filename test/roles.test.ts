@@ -146,6 +146,33 @@ describe('operator keys', () => {
     expect(refused.body.data!.auditLog.edges.every((e: { node: { outcome: string } }) => e.node.outcome === 'FORBIDDEN')).toBe(true);
   });
 
+  test("an OPERATOR key releasing a partner's allocation leaves an audit row naming the key, the allocation and the outcome; the partner's own release leaves none", async () => {
+    const owner = await server.createPartner('released');
+    const campaignId = await server.openCampaignWith(3);
+    const CLAIM_ONE = 'mutation($c: ID!, $h: String!) { claimTicket(input: { campaignId: $c, holder: $h }) { allocation { id } } }';
+    const RELEASE = 'mutation($id: ID!) { releaseAllocation(allocationId: $id) { allocation { id status } error { code } } }';
+    const [first, second] = await Promise.all(['r1', 'r2'].map(async (h) => (await server.gql(owner.apiKey, CLAIM_ONE, { c: campaignId, h })).body.data!.claimTicket.allocation.id as string));
+    const before = (await server.sql.query('SELECT coalesce(max(id), 0) AS id FROM audit_log')).rows[0].id;
+
+    const byOperator = await server.gql(keys['OPERATOR key'], RELEASE, { id: first });
+    expect(byOperator.body.data!.releaseAllocation).toEqual({ allocation: { id: first, status: 'RELEASED' }, error: null });
+    const byPartner = await server.gql(owner.apiKey, RELEASE, { id: second });
+    expect(byPartner.body.data!.releaseAllocation).toEqual({ allocation: { id: second, status: 'RELEASED' }, error: null });
+    // An expected refusal comes back in the payload; the row records its code.
+    const unknown = await server.gql(keys['OPERATOR key'], RELEASE, { id: NO_SUCH_ID });
+    expect(unknown.body.data!.releaseAllocation.error).toEqual({ code: 'ALLOCATION_NOT_FOUND' });
+
+    const { rows } = await server.sql.query('SELECT actor, operator_id, operation, arguments, outcome, request_id FROM audit_log WHERE id > $1 ORDER BY id', [before]);
+    const operator = operatorIds['OPERATOR key'];
+    expect(rows).toEqual([
+      { actor: `operator:${operator}`, operator_id: operator, operation: 'releaseAllocation', arguments: { allocationId: first }, outcome: 'OK', request_id: byOperator.headers.get('x-request-id') },
+      { actor: `operator:${operator}`, operator_id: operator, operation: 'releaseAllocation', arguments: { allocationId: NO_SUCH_ID }, outcome: 'ALLOCATION_NOT_FOUND', request_id: unknown.headers.get('x-request-id') },
+    ]);
+    // Operators find it in the audit log by the operation, with the key that acted.
+    const log = await server.gql(keys['VIEWER key'], '{ auditLog(first: 1, operation: "releaseAllocation", outcome: "OK") { edges { node { actor arguments operator { id role } } } } }');
+    expect(log.body.data!.auditLog.edges[0].node).toEqual({ actor: `operator:${operator}`, arguments: { allocationId: first }, operator: { id: operator, role: 'OPERATOR' } });
+  });
+
   test('viewer says who is calling, for every kind of key', async () => {
     const q = '{ viewer { role operator { id role } partner { name } } }';
     expect((await server.gql(ADMIN_KEY, q)).body.data!.viewer).toEqual({ role: 'OWNER', operator: null, partner: null });

@@ -10,6 +10,11 @@
 // most its cap of live leases across every instance: leasers take turns (an advisory lock), so the
 // count of leases in flight each one reads is exact. An allocation's deliveries to one endpoint go
 // in the order of their events: one waits while an earlier one is still PENDING.
+//
+// A revoked partner (revokeApiKey; rotateApiKey restores it) gets nothing: drainEvents routes no
+// event to its endpoints, and leaseDue says so of a delivery queued before the revocation, which the
+// dispatcher then fails unsent (docs/WEBHOOKS.md). Both read partners.revoked_at itself, not the
+// key cache: a revocation holds from the next drain and the next lease on every instance.
 import type { Pool, PoolClient } from 'pg';
 
 /** The allocation's status each allocation event reports. */
@@ -58,7 +63,8 @@ RETURNING id, type, campaign_id, partner_id, allocation_id, expires_at, data, cr
 
 /**
  * Whether `endpoint` receives `event`: its type is asked for, it is the operator's, the partner's
- * own, or campaign-wide, and its campaign is within the partner's scope.
+ * own, or campaign-wide, and its campaign is within the partner's scope. (A revoked partner's
+ * endpoints are not among the endpoints at all: insertDeliveries.)
  */
 const routes = (endpoint: EndpointRow, event: EventRow) =>
   endpoint.events.includes(event.type) &&
@@ -111,7 +117,7 @@ async function insertDeliveries(client: PoolClient, drained: EventRow[]): Promis
   const { rows: endpoints } = await client.query<EndpointRow>(
     `SELECT e.id, e.partner_id, e.events, CASE WHEN p.scoped THEN p.campaign_scope::text[] END AS scope
        FROM webhook_endpoints e LEFT JOIN partners p ON p.id = e.partner_id
-      WHERE e.enabled`,
+      WHERE e.enabled AND p.revoked_at IS NULL`,
   );
   // Only the events some endpoint receives need their allocation read.
   const events = drained.filter((e) => endpoints.some((endpoint) => routes(endpoint, e)));
@@ -151,6 +157,8 @@ export interface LeasedDelivery {
   url: string;
   secret_sealed: string;
   enabled: boolean;
+  /** The endpoint's partner is revoked: the delivery is not to be sent. */
+  partner_revoked: boolean;
 }
 
 const LEASE_SQL = `
@@ -182,7 +190,8 @@ UPDATE webhook_deliveries d
    SET lease_until = clock_timestamp() + make_interval(secs => $2::double precision / 1000), attempts = d.attempts + 1
   FROM leased l, webhook_endpoints e
  WHERE d.id = l.id AND e.id = d.endpoint_id
-RETURNING d.id, d.endpoint_id, d.event_id, d.body, d.attempts, e.url, e.secret_sealed, e.enabled`;
+RETURNING d.id, d.endpoint_id, d.event_id, d.body, d.attempts, e.url, e.secret_sealed, e.enabled,
+          EXISTS (SELECT 1 FROM partners p WHERE p.id = e.partner_id AND p.revoked_at IS NOT NULL) AS partner_revoked`;
 
 /** The advisory lock's class (createWebhookEndpoint.ts lists the classes in use): the leasers' turn. */
 const LEASE_LOCK = 5;

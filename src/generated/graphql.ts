@@ -125,7 +125,11 @@ export type Ballot = {
   entriesDigest?: Maybe<Scalars['String']['output']>;
   /** Before the draw: the entries ENTERED now; after it: the entries drawn. */
   entryCount: Scalars['Int']['output'];
-  /** After the draw: what capped each partner's wins, {"<partner id>": {"allotted": n, "quota": n}} (its allotment's tickets; what its quota left); {} when nothing did. */
+  /**
+   * After the draw: what capped each partner's wins, {"<partner id>": {"allotted": n, "quota": n}} (its
+   * allotment's tickets; what its quota left); {} when nothing did. Operators see every partner's; a
+   * partner only its own (or {}).
+   */
   partnerLimits?: Maybe<Scalars['JSON']['output']>;
   /** null until drawn. */
   seed?: Maybe<Scalars['String']['output']>;
@@ -191,7 +195,7 @@ export type Campaign = {
   /** BALLOT: how long a winner's hold lasts; null for FIRST_COME. */
   ballotConfirmSeconds?: Maybe<Scalars['Int']['output']>;
   /**
-   * Admin: every entry; a partner sees its own (first: 1 to 100, default 20). Entry order before the
+   * Admin: every entry; a partner sees its own (first: 0 to 100, default 20). Entry order before the
    * draw; rank order after it (the entries drawn: withdrawn ones are left out).
    */
   ballotEntries: BallotEntryConnection;
@@ -218,7 +222,7 @@ export type Campaign = {
   status: CampaignStatus;
   /** Admin. ACTIVE allocations and refused claims per bucket; the allocated counts sum to stats.allocated. */
   timeline: Array<TimelinePoint>;
-  /** Admin. The waitlist's entries in join order (first: 1 to 100, default 50): every status, or only `status`. */
+  /** Admin. The waitlist's entries in join order (first: 0 to 100, default 20): every status, or only `status`. */
   waitlist: WaitlistEntryConnection;
   /** The number of WAITING entries. */
   waitlistLength: Scalars['Int']['output'];
@@ -619,7 +623,12 @@ export type Mutation = {
   openCampaign: CampaignPayload;
   /** Admin, or the owning partner. The delivery is PENDING again and attempted now, with the same event id and body. */
   redeliverWebhook: WebhookDelivery;
-  /** Admin, or the partner that owns the allocation. Returns the ticket to the pool (see ReleasePolicy); on a waitlist offer's hold, declines the offer (the entry is LEFT). */
+  /**
+   * Admin, or the partner that owns the allocation. Returns the ticket to the pool (see ReleasePolicy);
+   * on a waitlist offer's hold, declines the offer (the entry is LEFT). Audited when the admin key or
+   * an operator key calls it; a partner releasing its own allocation is not (the allocation row is the
+   * record, as for its claims).
+   */
   releaseAllocation: ClaimTicketPayload;
   /**
    * Admin. Verifies the campaign and repairs its counters, in one transaction under the campaign's
@@ -1134,7 +1143,7 @@ export type WebhookDelivery = {
   event: WebhookEvent;
   eventId: Scalars['ID']['output'];
   id: Scalars['ID']['output'];
-  /** Why the last attempt failed (timeout, refused address, endpoint deleted…). */
+  /** Why the last attempt failed (timeout, refused address, endpoint deleted, partner revoked…). */
   lastError?: Maybe<Scalars['String']['output']>;
   /** The HTTP status of the last attempt, when it got an answer. */
   lastStatusCode?: Maybe<Scalars['Int']['output']>;
@@ -1418,7 +1427,9 @@ export type ResolversParentTypes = {
   WebhookEndpoint: WebhookEndpointModel;
 };
 
-export type AuditedDirectiveArgs = { };
+export type AuditedDirectiveArgs = {
+  partners?: Maybe<Scalars['Boolean']['input']>;
+};
 
 export type AuditedDirectiveResolver<Result, Parent, ContextType = Context, Args = AuditedDirectiveArgs> = DirectiveResolverFn<Result, Parent, ContextType, Args>;
 

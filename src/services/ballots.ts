@@ -131,9 +131,18 @@ export class BallotService {
     return publicBallot(drawn);
   }
 
-  /** Campaign.ballot: null for a first-come campaign, and for a ballot not yet opened (no seed). */
+  /**
+   * Campaign.ballot: null for a first-come campaign, and for a ballot not yet opened (no seed). A
+   * partner sees only its own entry of partnerLimits ({} when nothing capped its wins): the others
+   * name other partners and their allotments and quotas, which a partner is shown nowhere else
+   * (Campaign.allotments, partnerStats). Verifying the whole draw needs every entry, which only the
+   * operator reads and publishes (README, verify-ballot); the other figures are the same for all.
+   */
   async ballot(ctx: RequestContext, campaignId: string): Promise<BallotModel | null> {
-    return ctx.loaders.ballot.load(campaignId);
+    const ballot = await ctx.loaders.ballot.load(campaignId);
+    if (!ballot?.partnerLimits || ctx.viewer.kind === 'admin') return ballot;
+    const own = ballot.partnerLimits[ctx.viewer.partnerId];
+    return { ...ballot, partnerLimits: own ? { [ctx.viewer.partnerId]: own } : {} };
   }
 
   /** `ballotEntry(id)`: the owning partner's (within its key's scope) or the admin's; null otherwise. */

@@ -196,6 +196,7 @@ export class CampaignService {
     const campaign = await this.require(campaignId);
     if (!validate.isUuid(partnerId) || (await ctx.loaders.partner.load(partnerId.toLowerCase())) === null) throw notFound('Partner', partnerId);
     const count = validate.intInRange('size', size, 0, validate.LIMITS.quota);
+    validate.date('lapsesAt', lapsesAt);
     if (lapsesAt && lapsesAt.getTime() <= Date.now()) throw new InvalidInput('lapsesAt', 'lapsesAt must be in the future.');
     if (campaign.status === 'CLOSED') throw apiError(ErrorCode.INVALID_TRANSITION, `Campaign ${campaign.id} is closed; its allotments cannot be changed.`);
     const result = await setPartnerAllotment(this.db.prisma, { campaignId: campaign.id, partnerId: partnerId.toLowerCase(), size: count, lapsesAt: lapsesAt ?? null });
@@ -355,7 +356,7 @@ function ballotSettings(
   if (releasePolicy === 'WAITLIST_FIRST') {
     throw new InvalidInput('releasePolicy', 'A BALLOT campaign passes returned tickets on to its ranking: WAITLIST_FIRST does not apply.');
   }
-  const entriesCloseAt = input.entriesCloseAt ?? null;
+  const entriesCloseAt = validate.date('entriesCloseAt', input.entriesCloseAt ?? null);
   if (entriesCloseAt !== null) {
     if (entriesCloseAt.getTime() <= Date.now()) throw new InvalidInput('entriesCloseAt', 'entriesCloseAt must be in the future.');
     if (input.closesAt && entriesCloseAt > input.closesAt) throw new InvalidInput('entriesCloseAt', 'entriesCloseAt must not be after closesAt.');

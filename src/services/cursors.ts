@@ -2,20 +2,36 @@
 // back — a cursor this server did not issue is BAD_USER_INPUT naming `after`, never a database
 // error. One place for every connection's cursor.
 import { InvalidInput } from '../errors';
-import { isUuid } from '../validation';
+import { isUuid, LIMITS } from '../validation';
 
 const MAX_CURSOR_LENGTH = 200;
 const INT8_MAX = 9_223_372_036_854_775_807n;
+/** A ballot rank is an integer column: a larger value would fail in PostgreSQL (22003), not here. */
+const INT4_MAX = 2_147_483_647;
 /** created_at as PostgreSQL prints timestamptz (microseconds kept: a JS Date would drop them). */
-const PG_TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(\.\d{1,6})?[+-](\d{2})(:\d{2})?$/;
+const PG_TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(\.\d{1,6})?[+-](\d{2})(?::(\d{2}))?$/;
 
-/** A timestamp PostgreSQL printed, with every field in range (a real calendar day). */
+/**
+ * A timestamp PostgreSQL printed, with every field in range, so that PostgreSQL takes it back: a real
+ * calendar day (else 22008), an offset of at most ±15:59 (else 22009, e.g. `+15:99`), and a year of
+ * the date arguments' range — no row was created outside it.
+ */
 function isPgTimestamp(text: string): boolean {
   const m = PG_TIMESTAMP.exec(text);
   if (!m) return false;
-  const [year, month, day, hour, minute, second, offset] = [m[1], m[2], m[3], m[4], m[5], m[6], m[8]].map(Number) as number[];
+  const [year, month, day, hour, minute, second, offsetHours, offsetMinutes] = [m[1], m[2], m[3], m[4], m[5], m[6], m[8], m[9] ?? '0'].map(Number) as number[];
   const date = new Date(Date.UTC(year!, month! - 1, day!));
-  return year! >= 1 && date.getUTCMonth() === month! - 1 && date.getUTCDate() === day! && hour! < 24 && minute! < 60 && second! < 60 && offset! <= 15;
+  return (
+    year! >= LIMITS.earliestYear &&
+    year! <= LIMITS.latestYear &&
+    date.getUTCMonth() === month! - 1 &&
+    date.getUTCDate() === day! &&
+    hour! < 24 &&
+    minute! < 60 &&
+    second! < 60 &&
+    offsetHours! <= 15 &&
+    offsetMinutes! < 60
+  );
 }
 
 const notOurs = () => new InvalidInput('after', 'after is not a cursor returned by this connection.');
@@ -92,7 +108,7 @@ export const ballotEntryCursor = {
       if (tryDecode(`ballot-${other}`, cursor)) throw new InvalidInput('after', 'The ballot was drawn since this cursor was issued: start again from the first page, in rank order.');
       throw error;
     }
-    if (!/^\d{1,15}$/.test(value)) throw notOurs();
+    if (!/^\d{1,15}$/.test(value) || (order === 'rank' && Number(value) > INT4_MAX)) throw notOurs();
     return Number(value);
   },
 };

@@ -6,7 +6,9 @@
 //   - at most PER_ENDPOINT attempts in flight per endpoint across every instance, and MAX_IN_FLIGHT
 //     in all from this process: a slow or dead endpoint holds its own few slots (each attempt ends
 //     within the 10 s deadline), never the others';
-//   - a failed attempt is retried on the schedule of backoff.ts, then FAILED.
+//   - a failed attempt is retried on the schedule of backoff.ts, then FAILED;
+//   - a delivery to a deleted endpoint, or to a revoked partner's, is FAILED unsent (the reason in
+//     its last_error): nothing leaves for a partner whose key was revoked, even what was queued.
 import type { Database } from '../db/client';
 import { drainEvents, leaseDue, recordAttempt, type LeasedDelivery } from '../db/webhookDeliveries';
 import type { Logger } from '../logger';
@@ -51,8 +53,8 @@ export function startWebhookDispatcher(db: Database, logger: Logger, metrics: Me
 
   const count = () => attempts.size;
   const attempt = async (d: LeasedDelivery) => {
-    if (!d.enabled) {
-      await recordAttempt(db.pool, d.id, { status: 'FAILED', statusCode: null, error: 'endpoint deleted' });
+    if (!d.enabled || d.partner_revoked) {
+      await recordAttempt(db.pool, d.id, { status: 'FAILED', statusCode: null, error: d.enabled ? 'partner revoked' : 'endpoint deleted' });
       metrics.webhookDeliveries.inc({ outcome: 'failed' });
       return;
     }
