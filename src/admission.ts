@@ -1,10 +1,20 @@
 // Who gets in, for every transport: the caller's key is checked once per operation (HTTP: each
 // request; WebSocket: each subscribe message, and the socket's key again while it stays open),
-// behind the failed-authentication limit of the caller's address. Over that limit, every request
-// from the address gets the same 429 before its key is looked at — a right key as much as a wrong
-// one — so the limit is no oracle, and refused guesses cost the database nothing.
+// behind the failed-authentication limit of the caller's address (clientAddress.ts).
+//
+// Failures are counted per address, and a key that costs a database look-up is counted before the
+// look-up (given back when it proves valid): a burst of guesses from one address costs about as many
+// look-ups as the limit allows, however many arrive at once. Over the limit, failures from others
+// at that address never lock out a valid key: the admin key (checked in memory) and a well-formed key
+// whose prefix is known to exist (keyCache.ts: from memory, no look-up) are still checked, and a
+// valid one is admitted. Everything else — an unknown prefix, a wrong secret, a revoked or malformed
+// key, none — gets one and the same 429, no sooner than the failure floor: the limit says nothing
+// about a secret, and unknown prefixes cost the database nothing.
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { GraphQLError } from 'graphql';
+import { authenticate, keyClaim, type Authenticator, type KeyClaim } from './auth';
+import { createClientAddress, type ClientAddress } from './clientAddress';
 import { createContext, type OperationContext, type Services } from './context';
 import type { Database } from './db/client';
 import { isTransientDbError } from './db/pgErrors';
@@ -26,29 +36,82 @@ export const AUTH_FAILURE_FLOOR_MS = 5;
 export const wellFormedRequestId = (header: string | undefined): string | undefined =>
   header && /^[\w.:-]{1,100}$/.test(header) ? header : undefined;
 
-export type Admit = (request: { authorization: string | undefined; address: string; requestId: string; clientRequestId?: string; transport: 'http' | 'ws' }) => Promise<OperationContext>;
+/** One operation's caller, as a transport saw it. */
+export interface AdmitRequest {
+  authorization: string | undefined;
+  /** The client's address (clientAddress.ts): the key of the failed-authentication limit. */
+  address: string;
+  requestId: string;
+  clientRequestId?: string;
+  transport: 'http' | 'ws';
+}
 
-export function createAdmission(options: { db: Database; services: Services; live: LiveUpdates; rateLimits: RateLimits; metrics: Metrics; logger: Logger }): Admit {
+export interface Admit {
+  /** The operation's context; throws the GraphQLError to answer (401, 429, 503, 500). */
+  (request: AdmitRequest): Promise<OperationContext>;
+  /**
+   * An open socket's key checked again, against a record read after this call began (not one up to
+   * a TTL old), outside the failed-authentication limit — the key was admitted when the socket
+   * opened, so this is no guess. False when it no longer authenticates.
+   */
+  recheck(socket: { authorization: string | undefined; address: string }): Promise<boolean>;
+  /** The client address of an HTTP request or a WebSocket's upgrade request (TRUST_PROXY). */
+  clientAddress: ClientAddress;
+}
+
+export function createAdmission(options: {
+  db: Database;
+  services: Services;
+  live: LiveUpdates;
+  rateLimits: RateLimits;
+  metrics: Metrics;
+  logger: Logger;
+  /** Left out: the socket's remote address, whatever the headers say. */
+  clientAddress?: ClientAddress;
+}): Admit {
   const { db, services, live, rateLimits, metrics, logger } = options;
-  const refuse = (error: GraphQLError, request: Parameters<Admit>[0], status: number): never => {
-    const code = String(error.extensions.code);
+  const note = (code: string, request: Pick<AdmitRequest, 'transport' | 'requestId' | 'address'>, status: number) => {
     metrics.graphqlErrors.inc({ code });
     logger.info({ transport: request.transport, requestId: request.requestId, address: request.address, status, errors: [code] }, 'graphql');
+  };
+  const refuse = (error: GraphQLError, request: AdmitRequest, status: number): never => {
+    note(String(error.extensions.code), request, status);
     throw error;
   };
   const tooManyFailures = (retryAfterSeconds: number) => rateLimited(retryAfterSeconds, 'Too many failed authentications from this address; retry later.');
+  const directory = (kind: 'partner' | 'operator') => (kind === 'partner' ? services.partners : services.operatorKeys);
+  // Timers count whole milliseconds from the event loop's clock, which may run a little behind: a
+  // timer can fire up to a millisecond early, so the floor is waited out until it has passed.
+  const floor = async (started: number) => {
+    for (let early = AUTH_FAILURE_FLOOR_MS - (performance.now() - started); early > 0; early = AUTH_FAILURE_FLOOR_MS - (performance.now() - started)) {
+      await sleep(Math.ceil(early));
+    }
+  };
+  /** Over the limit, only these keys are checked: the admin key, and a key whose prefix is known to exist. */
+  const stillChecked = async (claim: KeyClaim, started: number) =>
+    claim !== null && (claim.kind === 'admin' || (await directory(claim.kind).keyExists(claim.prefix, started + AUTH_FAILURE_FLOOR_MS)));
+  const giveBack = (address: string) => rateLimits.refundFailedAuthentication(address).catch((error: unknown) => logger.warn({ error: (error as Error).message }, 'failed-authentication refund failed'));
 
-  return async (request) => {
+  const admit = async (request: AdmitRequest): Promise<OperationContext> => {
     const started = performance.now();
-    const blockedFor = await rateLimits.authBlockedFor(request.address);
-    if (blockedFor > 0) refuse(tooManyFailures(blockedFor), request, 429);
+    const claim = keyClaim(request.authorization, services.keys.adminApiKey);
+    let blockedFor = await rateLimits.authBlockedFor(request.address);
+    // A failure reserved before a look-up (a key whose record, or absence, is not cached).
+    const reserved = blockedFor === 0 && claim !== null && claim.kind !== 'admin' && !directory(claim.kind).isKeyCached(claim.prefix);
+    if (reserved) blockedFor = await rateLimits.failedAuthentication(request.address);
+    if (blockedFor > 0 && !(await stillChecked(claim, started))) {
+      await floor(started);
+      refuse(tooManyFailures(blockedFor), request, 429);
+    }
     try {
-      return await createContext(db, services, live, request.authorization, { requestId: request.requestId, clientRequestId: request.clientRequestId, started });
+      const context = await createContext(db, services, live, request.authorization, { requestId: request.requestId, clientRequestId: request.clientRequestId, started });
+      if (reserved) void giveBack(request.address);
+      return context;
     } catch (error) {
       if (error instanceof GraphQLError && error.extensions.code === ErrorCode.UNAUTHENTICATED) {
-        const early = AUTH_FAILURE_FLOOR_MS - (performance.now() - started);
-        if (early > 0) await sleep(early);
-        if (!(await rateLimits.failedAuthentication(request.address))) refuse(tooManyFailures(60), request, 429);
+        await floor(started);
+        const over = blockedFor || (reserved ? 0 : await rateLimits.failedAuthentication(request.address));
+        if (over > 0) refuse(tooManyFailures(over), request, 429);
         refuse(error, request, 401);
       }
       if (isTransientDbError(error)) refuse(unavailable(), request, 503);
@@ -56,4 +119,29 @@ export function createAdmission(options: { db: Database; services: Services; liv
       throw refuse(new GraphQLError('Internal server error', { extensions: { code: ErrorCode.INTERNAL_SERVER_ERROR, requestId: request.requestId } }), request, 500);
     }
   };
+
+  const recheck: Admit['recheck'] = async (socket) => {
+    // The instant the record must be read after. The sweep (ws.ts) rechecks every open socket in one
+    // synchronous loop: yielding once lets every call of the loop take its instant first, so the
+    // sockets of one key share one look-up, which begins after all of them.
+    const since = performance.now();
+    await Promise.resolve();
+    const fresh: Authenticator = {
+      adminApiKey: services.keys.adminApiKey,
+      findPartnerByPrefix: (prefix) => services.partners.findPartnerByPrefix(prefix, since),
+      findOperatorByPrefix: (prefix) => services.operatorKeys.findOperatorByPrefix(prefix, since),
+    };
+    try {
+      const viewer = await authenticate(socket.authorization, fresh);
+      if (viewer.kind === 'partner') services.partners.touch(viewer.partnerId);
+      else if (viewer.operator) services.operatorKeys.touch(viewer.operator.id);
+      return true;
+    } catch (error) {
+      if (!(error instanceof GraphQLError && error.extensions.code === ErrorCode.UNAUTHENTICATED)) throw error;
+      note(ErrorCode.UNAUTHENTICATED, { transport: 'ws', requestId: randomUUID(), address: socket.address }, 401);
+      return false;
+    }
+  };
+
+  return Object.assign(admit, { recheck, clientAddress: options.clientAddress ?? createClientAddress() });
 }

@@ -85,8 +85,26 @@ function matchesKey<R extends { keyHash: string; revokedAt: Date | null }>(diges
   return record !== null && matches && record.revokedAt === null;
 }
 
+const bearerToken = (header: string | undefined): string | undefined => /^Bearer\s+(\S+)\s*$/i.exec(header ?? '')?.[1];
+
+/** What a request's key says it is, read without a look-up: the admin key, a partner's or an operator key's prefix, or nothing well-formed (null). */
+export type KeyClaim = { readonly kind: 'admin' } | { readonly kind: 'partner' | 'operator'; readonly prefix: string } | null;
+
+/**
+ * The claim of the key in an Authorization header, for the failed-authentication limit
+ * (admission.ts): the admin key is recognised in memory (compared in constant time, as authenticate
+ * does), a `tsp_`/`tso_` key by its form. It proves nothing: authenticate decides.
+ */
+export function keyClaim(header: string | undefined, adminApiKey: string): KeyClaim {
+  const token = bearerToken(header);
+  if (!token) return null;
+  if (timingSafeEqual(sha256(token), adminDigest(adminApiKey))) return { kind: 'admin' };
+  const [, kind, prefix] = KEY_PATTERN.exec(token) ?? [];
+  return prefix ? { kind: kind === 'o' ? 'operator' : 'partner', prefix } : null;
+}
+
 export async function authenticate(header: string | undefined, auth: Authenticator): Promise<Viewer> {
-  const token = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '')?.[1];
+  const token = bearerToken(header);
   if (!token) throw unauthenticated();
   // One digest of the token per request, compared in constant time with the admin key's and the
   // partner record's (digests of equal length: the comparison time says nothing about the key).

@@ -231,7 +231,7 @@ export function graphqlHandler(
       res.setHeader('x-request-id', requestId);
       return admit({
         authorization: req.headers.authorization,
-        address: req.socket.remoteAddress ?? 'unknown',
+        address: admit.clientAddress(req),
         requestId,
         clientRequestId: wellFormedRequestId(req.headers['x-request-id'] as string | undefined),
         transport: 'http',

@@ -12,8 +12,10 @@
 // burstPoints × r / pointsPerSecond burst points per 10 s (the default ratio, scaled), so lowering
 // its rate lowers what it can spend in a burst too.
 //
-// Failed authentications are limited per client address too (a key cannot be guessed at speed):
-// once an address is over the limit, every request from it is refused before its key is looked at.
+// Failed authentications are limited per client address too (a key cannot be guessed at speed).
+// A key that costs a database look-up is counted before the look-up and given back when it proves
+// valid, so a burst of guesses costs about as many look-ups as the limit allows; over the limit,
+// only keys that need no guess get in (admission.ts).
 import type Redis from 'ioredis';
 import { BurstyRateLimiter, RateLimiterCluster, RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 
@@ -34,8 +36,13 @@ export const OPERATION_COSTS: Readonly<Record<string, number>> = {
 export interface RateLimits {
   /** Spends `cost` points of the key's budget; answers how long to wait when there are not enough. */
   consume(partnerId: string, cost: number, pointsPerSecond: number | null): Promise<{ allowed: true } | { allowed: false; retryAfterSeconds: number }>;
-  /** Counts a failed authentication from `address`; false when the address has had too many. */
-  failedAuthentication(address: string): Promise<boolean>;
+  /**
+   * Counts a failed authentication from `address` — or reserves one, before a key is looked up.
+   * 0 while the address is within its limit; otherwise the seconds until it is again.
+   */
+  failedAuthentication(address: string): Promise<number>;
+  /** Gives back a reserved failure: the key proved valid. */
+  refundFailedAuthentication(address: string): Promise<void>;
   /** Seconds to wait when `address` is over its failed-authentication limit; 0 when it is not. */
   authBlockedFor(address: string): Promise<number>;
 }
@@ -86,11 +93,14 @@ export function createRateLimits(options: {
     async failedAuthentication(address) {
       try {
         await authFailures.consume(address, 1);
-        return true;
+        return 0;
       } catch (error) {
         if (!(error instanceof RateLimiterRes)) throw error;
-        return false;
+        return Math.max(1, Math.ceil(error.msBeforeNext / 1000));
       }
+    },
+    async refundFailedAuthentication(address) {
+      await authFailures.reward(address, 1);
     },
   };
 }

@@ -16,6 +16,7 @@ import express from 'express';
 import type Redis from 'ioredis';
 import { enforceAccess } from './access';
 import { createAdmission } from './admission';
+import { createClientAddress } from './clientAddress';
 import type { Config } from './config';
 import { createServices, type OperationContext } from './context';
 import type { Database } from './db/client';
@@ -48,7 +49,7 @@ export interface TesseraServer {
 }
 
 type ServerConfig = Pick<Config, 'env' | 'adminApiKey' | 'shutdownGraceMs'> &
-  Partial<Pick<Config, 'holdSweepIntervalMs' | 'refusalFlushMs' | 'readReplicas' | 'apiKeyCacheTtlMs' | 'claimBatchMax' | 'rateLimit' | 'graphql' | 'corsOrigins' | 'metricsToken' | 'webhooks'>>;
+  Partial<Pick<Config, 'holdSweepIntervalMs' | 'refusalFlushMs' | 'readReplicas' | 'apiKeyCacheTtlMs' | 'claimBatchMax' | 'rateLimit' | 'graphql' | 'corsOrigins' | 'metricsToken' | 'webhooks' | 'trustProxy' | 'websocket'>>;
 
 /** What the tests and main.ts leave out takes these values (the documented defaults). */
 const DEFAULT_LIMITS = {
@@ -88,7 +89,7 @@ export async function createServer(options: {
   const rateLimits = createRateLimits({ ...DEFAULT_LIMITS.rateLimit, ...config.rateLimit, redis: options.redis, throughPrimary: options.clusterWorker });
   const introspection = config.graphql?.introspection ?? config.env !== 'production';
   const controls = createOperationControls({ limits: { ...DEFAULT_LIMITS.graphql, ...config.graphql, introspection }, rateLimits, logger, metrics });
-  const admit = createAdmission({ db, services, live, rateLimits, metrics, logger });
+  const admit = createAdmission({ db, services, live, rateLimits, metrics, logger, clientAddress: createClientAddress(config.trustProxy) });
   // Schema details stay hidden wherever introspection is off: no "Did you mean …?" either.
   const formatError = createFormatError({ hideSuggestions: !introspection });
   let draining = false;
@@ -110,7 +111,7 @@ export async function createServer(options: {
   // One executable schema for HTTP (Apollo) and WebSocket subscriptions (graphql-ws) on /graphql,
   // its @requires fields guarded and audited wherever they run (access.ts).
   const schema = enforceAccess(makeExecutableSchema({ typeDefs: readFileSync(SCHEMA_PATH, 'utf8'), resolvers: resolvers as never }));
-  const subscriptions = subscriptionServer(httpServer, schema, { admit, controls, formatError, live, logger, recheckMs: config.apiKeyCacheTtlMs ?? 0 });
+  const subscriptions = subscriptionServer(httpServer, schema, { admit, controls, formatError, live, logger, recheckMs: config.apiKeyCacheTtlMs ?? 0, limits: config.websocket });
 
   // Apollo runs the same controls (operations.ts) as the socket: its parser limit and validation
   // rules come from them (the introspection rule among them), its plugin charges and logs through them.

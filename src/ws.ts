@@ -11,6 +11,9 @@
 // live relay: Redis, or the cluster's primary), its sockets here are checked at once. Every open
 // socket is also checked again every API_KEY_CACHE_TTL_MS, which covers instances the relay does not
 // reach. A socket whose key no longer authenticates is closed with 4403.
+//
+// A socket's own limits — message sizes before and after its key is accepted, subscriptions per
+// socket and per key — are in wsLimits.ts.
 import { randomUUID } from 'node:crypto';
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -20,10 +23,12 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { keyOwnerOf } from './auth';
 import type { Admit } from './admission';
 import type { OperationContext } from './context';
+import { isTransientDbError } from './db/pgErrors';
 import { tagErrors } from './formatError';
 import type { LiveUpdates } from './live';
 import type { Logger } from './logger';
 import { NOT_OVER_WS, selectOperation, type OperationControls } from './operations';
+import { guardUnauthenticated, refusalsLogged, subscriptionSlots, WEBSOCKET_LIMIT_DEFAULTS, type SlotHolder, type WebSocketLimits } from './wsLimits';
 
 const FORBIDDEN = 4403;
 
@@ -33,14 +38,14 @@ interface OperationState {
   context?: OperationContext;
   type?: string;
   name?: string | null;
+  /** It counts against its socket's and its key's subscription caps (until it ends). */
+  holdsSlot?: boolean;
 }
 
-interface SocketState {
+interface SocketState extends SlotHolder {
   socket: WebSocket;
   address: string;
   authorization: string | undefined;
-  /** The partner's or operator key's id (a key that can be revoked; ADMIN_API_KEY cannot). */
-  keyOwner?: string;
   /** Operations in flight, by the client's subscription id. */
   operations: Map<string, OperationState>;
 }
@@ -56,19 +61,32 @@ export function subscriptionServer(
     logger: Logger;
     /** How often every open socket's key is checked again (API_KEY_CACHE_TTL_MS; at least 1 s). */
     recheckMs: number;
+    /** The socket's limits; those left out take WEBSOCKET_LIMIT_DEFAULTS. */
+    limits?: Partial<WebSocketLimits>;
   },
 ): { dispose(): void | Promise<void> } {
   const { admit, controls, live, logger } = options;
+  const limits: WebSocketLimits = { ...WEBSOCKET_LIMIT_DEFAULTS, ...options.limits };
+  const slots = subscriptionSlots(limits);
   // Upgrades are handed over explicitly rather than attaching the WebSocket server to the HTTP
   // server: attached, it re-emits the HTTP server's own errors (a port in use), which graphql-ws
   // reports as "Internal error emitted on the WebSocket server" — the listener reports them.
-  const wsServer = new WebSocketServer({ noServer: true });
+  // maxPayload: ws refuses a frame (or a fragmented message) declaring more at its header, and
+  // closes with 1009 before reading any of it.
+  const wsServer = new WebSocketServer({ noServer: true, maxPayload: limits.maxMessageBytes, WebSocket: refusalsLogged(logger, limits) });
+  /** Each socket's guard until its connection_init is accepted. */
+  const unauthenticated = new WeakMap<WebSocket, { release(): void }>();
   httpServer.on('upgrade', (request: http.IncomingMessage, socket: Duplex, head: Buffer) => {
     if (new URL(request.url ?? '/', 'http://localhost').pathname !== '/graphql') {
       socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
       return;
     }
-    wsServer.handleUpgrade(request, socket, head, (ws) => wsServer.emit('connection', ws, request));
+    const peer = request.socket.remoteAddress;
+    wsServer.handleUpgrade(request, socket, head, (ws) => {
+      const exceeded = () => logger.info({ address: peer, limit: limits.maxUnauthenticatedBytes }, 'websocket closed: too much sent before connection_init was accepted');
+      unauthenticated.set(ws, guardUnauthenticated(socket, limits.maxUnauthenticatedBytes, exceeded));
+      wsServer.emit('connection', ws, request);
+    });
   });
 
   const open = new Set<SocketState>();
@@ -84,16 +102,24 @@ export function subscriptionServer(
       ms: performance.now() - operation.started,
       codes,
     });
+    slots.release(state, operation);
     state.operations.delete(id);
   };
 
-  /** Checks a socket's key again; closes the socket when it no longer authenticates. */
+  /**
+   * Checks a socket's key again, against a record read after the check began (admission.ts), so a
+   * revocation elsewhere closes it within one sweep; closes the socket when the key no longer
+   * authenticates (or cannot be checked).
+   */
   const recheck = async (state: SocketState) => {
     try {
-      await admit({ authorization: state.authorization, address: state.address, requestId: randomUUID(), transport: 'ws' });
-    } catch {
-      state.socket.close(FORBIDDEN, 'Forbidden');
+      if (await admit.recheck(state)) return;
+    } catch (error) {
+      // The database did not answer (a restart, a failover): the key is checked again at the next
+      // sweep, rather than every socket of the instance closed for a blip. Anything else closes.
+      if (isTransientDbError(error)) return;
     }
+    state.socket.close(FORBIDDEN, 'Forbidden');
   };
   const stopWatchingKeys = live.onKeyChanged((owner) => {
     for (const state of open) if (state.keyOwner === owner) void recheck(state);
@@ -111,20 +137,28 @@ export function subscriptionServer(
         const params = ctx.connectionParams ?? {};
         const header = params.Authorization ?? params.authorization;
         const authorization = typeof header === 'string' ? header : undefined;
-        const address = ctx.extra.request.socket.remoteAddress ?? 'unknown';
+        const address = admit.clientAddress(ctx.extra.request);
         try {
           const context = await admit({ authorization, address, requestId: randomUUID(), transport: 'ws' });
-          const state: SocketState = { socket: ctx.extra.socket, address, authorization, operations: new Map() };
+          // Closed or closing meanwhile (its guard, or the client): no state kept, as onClose may have run already.
+          if (ctx.extra.socket.readyState !== ctx.extra.socket.OPEN) return false;
+          const state: SocketState = { socket: ctx.extra.socket, address, authorization, operations: new Map(), slots: 0 };
           state.keyOwner = keyOwnerOf(context.viewer);
           ctx.extra.state = state;
           open.add(state);
+          unauthenticated.get(ctx.extra.socket)?.release();
+          unauthenticated.delete(ctx.extra.socket);
           return true;
         } catch {
           return false; // closes with 4403 Forbidden
         }
       },
       onClose: (ctx) => {
-        if (ctx.extra.state) open.delete(ctx.extra.state);
+        const state = ctx.extra.state;
+        if (!state) return;
+        open.delete(state);
+        // An operation that never reached onComplete or onError (a send to the closing socket failed) gives its slot back here.
+        for (const operation of state.operations.values()) slots.release(state, operation);
       },
       onSubscribe: async (ctx, id, payload) => {
         const state = ctx.extra.state!;
@@ -151,6 +185,8 @@ export function subscriptionServer(
           controls.measure(schema, document, selected, payload.variables ?? {});
           if (selected.operation !== 'subscription') return [new GraphQLError(NOT_OVER_WS, { extensions: { code: 'BAD_REQUEST' } })];
           await controls.admit(context.viewer, schema, document, selected, payload.variables ?? {});
+          const full = slots.take(state, operation);
+          if (full) return [full];
           return { schema, document, operationName: payload.operationName, variableValues: payload.variables, contextValue: context };
         } catch (error) {
           if (error instanceof GraphQLError) return [error];

@@ -158,7 +158,7 @@ describe('rate limits and failed logins count on both transports', () => {
     expect(cost('{ __typename }')).toBe(1);
   });
 
-  test('over the failed-login limit an address gets 429 for every key, the right one too, on both transports; other addresses are unaffected', async () => {
+  test('over the failed-login limit an address gets one 429 for every wrong key, on both transports, while the right key still gets in; other addresses are unaffected', async () => {
     const limited = await startTestServer({ config: { env: 'production', rateLimit: { pointsPerSecond: 20_000, burstPoints: 100_000, authFailuresPerMinute: 5 } } });
     try {
       const partner = await limited.createPartner();
@@ -169,16 +169,22 @@ describe('rate limits and failed logins count on both transports', () => {
         await runOverSocket(s, { query: LIVE, variables: { id: 'x' } });
         await s.dispose();
       }
-      const right = await postFrom(limited.url, '127.0.0.2', partner.apiKey, '{ __typename }');
-      expect(right.status).toBe(429);
-      expect(codes(right.body.errors)).toEqual(['RATE_LIMITED']);
+      // A wrong secret for the partner's prefix and an unknown prefix get the same 429 (issue 26).
+      const wrongSecret = await postFrom(limited.url, '127.0.0.2', `${partner.apiKey.slice(0, 'tsp_'.length + 12 + 1)}${randomBytes(32).toString('base64url')}`, '{ __typename }');
+      expect(wrongSecret.status).toBe(429);
+      expect(codes(wrongSecret.body.errors)).toEqual(['RATE_LIMITED']);
       const wrong = await postFrom(limited.url, '127.0.0.2', wrongKey, '{ __typename }');
       expect(wrong.status).toBe(429);
-      expect(wrong.body).toEqual(right.body);
-      // The right key over the socket from that address is refused too.
+      expect(wrong.body).toEqual(wrongSecret.body);
+      // Others' failures do not lock out the right key (issue 26): over HTTP, and over the socket.
+      expect((await postFrom(limited.url, '127.0.0.2', partner.apiKey, '{ __typename }')).status).toBe(200);
+      const refused = connectSocket(limited.url, wrongKey, { localAddress: '127.0.0.2' });
+      await until(() => refused.closed() !== undefined, { message: 'the socket to be refused' });
+      expect(refused.closed()).toBe(4403);
+      await refused.dispose();
       const s = connectSocket(limited.url, partner.apiKey, { localAddress: '127.0.0.2' });
-      await until(() => s.closed() !== undefined, { message: 'the socket to be refused' });
-      expect(s.closed()).toBe(4403);
+      expect(codes(socketErrors(await runOverSocket(s, { query: LIVE, variables: { id: '00000000-0000-0000-0000-000000000001' } })))).toEqual(['FORBIDDEN']);
+      expect(s.closed()).toBeUndefined();
       await s.dispose();
       // Another address is not affected.
       expect((await postFrom(limited.url, '127.0.0.3', partner.apiKey, '{ __typename }')).status).toBe(200);

@@ -213,7 +213,7 @@ export class CampaignService {
   }
 
   /** campaignStats subscription: admin only; NOT_FOUND for an unknown campaign. */
-  async watchStats(ctx: RequestContext & { db: Database; live: LiveUpdates }, id: string): Promise<AsyncGenerator<CampaignStatsModel>> {
+  async watchStats(ctx: RequestContext & { db: Database; live: LiveUpdates }, id: string): Promise<AsyncIterableIterator<CampaignStatsModel>> {
     const campaign = await this.require(id);
     return campaignStatsStream(ctx.db, ctx.live, campaign.id);
   }

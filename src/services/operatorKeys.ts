@@ -27,6 +27,7 @@ export class OperatorKeyService implements Pick<Authenticator, 'findOperatorByPr
       (prefix) => this.db.prisma.operatorKey.findUnique({ where: { keyPrefix: prefix }, select: { ...OPERATOR_FIELDS, keyHash: true } }),
       (id, at) => this.db.prisma.operatorKey.update({ where: { id }, data: { lastUsedAt: at }, select: { id: true } }),
       onError,
+      async () => (await this.db.prisma.operatorKey.findMany({ where: { revokedAt: null }, select: { keyPrefix: true } })).map((k) => k.keyPrefix),
     );
     live?.onKeyChanged((id) => this.keys.forget(id));
   }
@@ -36,6 +37,7 @@ export class OperatorKeyService implements Pick<Authenticator, 'findOperatorByPr
     const name = validate.text('name', input.name, validate.LIMITS.nameLength);
     const issued = issueApiKey('operator');
     const key = await this.db.prisma.operatorKey.create({ data: { name, role: input.role, keyPrefix: issued.prefix, keyHash: issued.hash }, select: OPERATOR_FIELDS });
+    this.keys.added(issued.prefix);
     return { key, apiKey: issued.apiKey };
   }
 
@@ -49,7 +51,7 @@ export class OperatorKeyService implements Pick<Authenticator, 'findOperatorByPr
       select: { ...OPERATOR_FIELDS, keyPrefix: true },
     });
     const { keyPrefix, ...key } = row;
-    this.keys.drop(keyPrefix);
+    this.keys.removed(keyPrefix);
     this.live?.keyChanged(key.id);
     return key;
   }
@@ -63,8 +65,19 @@ export class OperatorKeyService implements Pick<Authenticator, 'findOperatorByPr
     return this.db.prisma.operatorKey.findMany({ where: { id: { in: [...ids] } }, select: OPERATOR_FIELDS });
   }
 
-  findOperatorByPrefix(prefix: string): Promise<OperatorKeyRecord | null> {
-    return this.keys.find(prefix);
+  /** The key's record, cached (keyCache.ts); `loadedSince`: only one read at or after that instant will do. */
+  findOperatorByPrefix(prefix: string, loadedSince?: number): Promise<OperatorKeyRecord | null> {
+    return this.keys.find(prefix, loadedSince);
+  }
+
+  /** Authenticating a key with this prefix costs no look-up (keyCache.ts). */
+  isKeyCached(prefix: string): boolean {
+    return this.keys.has(prefix);
+  }
+
+  /** Whether an operator key with this prefix exists, from memory (keyCache.ts; the failed-authentication limit). */
+  keyExists(prefix: string, waitUntil: number): Promise<boolean> {
+    return this.keys.exists(prefix, waitUntil);
   }
 
   /** Records that the key authenticated a request (keyCache.ts). */

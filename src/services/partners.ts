@@ -30,6 +30,7 @@ export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'
       (prefix) => this.db.prisma.partner.findUnique({ where: { keyPrefix: prefix }, select: { id: true, name: true, createdAt: true, keyHash: true, revokedAt: true, rateLimit: true, scoped: true, campaignScope: true } }),
       (id, at) => this.db.prisma.partner.update({ where: { id }, data: { lastUsedAt: at }, select: { id: true } }),
       onError,
+      async () => (await this.db.prisma.partner.findMany({ where: { revokedAt: null, keyPrefix: { not: 'operator' } }, select: { keyPrefix: true } })).map((p) => p.keyPrefix),
     );
     // A change made on another instance: drop this instance's cached record at once.
     live?.onKeyChanged((partnerId) => this.keys.forget(partnerId));
@@ -40,6 +41,7 @@ export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'
     const name = validate.text('name', input.name, validate.LIMITS.nameLength);
     const key = issueApiKey();
     const row = await this.db.prisma.partner.create({ data: { name, keyPrefix: key.prefix, keyHash: key.hash }, select: PARTNER_FIELDS });
+    this.keys.added(key.prefix);
     ctx.loaders.partner.prime(row.id, row);
     return { partner: row, apiKey: key.apiKey };
   }
@@ -52,7 +54,7 @@ export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'
       data: { revokedAt: current.revokedAt ?? new Date() },
       select: { ...PARTNER_FIELDS, keyPrefix: true },
     });
-    this.keys.drop(row.keyPrefix);
+    this.keys.removed(row.keyPrefix);
     this.live?.keyChanged(row.id);
     return this.fresh(ctx, row);
   }
@@ -67,7 +69,8 @@ export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'
       data: { keyPrefix: key.prefix, keyHash: key.hash, revokedAt: null, rotatedAt: new Date() },
       select: PARTNER_FIELDS,
     });
-    this.keys.drop(old.keyPrefix);
+    this.keys.removed(old.keyPrefix);
+    this.keys.added(key.prefix);
     this.live?.keyChanged(row.id);
     return { partner: this.fresh(ctx, row), apiKey: key.apiKey };
   }
@@ -128,8 +131,19 @@ export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'
     };
   }
 
-  findPartnerByPrefix(prefix: string): Promise<PartnerKeyRecord | null> {
-    return this.keys.find(prefix);
+  /** The key's record, cached (keyCache.ts); `loadedSince`: only one read at or after that instant will do. */
+  findPartnerByPrefix(prefix: string, loadedSince?: number): Promise<PartnerKeyRecord | null> {
+    return this.keys.find(prefix, loadedSince);
+  }
+
+  /** Authenticating a key with this prefix costs no look-up (keyCache.ts). */
+  isKeyCached(prefix: string): boolean {
+    return this.keys.has(prefix);
+  }
+
+  /** Whether a partner key with this prefix exists, from memory (keyCache.ts; the failed-authentication limit). */
+  keyExists(prefix: string, waitUntil: number): Promise<boolean> {
+    return this.keys.exists(prefix, waitUntil);
   }
 
   /** Records that a partner's key authenticated a request (keyCache.ts). */
