@@ -92,15 +92,16 @@ export type KeyClaim = { readonly kind: 'admin' } | { readonly kind: 'partner' |
 
 /**
  * The claim of the key in an Authorization header, for the failed-authentication limit
- * (admission.ts): the admin key is recognised in memory (compared in constant time, as authenticate
- * does), a `tsp_`/`tso_` key by its form. It proves nothing: authenticate decides.
+ * (admission.ts): a `tsp_`/`tso_` key by its form, the admin key in memory (compared in constant
+ * time, as authenticate does). It proves nothing: authenticate decides. The form is read first, so
+ * a partner's request — every claim — costs no second digest of its key.
  */
 export function keyClaim(header: string | undefined, adminApiKey: string): KeyClaim {
   const token = bearerToken(header);
   if (!token) return null;
-  if (timingSafeEqual(sha256(token), adminDigest(adminApiKey))) return { kind: 'admin' };
   const [, kind, prefix] = KEY_PATTERN.exec(token) ?? [];
-  return prefix ? { kind: kind === 'o' ? 'operator' : 'partner', prefix } : null;
+  if (prefix) return { kind: kind === 'o' ? 'operator' : 'partner', prefix };
+  return timingSafeEqual(sha256(token), adminDigest(adminApiKey)) ? { kind: 'admin' } : null;
 }
 
 export async function authenticate(header: string | undefined, auth: Authenticator): Promise<Viewer> {

@@ -89,6 +89,21 @@ describe('message sizes', () => {
     return sent;
   };
 
+  /** GET /healthz every 20 ms until `done` settles; every answer, and the peak RSS seen meanwhile. */
+  const probeUntil = async (port: number, pid: number, agent: http.Agent, done: Promise<unknown>) => {
+    let over = false;
+    void done.finally(() => (over = true));
+    const answers: { status: number; ms: number }[] = [];
+    let peak = 0;
+    while (!over) {
+      const started = performance.now();
+      answers.push(await healthz(port, agent));
+      peak = Math.max(peak, rssMb(pid));
+      await sleep(Math.max(0, 20 - (performance.now() - started)));
+    }
+    return { answers, peak, slowest: Math.max(...answers.map((a) => a.ms)) };
+  };
+
   test('two 95 MB messages sent before any key are refused at their header: memory stays at its baseline and /healthz answers within 100 ms throughout', async () => {
     const database = await createTestDatabase();
     const tessera = await startProcess(database.url);
@@ -97,36 +112,31 @@ describe('message sizes', () => {
     try {
       await warmUp(tessera.port, agent);
       const baseline = await settledRss(pid);
+      // The same probes for as long without an attack: how fast /healthz is on this machine now.
+      const idle = await probeUntil(tessera.port, pid, agent, sleep(2_000));
 
-      const answers: { status: number; ms: number }[] = [];
-      let peak = baseline;
-      let attacking = true;
-      const probe = (async () => {
-        while (attacking) {
-          const started = performance.now();
-          answers.push(await healthz(tessera.port, agent));
-          peak = Math.max(peak, rssMb(pid));
-          await sleep(Math.max(0, 20 - (performance.now() - started)));
-        }
-      })();
       const size = 95 * 1000 * 1000;
-      const sent = await Promise.all([attack(tessera.port, size), attack(tessera.port, size)]);
+      const attacked = Promise.all([attack(tessera.port, size), attack(tessera.port, size)]);
       // A little longer, for whatever the server would still do with the bytes it read.
-      await sleep(1_000);
-      attacking = false;
-      await probe;
+      const during = await probeUntil(tessera.port, pid, agent, attacked.then(() => sleep(1_000)));
+      const sent = await attacked;
       const after = rssMb(pid);
 
       console.info(
-        `95 MB × 2 before auth: RSS baseline ${baseline.toFixed(1)} MB, peak ${peak.toFixed(1)} MB, after ${after.toFixed(1)} MB; ` +
-          `/healthz ${answers.length} answers, slowest ${Math.max(...answers.map((a) => a.ms)).toFixed(1)} ms; bytes written before the server closed ${sent.join(', ')}`,
+        `95 MB × 2 before auth: RSS baseline ${baseline.toFixed(1)} MB, peak ${during.peak.toFixed(1)} MB, after ${after.toFixed(1)} MB; ` +
+          `/healthz ${during.answers.length} answers, slowest ${during.slowest.toFixed(1)} ms (${idle.slowest.toFixed(1)} ms without the attack); ` +
+          `bytes written before the server closed ${sent.join(', ')}`,
       );
       // The server closed each connection long before its 95 MB were through.
       for (const bytes of sent) expect(bytes).toBeLessThan(size / 10);
-      expect(peak - baseline).toBeLessThan(20);
+      expect(during.peak - baseline).toBeLessThan(20);
       expect(after - baseline).toBeLessThan(20);
-      expect(answers.length).toBeGreaterThan(10);
-      expect(answers.filter((a) => a.status !== 200 || a.ms >= 100)).toEqual([]);
+      expect(during.answers.length).toBeGreaterThan(10);
+      expect(during.answers.filter((a) => a.status !== 200)).toEqual([]);
+      // Within 100 ms — or, on a machine already slower than that without the attack (CI beside other
+      // test files), within twice its own slowest then: a bound measured in the same run, not hoped.
+      // Before the fix the attack stalled it to 215 ms against ~10 ms.
+      expect(during.slowest).toBeLessThan(Math.max(100, 2 * idle.slowest));
     } finally {
       agent.destroy();
       tessera.child.kill('SIGKILL');
