@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Pool } from 'pg';
 import { withClient } from './helpers/env';
 import { postGraphQL } from './helpers/graphql';
-import { accepts, childrenOf, ROOT, startProcess, untilEveryWorkerServes } from './helpers/process';
+import { accepts, childrenOf, freePort, ROOT, startProcess, untilEveryWorkerServes } from './helpers/process';
 import { ADMIN_KEY, assertPoolInvariants, CLAIM, createTestDatabase } from './helpers/testServer';
 import { until, untilSessionsWaitForLock } from './helpers/time';
 
@@ -60,7 +60,8 @@ test('without DATABASE_URL the server starts its embedded PostgreSQL, and SIGTER
   const parent = mkdtempSync(path.join(ROOT, '.tessera', 'shutdown-'));
   chmodSync(parent, 0o755); // mkdtemp makes it 0700: PostgreSQL's own OS user could not enter it
   const dir = path.join(parent, 'pgdata');
-  const pgPort = 54369;
+  // A port free now: a fixed one would meet another run's server (two checkouts, or a killed run's leftover).
+  const pgPort = await freePort();
   const { child, port, exited } = await startProcess(null, { EMBEDDED_PG_DIR: dir, EMBEDDED_PG_PORT: String(pgPort) });
   try {
     const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
