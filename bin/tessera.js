@@ -3,7 +3,8 @@
 //
 //   tessera load   --campaign <id> --file <codes.csv|->   load codes in batches, with a progress bar
 //   tessera export --campaign <id> [--out <file.csv>]     the campaign's allocations as CSV
-//   tessera verify-ballot --campaign <id> | --file <f>    recompute a drawn ballot (bin/verify-ballot.js)
+//   tessera verify-ballot --campaign <id> | --file <f>    recompute a drawn ballot (bin/verify-ballot.js, which
+//                                                         also runs alone: node bin/verify-ballot.js <f>)
 //
 // Promises kept here (test/cli.test.ts checks each): every failure ends the process with one line
 // "tessera: …" on stderr and a non-zero status (1 failed, 2 wrong usage, 130/143 interrupted); no
@@ -25,7 +26,7 @@ const timers = require('node:timers');
 const { URL } = require('node:url');
 const { parseArgs } = require('node:util');
 const cliProgress = require('cli-progress');
-const { verifyBallot } = require('./verify-ballot');
+const { readBallotFile, verifyBallot } = require('./verify-ballot');
 
 const DEFAULT_URL = 'http://localhost:4000';
 const KEY_FILE = path.join('.tessera', 'admin-api-key');
@@ -799,14 +800,9 @@ async function verifyBallotCommand(values, timeoutMs) {
   let published = null;
   if (values.file) {
     readableFile(values.file);
-    try {
-      published = JSON.parse(readFileSync(values.file, 'utf8'));
-    } catch (error) {
-      throw new CliError(`${values.file} is not a ballot file: ${error.message}`);
-    }
-    if (!published || typeof published !== 'object' || !published.ballot || !Array.isArray(published.entries)) {
-      throw new CliError(`${values.file} is not a ballot file (expected {"campaignId", "ballot", "entries"}, as --save writes)`);
-    }
+    const file = readBallotFile(readFileSync(values.file, 'utf8'), values.file);
+    if (!file.ok) throw new CliError(file.reason);
+    published = file.published;
   }
   let fromApi = null;
   if (values.campaign) {

@@ -10,8 +10,15 @@
 //
 // verifyBallot(ballot, entries) returns { ok: true, summary } or { ok: false, mismatch } naming the
 // first thing that does not hold.
+//
+// Run as a program, it checks a published file — `node bin/verify-ballot.js ballot.json` — and is
+// `tessera verify-ballot --file ballot.json` without the API: the same reading of the file
+// (readBallotFile), the same check and the same verdict ("verified: …", exit 0; the first mismatch,
+// exit 1). It stays one file with no dependency beyond node's own modules, so that it can be copied
+// and run on its own.
 'use strict';
 const { createHash } = require('node:crypto');
+const { readFileSync } = require('node:fs');
 
 const sha256 = (text) => createHash('sha256').update(text, 'utf8').digest('hex');
 
@@ -71,4 +78,56 @@ function verifyBallot(ballot, entries) {
   };
 }
 
-module.exports = { verifyBallot, sha256 };
+/**
+ * The ballot and entries of a file written by `tessera verify-ballot --save`, from its text; or why
+ * it is not one. `name` names the file in the reason.
+ */
+function readBallotFile(text, name) {
+  let published;
+  try {
+    published = JSON.parse(text);
+  } catch (error) {
+    return { ok: false, reason: `${name} is not a ballot file: ${error.message}` };
+  }
+  if (!published || typeof published !== 'object' || !published.ballot || !Array.isArray(published.entries)) {
+    return { ok: false, reason: `${name} is not a ballot file (expected {"campaignId", "ballot", "entries"}, as --save writes)` };
+  }
+  return { ok: true, published };
+}
+
+const USAGE = `Usage: node bin/verify-ballot.js <ballot.json>
+
+Recomputes a drawn ballot from a file published with "tessera verify-ballot --save": the seed
+against its commitment, entriesDigest against the entries, every rank and every draw result.
+Prints "verified: ..." and exits 0, or names the first mismatch and exits 1 (2: wrong usage).
+To also check the file against what the API shows for its campaign:
+  npx tessera verify-ballot --file <ballot.json> --campaign <id> --key <key>`;
+
+/** The program: the exit status; the verdict on stdout, a failure as one line on stderr. */
+function main(args) {
+  const fail = (code, message) => {
+    process.stderr.write(`verify-ballot: ${message}\n`);
+    return code;
+  };
+  if (args.length === 1 && (args[0] === '-h' || args[0] === '--help')) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  if (args.length !== 1 || args[0].startsWith('-')) return fail(2, `expected one ballot file, got ${args.length === 0 ? 'none' : args.join(' ')} (see: node bin/verify-ballot.js --help)`);
+  let text;
+  try {
+    text = readFileSync(args[0], 'utf8');
+  } catch (error) {
+    return fail(1, `cannot read ${args[0]}: ${error.code === 'ENOENT' ? 'no such file' : (error.code ?? error.message)}`);
+  }
+  const file = readBallotFile(text, args[0]);
+  if (!file.ok) return fail(1, file.reason);
+  const result = verifyBallot(file.published.ballot, file.published.entries);
+  if (!result.ok) return fail(1, `mismatch: ${result.mismatch}`);
+  process.stdout.write(`verified: ${result.summary}\n`);
+  return 0;
+}
+
+module.exports = { verifyBallot, readBallotFile, sha256 };
+
+if (require.main === module) process.exitCode = main(process.argv.slice(2));

@@ -5,8 +5,13 @@
 // engine it silently does nothing — migrations are applied by src/db/migrate.ts instead.
 const { spawnSync } = require('node:child_process');
 
+//
+// JITI_FS_CACHE=false: Prisma reads prisma.config.ts through jiti, which otherwise creates
+// node_modules/.cache/jiti. This runs after npm wrote its hidden lockfile, so that new folder left
+// node_modules newer than the lockfile and every later npm command that reads the tree (npm ls,
+// npm install, npm exec of a package's bin) re-read all 877 packages instead (issue 27).
 const result = spawnSync(process.execPath, [require.resolve('prisma/build/index.js'), 'generate'], {
   stdio: 'inherit',
-  env: { ...process.env, PRISMA_SCHEMA_ENGINE_BINARY: process.execPath, CHECKPOINT_DISABLE: '1' },
+  env: { ...process.env, PRISMA_SCHEMA_ENGINE_BINARY: process.execPath, CHECKPOINT_DISABLE: '1', JITI_FS_CACHE: 'false' },
 });
 process.exit(result.status ?? 1);

@@ -209,12 +209,16 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
+/** Where a generated admin key is kept: beside the embedded database's folder (`.tessera/admin-api-key`). */
+export const adminKeyFile = (embeddedDir: string): string => path.join(path.dirname(path.resolve(embeddedDir)), 'admin-api-key');
+
 /**
  * Outside production a missing ADMIN_API_KEY is generated once and kept in `.tessera/admin-api-key`
  * beside the embedded database, so a restart keeps the key an operator already pasted into GraphiQL.
  */
-function generatedAdminKey(stateDir: string): string {
-  const file = path.join(stateDir, 'admin-api-key');
+function generatedAdminKey(embeddedDir: string): string {
+  const file = adminKeyFile(embeddedDir);
+  const stateDir = path.dirname(file);
   if (existsSync(file)) {
     const saved = readFileSync(file, 'utf8').trim();
     if (saved.length >= 16) return saved;
@@ -254,7 +258,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }
   }
   const embeddedDir = path.resolve(e.EMBEDDED_PG_DIR);
-  const adminApiKey = givenKey ?? generatedAdminKey(path.dirname(embeddedDir));
+  const adminApiKey = givenKey ?? generatedAdminKey(embeddedDir);
   const production = e.NODE_ENV === 'production';
   const webhookSecretKey =
     e.WEBHOOK_SECRET_KEY || !production ? webhookKeyFrom(e.WEBHOOK_SECRET_KEY || undefined, { production, stateDir: path.dirname(embeddedDir) }) : undefined;

@@ -3,13 +3,14 @@
 // SIGTERM/SIGINT stop it cleanly. A failure to start prints advice, not a stack (startupAdvice.ts).
 import 'dotenv/config';
 import cluster from 'node:cluster';
+import path from 'node:path';
 import Redis from 'ioredis';
 import { runPrimary } from './cluster';
-import { loadConfig, type Config } from './config';
+import { adminKeyFile, loadConfig, type Config } from './config';
 import { createDatabase } from './db/client';
 import { createDatabaseIfMissing, EmbeddedPostgresError, startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded';
-import { readDurability } from './db/durability';
-import { migrate } from './db/migrate';
+import { durabilityNote, readDurability } from './db/durability';
+import { appliedSummary, migrate } from './db/migrate';
 import { createLogger, drainStdout, type Logger } from './logger';
 import { createServer } from './server';
 import { ListenError, startupAdvice } from './startupAdvice';
@@ -37,7 +38,13 @@ function connectRedis(url: string, logger: Logger): Redis {
 /** Stops the embedded PostgreSQL unless other Tessera processes started in this folder still use it. */
 async function releaseEmbedded(embedded: EmbeddedDatabase, logger: Logger): Promise<void> {
   if (await embedded.release()) logger.info('embedded PostgreSQL stopped');
-  else logger.info('embedded PostgreSQL left running: other processes are connected to it');
+  else logger.info('embedded PostgreSQL left running: other processes are using it');
+}
+
+/** `file` as the operator can use it here: relative to the current folder when inside it, else absolute. */
+function shown(file: string): string {
+  const relative = path.relative(process.cwd(), file);
+  return relative && !relative.startsWith('..') && !path.isAbsolute(relative) ? relative : file;
 }
 
 /** The operator's banner (the admin key, when generated, is printed here once, never logged). */
@@ -46,7 +53,7 @@ function printReady(config: Config, port: number): void {
   if (config.adminApiKeyGenerated) {
     process.stdout.write(
       `\n  Tessera is ready.\n  GraphiQL:      ${base}/graphql#admin-key=${encodeURIComponent(config.adminApiKey)}\n` +
-        `  Admin API key: ${config.adminApiKey}  (generated; kept in ${config.embedded.dir}/../admin-api-key; set ADMIN_API_KEY to choose one)\n\n`,
+        `  Admin API key: ${config.adminApiKey}  (generated; kept in ${shown(adminKeyFile(config.embedded.dir))}; set ADMIN_API_KEY to choose one)\n\n`,
     );
   } else {
     process.stdout.write(`\n  Tessera is ready. GraphiQL: ${base}/graphql (header Authorization: Bearer <ADMIN_API_KEY>)\n\n`);
@@ -66,16 +73,12 @@ async function databaseUrl(config: Config, logger: Logger): Promise<string> {
   return embedded.urlFor(EMBEDDED_DATABASE);
 }
 
-/** Says where an acknowledged claim lives: on the primary alone, or on a synchronous standby too. */
-async function logDurability(db: ReturnType<typeof createDatabase>, logger: Logger): Promise<void> {
+/** Says where an acknowledged claim lives, where that can matter: a standby exists, or production. */
+async function logDurability(db: ReturnType<typeof createDatabase>, logger: Logger, production: boolean): Promise<void> {
   try {
     const d = await readDurability(db.pool);
-    logger.info(
-      d,
-      d.onTwoServers
-        ? 'claims are acknowledged once a synchronous standby has them (synchronous_standby_names)'
-        : 'claims are acknowledged once the primary has them: no synchronous standby, so a failover can lose the last moment of claims (docs/SCALING.md)',
-    );
+    const note = durabilityNote(d, production);
+    if (note) logger.info(d, note);
   } catch (error) {
     logger.warn({ error: (error as Error).message }, 'could not read the replication settings');
   }
@@ -98,7 +101,7 @@ async function serve(config: Config, logger: Logger, url: string, startedAt: num
     throw new ListenError(config.port, config.host, { cause: error });
   }
   logger.info({ port, ms: Date.now() - startedAt }, 'Tessera is serving POST /graphql');
-  if (!cluster.isWorker || cluster.worker?.id === 1) void logDurability(db, logger);
+  if (!cluster.isWorker || cluster.worker?.id === 1) void logDurability(db, logger, config.env === 'production');
 
   if (!cluster.isWorker) printReady(config, port);
 
@@ -142,7 +145,7 @@ async function main(): Promise<void> {
   const url = await databaseUrl(config, logger);
   // Under the migration lock: instances starting together apply them once, and none serves first.
   const applied = await migrate(url);
-  if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+  if (applied.length > 0) logger.info(appliedSummary(applied), 'migrations applied');
   if (config.webConcurrency > 1 && cluster.isPrimary) {
     const embedded = started.embedded;
     await runPrimary(config, logger, url, {
@@ -164,6 +167,6 @@ main().catch(async (error: unknown) => {
     process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
     if (error instanceof EmbeddedPostgresError && error.details) process.stderr.write(`${error.details}\n`);
   }
-  if (started.embedded?.owned) await started.embedded.release().catch(() => undefined);
+  if (started.embedded) await started.embedded.release().catch(() => undefined);
   process.exit(1);
 });

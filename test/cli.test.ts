@@ -14,6 +14,8 @@ import { ADMIN_KEY, CLAIM, startTestServer, type TestServer } from './helpers/te
 import { sleep } from './helpers/time';
 
 const BIN = path.resolve(__dirname, '../bin/tessera.js');
+/** The ballot checker run alone, as anyone runs it on a published file. */
+const VERIFIER = path.resolve(__dirname, '../bin/verify-ballot.js');
 const RUN_TIMEOUT_MS = 30_000;
 /** An error must end the process promptly: well under the bar's 2-second redraw, times a margin. */
 const PROMPT_MS = 10_000;
@@ -29,6 +31,8 @@ interface Run {
 }
 
 interface RunOptions {
+  /** The script to run (default: bin/tessera.js). */
+  bin?: string;
   cwd?: string;
   env?: Record<string, string>;
   input?: string;
@@ -45,7 +49,7 @@ function start(args: string[], options: RunOptions = {}): { child: ChildProcess;
   delete env.TESSERA_URL;
   delete env.ADMIN_API_KEY;
   const started = Date.now();
-  const child = spawn(process.execPath, [BIN, ...args], {
+  const child = spawn(process.execPath, [options.bin ?? BIN, ...args], {
     cwd: options.cwd ?? tempDir(),
     env: { ...env, ...options.env },
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -720,6 +724,11 @@ describe('CSV injection', () => {
 });
 
 describe('verify-ballot', () => {
+  /** bin/verify-ballot.js run alone: this status, nothing on stdout, one line on stderr. */
+  const expectVerdict = (run: Run, code: number, pattern: RegExp) => {
+    expect({ code: run.code, stdout: run.stdout, timedOut: run.timedOut }).toEqual({ code, stdout: '', timedOut: false });
+    expect(run.stderr.trim().split('\n')).toEqual([expect.stringMatching(pattern)]);
+  };
   const ENTER = 'mutation($input: EnterBallotInput!) { enterBallot(input: $input) { entry { id } error { code } } }';
 
   /** A drawn ballot of 250 entries (three pages of ballotEntries) on 40 tickets. */
@@ -750,6 +759,9 @@ describe('verify-ballot', () => {
     // Offline, with no server and no key at all.
     expectSuccess(await tessera(['verify-ballot', '--file', file, '--url', 'http://127.0.0.1:9', '--key', BAD_KEY]));
     // A partner: the published file, tied to what the API shows it.
+    // The checker alone, on the published file: the same verdict, the same status.
+    const alone = await tessera([file], { bin: VERIFIER });
+    expect({ code: alone.code, stdout: alone.stdout, stderr: alone.stderr }).toEqual({ code: 0, stdout: run.stdout, stderr: '' });
     const partnerRun = await tessera(['verify-ballot', '--file', file, '--campaign', campaignId, '--url', base, '--key', partnerKey]);
     expectSuccess(partnerRun);
     // With only its own view (no entries here) a partner cannot recompute the draw, and is told so.
@@ -776,6 +788,7 @@ describe('verify-ballot', () => {
     loser.status = 'WON';
     writeFileSync(file, JSON.stringify(saved));
     expectOneError(await tessera(['verify-ballot', '--file', file]), 1, /^tessera: mismatch: entry .* is recorded as a winner/);
+    expectVerdict(await tessera([file], { bin: VERIFIER }), 1, /^verify-ballot: mismatch: entry .* is recorded as a winner/);
     saved.ballot.seed = 'f'.repeat(64);
     writeFileSync(file, JSON.stringify(saved));
     expectOneError(await tessera(['verify-ballot', '--file', file, '--campaign', campaignId, '--url', base, '--key', ADMIN_KEY]), 1, /^tessera: mismatch: the file's seed/);
@@ -786,6 +799,8 @@ describe('verify-ballot', () => {
     expectOneError(await tessera(['verify-ballot', '--url', base]), 2, /--campaign <id> or --file/);
     writeFileSync(file, 'not json');
     expectOneError(await tessera(['verify-ballot', '--file', file]), 1, /is not a ballot file/);
+    expectVerdict(await tessera([file], { bin: VERIFIER }), 1, /^verify-ballot: .*ballot\.json is not a ballot file/);
+    expectVerdict(await tessera([], { bin: VERIFIER }), 2, /^verify-ballot: expected one ballot file, got none/);
   });
 });
 

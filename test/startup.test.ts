@@ -1,11 +1,15 @@
 // A start-up failure reads as advice: one short message naming what to change, exit code 1, no
 // stack trace (unless LOG_LEVEL=debug).
 import net from 'node:net';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { durabilityNote, type Durability } from '../src/db/durability';
+import { readFunctions, readMigrations } from '../src/db/migrate';
 import { databaseUrl, SERVER_ENV } from './helpers/env';
-import { freePort, ROOT, runToExit } from './helpers/process';
+import { freePort, ROOT, runToExit, startProcess } from './helpers/process';
 import { createTestDatabase } from './helpers/testServer';
+import { sleep, until } from './helpers/time';
 
 const serverUrl = () => process.env[SERVER_ENV]!;
 const STACK = /\n\s+at [^\n]+\(|\n\s+at node:/;
@@ -79,10 +83,45 @@ test('an embedded PostgreSQL that cannot start says what to do and leaves no hal
   try {
     const result = await runToExit(null, { EMBEDDED_PG_DIR: path.join(parent, 'pgdata'), EMBEDDED_PG_PORT: String(port) }, 60_000);
     await expectAdvice(result, new RegExp(`cannot use port ${port}: it is in use by another program. Set EMBEDDED_PG_PORT`));
-    // initdb succeeded, so the data directory is whole; what must not be there is a lock or a partial folder.
+    // Refused before initdb (or after a whole one): what must never be left is a lock or a partial folder.
     expect(readdirSync(parent).filter((f) => /start-lock|initdb-|partial/.test(f))).toEqual([]);
   } finally {
     blocker.close();
     rmSync(parent, { recursive: true, force: true });
   }
+});
+
+test('a development start prints what helps: the migrations in one short line, the real path of the generated key, no failover warning without a standby', async () => {
+  const database = await createTestDatabase({ migrated: false });
+  const parent = mkdtempSync(path.join(tmpdir(), 'tessera-startup-'));
+  try {
+    // The key is kept beside the data directory's folder, wherever that is: printed normalized.
+    const p = await startProcess(database.url, { ADMIN_API_KEY: '', EMBEDDED_PG_DIR: path.join(parent, 'x', '..', 'pgdata') });
+    await until(() => p.output().includes('Admin API key: '), { message: 'the banner', timeoutMs: 10_000, intervalMs: 20 });
+    await sleep(500); // the durability line is logged just after the banner, when there is one
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toBe(0);
+    const output = p.output();
+
+    const key = readFileSync(path.join(parent, 'admin-api-key'), 'utf8').trim();
+    expect(output).toContain(`Admin API key: ${key}  (generated; kept in ${path.join(parent, 'admin-api-key')}; set ADMIN_API_KEY to choose one)`);
+
+    const migrations = readMigrations();
+    const line = output.split('\n').find((l) => l.includes('"msg":"migrations applied"'))!;
+    expect(JSON.parse(line)).toMatchObject({ migrations: migrations.length, latest: migrations.at(-1)!.name, functions: readFunctions().length });
+    expect(line.length).toBeLessThan(300);
+
+    expect(output).not.toMatch(/failover/);
+  } finally {
+    rmSync(parent, { recursive: true, force: true });
+    await database.drop();
+  }
+});
+
+test('the durability line is written where a failover can happen: a standby, or production', () => {
+  const alone: Durability = { synchronousCommit: 'on', synchronousStandbyNames: '', standbys: 0, synchronousStandbys: 0, onTwoServers: false };
+  expect(durabilityNote(alone, false)).toBeUndefined();
+  expect(durabilityNote(alone, true)).toMatch(/no synchronous standby, so a failover can lose the last moment of claims/);
+  expect(durabilityNote({ ...alone, standbys: 1 }, false)).toMatch(/its standby is asynchronous, so a failover can lose/);
+  expect(durabilityNote({ ...alone, standbys: 2, synchronousStandbys: 1, synchronousStandbyNames: 'b', onTwoServers: true }, false)).toMatch(/once a synchronous standby has them/);
 });

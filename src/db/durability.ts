@@ -31,3 +31,19 @@ export async function readDurability(pool: Pool): Promise<Durability> {
     onTwoServers: row.synchronous_standby_names !== '' && ['on', 'remote_write', 'remote_apply'].includes(row.synchronous_commit),
   };
 }
+
+/**
+ * The start-up log's line on where claims live, or undefined when there is nothing worth saying: a
+ * server with no standby outside production cannot fail over, so "a failover can lose the last
+ * moment of claims" is noise there (every `npm start` on the embedded database printed it).
+ * Production says it even without a visible standby: a managed service's standby may not show in
+ * pg_stat_replication.
+ */
+export function durabilityNote(d: Durability, production: boolean): string | undefined {
+  if (d.onTwoServers) return 'claims are acknowledged once a synchronous standby has them (synchronous_standby_names)';
+  if (d.standbys > 0) {
+    return `claims are acknowledged once the primary has them: its ${d.standbys === 1 ? 'standby is' : `${d.standbys} standbys are`} asynchronous, so a failover can lose the last moment of claims (docs/SCALING.md)`;
+  }
+  if (production) return 'claims are acknowledged once the primary has them: no synchronous standby, so a failover can lose the last moment of claims (docs/SCALING.md)';
+  return undefined;
+}

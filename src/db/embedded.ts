@@ -9,14 +9,19 @@
 //
 // Several Tessera processes started in one folder share one embedded server: under a start lock (a
 // file beside the data directory), the first starts it and the others find it running and join it.
-// A process that stops gracefully stops it only when no other process is connected (release());
-// one that is killed leaves it running, and the next to start joins it.
-import { closeSync, existsSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+// Each process that uses it is listed beside the data directory (`<dir>.users/<pid>`); one that
+// stops gracefully stops the server only when no other listed process is alive and no other client
+// is connected (release()); one that is killed leaves it running, and the next to start joins it.
+//
+// A server is joined, or counted as started, only once it proves to be the one of this data
+// directory (SHOW data_directory): every embedded server has the same user and password, so the
+// server of another folder on the same port would otherwise be used as this one (issue 27).
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
 import { EmbeddedPostgresError, placement } from './embeddedPlacement';
-import { accepts, alive, initialise, PASSWORD, startServer, stopPid, USER } from './embeddedProcess';
+import { alive, holderOf, initialise, PASSWORD, portTaken, sameDir, startServer, stopPid, USER } from './embeddedProcess';
 
 export { accepts } from './embeddedProcess';
 export { EmbeddedPostgresError } from './embeddedPlacement';
@@ -32,25 +37,39 @@ export interface EmbeddedDatabase {
   start(): Promise<void>;
   /** False when another process had already started it (start() then does nothing). */
   readonly owned: boolean;
-  /** Stops it unless other processes are still connected; true when it stopped. */
+  /** Stops it unless another process listed as its user is alive or another client is connected; true when it stopped. */
   release(): Promise<boolean>;
 }
 
-export async function startEmbeddedPostgres(options: { dir: string; port: number }): Promise<EmbeddedDatabase> {
+export interface EmbeddedOptions {
+  dir: string;
+  port: number;
+  /** The variable that sets `port`, for the advice when it is taken (EMBEDDED_PG_PORT by default). */
+  portSetting?: string;
+}
+
+export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedDatabase> {
   const where = placement(path.resolve(options.dir));
   const { dir } = where;
-  const urlFor = (database: string) => `postgresql://${USER}:${PASSWORD}@127.0.0.1:${options.port}/${encodeURIComponent(database)}`;
+  const { port } = options;
+  const portSetting = options.portSetting ?? 'EMBEDDED_PG_PORT';
+  const urlFor = (database: string) => `postgresql://${USER}:${PASSWORD}@127.0.0.1:${port}/${encodeURIComponent(database)}`;
   const url = urlFor('postgres');
   const stop = () => stopByPid(dir);
-  const release = () => releaseWith(url, stop);
+  const release = () => releaseWith(dir, url, stop);
 
-  const unlock = await takeStartLock(`${dir}.start-lock`);
+  const unlock = await takeStartLock(lockFile(dir));
   try {
-    if (await runningIn(dir, options.port)) {
+    const holder = await holderOf(port);
+    if (holder.kind === 'postgres' && sameDir(holder.dataDir, dir)) {
+      enlist(dir);
       return { url, urlFor, dir, stop, start: async () => undefined, owned: false, release };
     }
+    await refuseIfRunningElsewhere(dir, port, portSetting);
+    if (holder.kind !== 'none') throw new EmbeddedPostgresError(await portTaken(dir, port, holder, portSetting));
     if (!existsSync(path.join(dir, 'PG_VERSION'))) await initialise(where);
-    await startServer(where, options.port);
+    await startServer(where, port, portSetting);
+    enlist(dir);
     return {
       url,
       urlFor,
@@ -59,7 +78,7 @@ export async function startEmbeddedPostgres(options: { dir: string; port: number
       release,
       stop,
       start: async () => {
-        await startServer(where, options.port);
+        await startServer(where, port, portSetting);
       },
     };
   } finally {
@@ -67,8 +86,49 @@ export async function startEmbeddedPostgres(options: { dir: string; port: number
   }
 }
 
-/** Stops the server unless another client is connected to it. */
-async function releaseWith(url: string, stop: () => Promise<void>): Promise<boolean> {
+const lockFile = (dir: string) => `${dir}.start-lock`;
+const usersDir = (dir: string) => `${dir}.users`;
+
+/** Lists this process as a user of the server of `dir` (under the start lock). */
+function enlist(dir: string): void {
+  mkdirSync(usersDir(dir), { recursive: true });
+  writeFileSync(path.join(usersDir(dir), String(process.pid)), '');
+}
+
+/** Other live processes listed as users of the server of `dir`; the dead ones' entries are removed. */
+function otherUsers(dir: string): number[] {
+  let entries: string[];
+  try {
+    entries = readdirSync(usersDir(dir));
+  } catch {
+    return [];
+  }
+  return entries.map(Number).filter((pid) => {
+    if (pid === process.pid) return false;
+    if (pid > 0 && alive(pid)) return true;
+    rmSync(path.join(usersDir(dir), String(pid)), { force: true });
+    return false;
+  });
+}
+
+/**
+ * Stops the server unless another listed process is alive or another client is connected, under
+ * the start lock: a process starting meanwhile either joins before (and keeps it up) or starts it again after.
+ */
+async function releaseWith(dir: string, url: string, stop: () => Promise<void>): Promise<boolean> {
+  const unlock = await takeStartLock(lockFile(dir));
+  try {
+    rmSync(path.join(usersDir(dir), String(process.pid)), { force: true });
+    if (otherUsers(dir).length > 0 || (await othersConnected(url))) return false;
+    await stop();
+    return true;
+  } finally {
+    unlock();
+  }
+}
+
+/** Whether a client other than this one is connected (false when the server does not answer). */
+async function othersConnected(url: string): Promise<boolean> {
   const client = new Client({ connectionString: url });
   client.on('error', () => undefined);
   try {
@@ -76,13 +136,12 @@ async function releaseWith(url: string, stop: () => Promise<void>): Promise<bool
     const { rows } = await client.query(
       `SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()`,
     );
-    await client.end();
-    if (rows[0].n > 0) return false;
+    return rows[0].n > 0;
   } catch {
-    // not answering: stop it all the same
+    return false; // not answering: stop it all the same
+  } finally {
+    await client.end().catch(() => undefined);
   }
-  await stop();
-  return true;
 }
 
 /** The postmaster's pid and port, from the data directory's postmaster.pid. */
@@ -101,11 +160,15 @@ async function stopByPid(dir: string): Promise<void> {
   if (pid > 0) await stopPid(pid);
 }
 
-/** Whether the PostgreSQL of data directory `dir` runs and listens on `port`. */
-async function runningIn(dir: string, port: number): Promise<boolean> {
+/** Refuses when the server of `dir` runs already, proven on another port than `port`. */
+async function refuseIfRunningElsewhere(dir: string, port: number, portSetting: string): Promise<void> {
   const running = postmaster(dir);
-  if (!running || !alive(running.pid) || running.port !== port) return false;
-  return accepts(port);
+  if (!running || running.port === port || !alive(running.pid)) return;
+  const holder = await holderOf(running.port);
+  if (holder.kind !== 'postgres' || !sameDir(holder.dataDir, dir)) return;
+  throw new EmbeddedPostgresError(
+    `The embedded PostgreSQL of ${dir} already runs on port ${running.port} (pid ${running.pid}), not ${port}: set ${portSetting}=${running.port} to use it, or stop it first (kill -INT ${running.pid}).`,
+  );
 }
 
 /** An exclusive lock file holding our pid; a lock left by a dead process is taken over. */

@@ -1,6 +1,6 @@
 // Running the embedded PostgreSQL's programs: initdb, and the server itself.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chownSync, closeSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, closeSync, mkdirSync, openSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,8 +12,13 @@ export const USER = 'postgres';
 export const PASSWORD = 'tessera';
 const READY_TIMEOUT_MS = 60_000;
 // Long enough for a 1,000,000-ticket campaign without a checkpoint storm; fsync stays on. TCP only:
-// no Unix socket left in a shared folder.
-const SERVER_SETTINGS = ['-c', 'max_connections=200', '-c', 'max_wal_size=2GB', '-c', 'unix_socket_directories='];
+// no Unix socket left in a shared folder. 127.0.0.1 only, where Tessera connects: with the default
+// (localhost, IPv4 and IPv6) a server whose IPv4 port another one holds starts on ::1 alone, and
+// Tessera's connections reach the other one.
+const SERVER_SETTINGS = ['-c', 'max_connections=200', '-c', 'max_wal_size=2GB', '-c', 'unix_socket_directories=', '-c', 'listen_addresses=127.0.0.1'];
+
+/** The `postgres` database of the embedded server on `port`. */
+export const urlOn = (port: number) => `postgresql://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`;
 
 /**
  * initdb into a folder beside the data directory, renamed into place only when it succeeded: a
@@ -63,8 +68,10 @@ function failure(what: string, user: Placement['user']): string {
  * Starts the server in a process group of its own (a Ctrl-C in the terminal reaches Tessera, which
  * stops it last, after the requests in flight) with its log in a file beside the data directory —
  * never a pipe to this process, which would block or break the server once this process is gone.
+ * Ready once the server on `port` proves to be this one (its data_directory): a server of another
+ * data directory answers there as soon as ours fails to bind, with the same user and password.
  */
-export async function startServer({ binaries, dir, user }: Placement, port: number): Promise<ChildProcess> {
+export async function startServer({ binaries, dir, user }: Placement, port: number, portSetting: string): Promise<ChildProcess> {
   const logFile = `${dir}.log`;
   const log = openSync(logFile, 'a');
   const child = spawn(path.join(binaries, 'bin', 'postgres'), ['-D', dir, '-p', String(port), ...SERVER_SETTINGS], {
@@ -80,18 +87,64 @@ export async function startServer({ binaries, dir, user }: Placement, port: numb
   child.once('exit', (code, signal) => (exited ??= `exited with ${signal ?? `code ${code}`}`));
   child.unref();
   const deadline = Date.now() + READY_TIMEOUT_MS;
-  while (!(await answers(`postgresql://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`))) {
-    if (exited !== undefined || Date.now() > deadline) {
-      if (exited === undefined) child.kill('SIGKILL');
+  for (;;) {
+    const holder = await holderOf(port);
+    if (holder.kind === 'postgres' && sameDir(holder.dataDir, dir)) return child;
+    if (holder.kind === 'postgres' || exited !== undefined || Date.now() > deadline) {
+      if (exited === undefined && child.pid) await stopPid(child.pid);
+      if (holder.kind !== 'none') throw new EmbeddedPostgresError(await portTaken(dir, port, holder, portSetting), tail(logFile));
       const reason = exited ?? `did not accept connections within ${READY_TIMEOUT_MS / 1000} s`;
-      if (await accepts(port)) {
-        throw new EmbeddedPostgresError(`The embedded PostgreSQL cannot use port ${port}: it is in use by another program. Set EMBEDDED_PG_PORT to a free port.`, tail(logFile));
-      }
       throw new EmbeddedPostgresError(failure(`The embedded PostgreSQL in ${dir} on port ${port} ${reason}`, user), tail(logFile));
     }
     await sleep(50);
   }
-  return child;
+}
+
+/** What listens on 127.0.0.1:`port`: nothing, a PostgreSQL that lets in the embedded superuser (and its data directory), or something else. */
+export type Holder = { kind: 'none' } | { kind: 'postgres'; dataDir: string } | { kind: 'other' };
+
+export async function holderOf(port: number): Promise<Holder> {
+  if (!(await accepts(port))) return { kind: 'none' };
+  const client = new Client({ connectionString: urlOn(port), connectionTimeoutMillis: 1000 });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    // Superusers only (or pg_read_all_settings): the embedded server's user is its superuser.
+    const { rows } = await client.query<{ data_directory: string }>('SHOW data_directory');
+    return { kind: 'postgres', dataDir: rows[0]!.data_directory };
+  } catch {
+    return { kind: 'other' };
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** Whether two paths name one folder (symbolic links followed where they can be). */
+export function sameDir(a: string, b: string): boolean {
+  const real = (p: string) => {
+    try {
+      return realpathSync.native(p);
+    } catch {
+      return path.resolve(p);
+    }
+  };
+  return real(a) === real(b);
+}
+
+/** The one line that says who holds `port`, and what to set instead. */
+export async function portTaken(dir: string, port: number, holder: Holder, portSetting: string): Promise<string> {
+  const free = await nextFreePort(port);
+  const instead = `Set ${portSetting} to a free port${free ? ` (e.g. ${portSetting}=${free})` : ''}`;
+  if (holder.kind === 'postgres') {
+    return `The embedded PostgreSQL of ${dir} cannot use port ${port}: the PostgreSQL of ${holder.dataDir} already listens there. ${instead}, or stop that one.`;
+  }
+  return `The embedded PostgreSQL cannot use port ${port}: it is in use by another program. ${instead}.`;
+}
+
+/** The first of the next 20 ports nothing accepts connections on, for the advice. */
+async function nextFreePort(port: number): Promise<number | undefined> {
+  for (let p = port + 1; p <= Math.min(port + 20, 65535); p += 1) if (!(await accepts(p))) return p;
+  return undefined;
 }
 
 function tail(file: string): string {
@@ -99,20 +152,6 @@ function tail(file: string): string {
     return readFileSync(file, 'utf8').split('\n').slice(-10).join('\n');
   } catch {
     return '';
-  }
-}
-
-async function answers(url: string): Promise<boolean> {
-  const client = new Client({ connectionString: url, connectionTimeoutMillis: 1000 });
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-    await client.query('SELECT 1');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => undefined);
   }
 }
 

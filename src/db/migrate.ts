@@ -69,7 +69,18 @@ export function readFunctions(dir = FUNCTIONS_DIR): Migration[] {
 }
 
 /** How migrate() and pendingMigrations() name a function file in their lists. */
-export const functionLabel = (name: string) => `prisma/functions/${name}.sql`;
+const FUNCTION_LABEL_PREFIX = 'prisma/functions/';
+export const functionLabel = (name: string) => `${FUNCTION_LABEL_PREFIX}${name}.sql`;
+
+/**
+ * What migrate() applied, for the start-up log: how many migrations and the latest, how many function
+ * files — not every name (a new database gets them all: 14 migrations and 31 function files were one
+ * 2,011-character line; this one is 170).
+ */
+export function appliedSummary(applied: readonly string[]): { migrations: number; latest?: string; functions: number } {
+  const migrations = applied.filter((name) => !name.startsWith(FUNCTION_LABEL_PREFIX));
+  return { migrations: migrations.length, latest: migrations.at(-1), functions: applied.length - migrations.length };
+}
 
 const CREATE_MIGRATIONS_TABLE = `
 CREATE TABLE IF NOT EXISTS "_prisma_migrations" (

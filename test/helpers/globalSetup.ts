@@ -12,9 +12,13 @@ export default async function globalSetup(): Promise<void> {
   mkdirSync(path.resolve(__dirname, '../../test-results'), { recursive: true });
   let serverUrl = process.env.DATABASE_URL;
   if (!serverUrl) {
+    // Two `npm test` of one checkout at once share this server: the second joins it (proven to be
+    // this folder's) and each run's databases carry its own name; globalTeardown releases it, and
+    // only the last run out stops it. A server of another folder on the port is refused.
     const embedded = await startEmbeddedPostgres({
       dir: path.resolve(__dirname, '../../.tessera/test-pgdata'),
       port: Number(process.env.TESSERA_TEST_EMBEDDED_PORT ?? 54339),
+      portSetting: 'TESSERA_TEST_EMBEDDED_PORT',
     });
     (globalThis as { __tesseraEmbedded?: typeof embedded }).__tesseraEmbedded = embedded;
     serverUrl = embedded.url;

@@ -9,6 +9,7 @@ export default async function globalTeardown(): Promise<void> {
       for (const { datname } of rows) await c.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
     });
   }
-  const embedded = (globalThis as { __tesseraEmbedded?: { stop(): Promise<void> } }).__tesseraEmbedded;
-  if (embedded) await embedded.stop();
+  // Released, not stopped: another `npm test` of this checkout may be using it (globalSetup.ts).
+  const embedded = (globalThis as { __tesseraEmbedded?: { release(): Promise<boolean> } }).__tesseraEmbedded;
+  if (embedded) await embedded.release();
 }
