@@ -31,7 +31,10 @@ function stopLeftover(dir: string): void {
   const file = path.join(dir, 'postmaster.pid');
   if (!existsSync(file)) return;
   try {
-    process.kill(Number(readFileSync(file, 'utf8').split('\n')[0]), 'SIGINT');
+    const pid = Number(readFileSync(file, 'utf8').split('\n')[0]);
+    // Only that folder's postmaster: a stale file's pid may since belong to any other process.
+    if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes(dir)) return;
+    process.kill(pid, 'SIGINT');
   } catch {
     // gone already
   }

@@ -2,7 +2,7 @@
 // operation, outcome, actor and time, a page at a time.
 import { gql } from './api';
 import { screen } from './shell';
-import { fromLocalInput, h, problem, rowsOr, table, when, ZONE } from './ui';
+import { fmt, fromLocalInput, h, problem, rowsOr, table, when, ZONE } from './ui';
 
 interface Entry {
   id: string;
@@ -23,14 +23,27 @@ const QUERY = `query($after: String, $operation: String, $outcome: String, $acto
   }
 }`;
 
+/** Arguments shorter than this show whole; longer ones (up to 4 KB) open from a one-line start. */
+const SHORT_ARGUMENTS = 160;
+
+/** An entry's arguments as JSON, every character of it reachable: whole when short, else a summary that opens. */
+function argumentsCell(args: unknown): HTMLElement {
+  const text = JSON.stringify(args) ?? 'null';
+  if (text.length <= SHORT_ARGUMENTS) return h('code.args-text', { 'data-testid': 'audit-arguments' }, text);
+  return h('details.args-more', {},
+    h('summary', {}, h('code', {}, `${text.slice(0, SHORT_ARGUMENTS - 40)}…`), ` (${fmt(text.length)} characters)`),
+    h('pre.args-text', { 'data-testid': 'audit-arguments' }, JSON.stringify(args, null, 2)),
+  );
+}
+
 /** Who acted, in words: the operator key's name and role, the partner's name, or the admin key. */
 const who = (e: Entry) => (e.operator ? `${e.operator.name} (${e.operator.role})` : e.partner ? `partner ${e.partner.name}` : e.actor === 'admin' ? 'admin key' : e.actor);
 
 export async function auditLog(): Promise<void> {
   const input = (id: string, attrs: Record<string, string> = {}) => h('input', { id, ...attrs }) as HTMLInputElement;
-  const operation = input('a-op', { placeholder: 'e.g. closeCampaign', 'data-testid': 'filter-operation' });
+  const operation = input('a-op', { placeholder: 'closeCampaign', 'data-testid': 'filter-operation' });
   const outcome = input('a-outcome', { placeholder: 'OK, FORBIDDEN…', 'data-testid': 'filter-outcome' });
-  const actor = input('a-actor', { placeholder: 'admin, operator:<id>, partner:<id>', 'data-testid': 'filter-actor' });
+  const actor = input('a-actor', { placeholder: 'admin, operator:<id>…', 'data-testid': 'filter-actor', title: 'admin, operator:<id> or partner:<id>' });
   const since = input('a-since', { type: 'datetime-local' });
   const until = input('a-until', { type: 'datetime-local' });
   const body = h('tbody', { 'data-testid': 'audit' });
@@ -60,7 +73,7 @@ export async function auditLog(): Promise<void> {
           h('td', { title: e.actor }, who(e)),
           h('td', {}, e.operation),
           h('td', {}, h(`span.status.${e.outcome === 'OK' ? 'open' : 'closed'}`, {}, e.outcome)),
-          h('td.code.args', {}, JSON.stringify(e.arguments)),
+          h('td.args', {}, argumentsCell(e.arguments)),
         ),
       );
       if (append) body.append(...rows);
@@ -72,14 +85,16 @@ export async function auditLog(): Promise<void> {
     }
   };
   more.addEventListener('click', () => void load(true));
+  // Each label stays with its field when the row wraps.
+  const field = (label: string, control: HTMLInputElement) => h('div.field', {}, h('label', { for: control.id }, label), control);
   screen(
     h('h1', {}, 'Audit log'),
     h('form.filters', { role: 'search', onsubmit: (e: Event) => (e.preventDefault(), void load(false)) },
-      h('label', { for: 'a-op' }, 'Operation'), operation,
-      h('label', { for: 'a-outcome' }, 'Outcome'), outcome,
-      h('label', { for: 'a-actor' }, 'Actor'), actor,
-      h('label', { for: 'a-since' }, `From (${ZONE})`), since,
-      h('label', { for: 'a-until' }, 'Until'), until,
+      field('Operation', operation),
+      field('Outcome', outcome),
+      field('Actor', actor),
+      field(`From, ${ZONE}`, since),
+      field(`Until, ${ZONE}`, until),
       h('button', { type: 'submit', 'data-testid': 'filter' }, 'Filter'),
     ),
     count,

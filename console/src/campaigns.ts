@@ -8,12 +8,12 @@ import { onLeave, screen } from './shell';
 import {
   action,
   canWrite,
-  clockTime,
   copyable,
   fmt,
   fromLocalInput,
   guardForm,
   h,
+  pager,
   pct,
   problem,
   rowsOr,
@@ -21,6 +21,7 @@ import {
   toLocalInput,
   when,
   ZONE,
+  zoneAt,
 } from './ui';
 
 export interface Stats {
@@ -109,6 +110,16 @@ function windowFields(initial: { perHolderLimit?: number | null; opensAt?: strin
   };
 }
 
+const POLICY_OPTION: Record<string, string> = {
+  POOL: 'Go back to the pool (default)',
+  VOID: 'Are retired for good (VOID)',
+  WAITLIST_FIRST: 'Go to the waitlist first',
+};
+
+/** A whole number of seconds (or a count), empty for the server's default. */
+const numberInput = (id: string, testid: string, placeholder: string, max: string) =>
+  h('input', { id, name: id, type: 'number', min: '1', max, step: '1', placeholder, 'data-testid': testid }) as HTMLInputElement;
+
 export function newCampaign(): void {
   const name = h('input', { id: 'f-name', name: 'name', required: true, maxlength: '200', 'data-testid': 'campaign-name' }) as HTMLInputElement;
   const fields = windowFields();
@@ -116,14 +127,34 @@ export function newCampaign(): void {
     h('option', { value: 'FIRST_COME' }, 'First come, first served'),
     h('option', { value: 'BALLOT' }, 'Ballot: entries, then a draw'),
   ) as HTMLSelectElement;
-  const entriesCloseAt = h('input', { id: 'f-entries', name: 'entriesCloseAt', type: 'datetime-local' }) as HTMLInputElement;
-  const confirmSeconds = h('input', { id: 'f-confirm', name: 'ballotConfirmSeconds', type: 'number', min: '1', placeholder: 'server default', 'data-testid': 'ballot-confirm-seconds' }) as HTMLInputElement;
-  const ballotFields = h('fieldset.stack', { hidden: true },
+  const entriesCloseAt = h('input', { id: 'f-entries', name: 'entriesCloseAt', type: 'datetime-local', 'data-testid': 'ballot-entries-close' }) as HTMLInputElement;
+  const confirmSeconds = numberInput('f-confirm', 'ballot-confirm-seconds', '900 (default)', '2592000');
+  const ballotFields = h('fieldset.stack', { hidden: true, 'data-testid': 'ballot-fields' },
     h('legend', {}, 'Ballot'),
     h('label', { for: 'f-entries' }, `Entries close at, ${ZONE} (empty: at the draw)`), entriesCloseAt,
-    h('label', { for: 'f-confirm' }, 'Winners confirm within (seconds)'), confirmSeconds,
+    h('label', { for: 'f-confirm' }, 'Winners confirm within, seconds (empty: 900, or the longest hold if shorter)'), confirmSeconds,
   );
-  mode.addEventListener('change', () => (ballotFields.hidden = mode.value !== 'BALLOT'));
+  const policy = h('select', { id: 'f-policy', name: 'releasePolicy', 'data-testid': 'campaign-release-policy' },
+    ...Object.entries(POLICY_OPTION).map(([value, text]) => h('option', { value }, text)),
+  ) as HTMLSelectElement;
+  const offerSeconds = numberInput('f-offer', 'campaign-offer-seconds', '900 (default)', '2592000');
+  const waitlistFields = h('div.stack', { hidden: true, 'data-testid': 'waitlist-fields' },
+    h('label', { for: 'f-offer' }, 'A waitlist offer is held for, seconds (empty: 900, or the longest hold if shorter)'), offerSeconds,
+  );
+  const maxHold = numberInput('f-max-hold', 'campaign-max-hold', 'no limit', '2592000');
+  const lowStock = numberInput('f-low-stock', 'campaign-low-stock', 'never', '10000000');
+  const sync = () => {
+    const ballot = mode.value === 'BALLOT';
+    // A ballot passes returned tickets on to its ranking: it has no waitlist.
+    const waitlistOption = policy.querySelector<HTMLOptionElement>('option[value="WAITLIST_FIRST"]')!;
+    waitlistOption.disabled = ballot;
+    waitlistOption.hidden = ballot;
+    if (ballot && policy.value === 'WAITLIST_FIRST') policy.value = 'POOL';
+    ballotFields.hidden = !ballot;
+    waitlistFields.hidden = policy.value !== 'WAITLIST_FIRST';
+  };
+  mode.addEventListener('change', sync);
+  policy.addEventListener('change', sync);
   const status = h('div');
   const form = h(
     'form.stack',
@@ -131,10 +162,13 @@ export function newCampaign(): void {
       onsubmit: async (e: Event) => {
         e.preventDefault();
         try {
-          const input: Record<string, unknown> = { name: name.value, mode: mode.value };
+          const input: Record<string, unknown> = { name: name.value, mode: mode.value, releasePolicy: policy.value };
           if (fields.limit.value) input.perHolderLimit = Number(fields.limit.value);
           if (fields.opensAt.value) input.opensAt = fromLocalInput(fields.opensAt.value);
           if (fields.closesAt.value) input.closesAt = fromLocalInput(fields.closesAt.value);
+          if (maxHold.value) input.maxHoldSeconds = Number(maxHold.value);
+          if (lowStock.value) input.lowStockThreshold = Number(lowStock.value);
+          if (policy.value === 'WAITLIST_FIRST' && offerSeconds.value) input.waitlistOfferSeconds = Number(offerSeconds.value);
           if (mode.value === 'BALLOT') {
             if (entriesCloseAt.value) input.entriesCloseAt = fromLocalInput(entriesCloseAt.value);
             if (confirmSeconds.value) input.ballotConfirmSeconds = Number(confirmSeconds.value);
@@ -149,12 +183,24 @@ export function newCampaign(): void {
     h('label', { for: 'f-name' }, 'Name'),
     name,
     ...fields.labels,
-    h('label', { for: 'f-mode' }, 'Gives tickets by'),
+    h('label', { for: 'f-mode' }, 'Gives tickets by (chosen once)'),
     mode,
     ballotFields,
+    h('fieldset.stack', {},
+      h('legend', {}, 'Release policy'),
+      h('label', { for: 'f-policy' }, 'Released and expired tickets'),
+      policy,
+      h('p.meta', {}, 'Chosen once: the API cannot change a campaign’s release policy after it is created.'),
+      waitlistFields,
+    ),
+    h('label', { for: 'f-max-hold' }, 'Longest hold, seconds, extensions included (empty: no limit; at most 2,592,000 = 30 days)'),
+    maxHold,
+    h('label', { for: 'f-low-stock' }, 'Low-stock alert: the CAMPAIGN_LOW_STOCK webhook fires when this many or fewer are available (empty: never)'),
+    lowStock,
     h('button', { type: 'submit', 'data-testid': 'create-campaign' }, 'Create'),
     status,
   );
+  sync();
   screen(h('h1', {}, 'New campaign'), guardForm(form));
 }
 
@@ -182,17 +228,16 @@ interface CampaignDetail {
   perHolderLimit: number | null;
   releasePolicy: string;
   maxHoldSeconds: number | null;
+  lowStockThreshold: number | null;
   stats: Stats;
   allotments: { partner: { name: string }; size: number; used: number; remaining: number; lapsesAt: string | null; lapsedAt: string | null }[];
   waitlistLength: number;
   waitlistOfferSeconds: number;
-  head: { edges: { node: WaitlistRow }[] };
-  offers: { totalCount: number; edges: { node: WaitlistRow }[] };
+  offers: { totalCount: number };
   mode: 'FIRST_COME' | 'BALLOT';
   entriesCloseAt: string | null;
   ballotConfirmSeconds: number | null;
   ballot: BallotFigures | null;
-  ballotEntries: { totalCount: number; edges: { node: BallotRow }[] };
   timeline: { at: string; allocated: number; cumulative: number; refused: number; refusals: { code: string; count: number }[] }[];
   partnerStats: { partner: { name: string }; allocated: number; held: number; quota: number | null }[];
   allocations: { totalCount: number; edges: { node: LatestAllocation }[] };
@@ -221,23 +266,51 @@ interface BallotRow {
 interface WaitlistRow {
   holder: string;
   quantity: number;
+  status: string;
   position: number | null;
   createdAt: string;
   offer: { expiresAt: string | null; status: string }[];
 }
 
+interface Connection<T> {
+  totalCount: number;
+  pageInfo: { hasNextPage: boolean; endCursor: string | null };
+  edges: { cursor: string; node: T }[];
+}
+
+const PAGE_SIZE = 20;
+const WAITLIST_FIELDS = 'holder quantity status position createdAt offer { expiresAt status }';
+const BALLOT_ENTRY_FIELDS = 'rank holder quantity status createdAt partner { name } allocations { status expiresAt }';
+const BALLOT_PAGE = `query($id: ID!, $first: Int, $after: String) {
+  campaign(id: $id) { ballotEntries(first: $first, after: $after) { totalCount pageInfo { hasNextPage endCursor } edges { cursor node { ${BALLOT_ENTRY_FIELDS} } } } }
+}`;
+/** The waitlist views: offers out, then who waits (the default); one status; or every entry in join order. */
+const WAITLIST_VIEWS: Record<string, { label: string; statuses: (string | null)[] }> = {
+  LIVE: { label: 'Offered, then waiting', statuses: ['OFFERED', 'WAITING'] },
+  WAITING: { label: 'Waiting', statuses: ['WAITING'] },
+  OFFERED: { label: 'Offered', statuses: ['OFFERED'] },
+  ACCEPTED: { label: 'Accepted', statuses: ['ACCEPTED'] },
+  EXPIRED: { label: 'Expired', statuses: ['EXPIRED'] },
+  LEFT: { label: 'Left', statuses: ['LEFT'] },
+  ALL: { label: 'Every entry, in join order', statuses: [null] },
+};
+/** One request for a page of a view: each status's connection under its own alias. */
+const waitlistQuery = (statuses: (string | null)[]) => `query($id: ID!, ${statuses.map((_, k) => `$f${k}: Int, $a${k}: String`).join(', ')}) {
+  campaign(id: $id) {
+    ${statuses.map((status, k) => `s${k}: waitlist(first: $f${k}, after: $a${k}${status ? `, status: ${status}` : ''}) { totalCount pageInfo { hasNextPage endCursor } edges { cursor node { ${WAITLIST_FIELDS} } } }`).join('\n    ')}
+  }
+}`;
+
 const ALLOCATION_FIELDS = 'id holder status allocatedAt ticket { code } partner { name }';
 const DETAIL = `query($id: ID!) {
   campaign(id: $id) {
-    id name status opensAt closesAt perHolderLimit releasePolicy maxHoldSeconds
+    id name status opensAt closesAt perHolderLimit releasePolicy maxHoldSeconds lowStockThreshold
     stats { ${STATS} }
     allotments { partner { name } size used remaining lapsesAt lapsedAt }
     waitlistLength waitlistOfferSeconds
-    head: waitlist(first: 5, status: WAITING) { edges { node { holder quantity position createdAt offer { expiresAt status } } } }
-    offers: waitlist(first: 5, status: OFFERED) { totalCount edges { node { holder quantity position createdAt offer { expiresAt status } } } }
+    offers: waitlist(first: 0, status: OFFERED) { totalCount }
     mode entriesCloseAt ballotConfirmSeconds
     ballot { seedCommitment seed entriesDigest entryCount winners tickets drawnAt }
-    ballotEntries(first: 10) { totalCount edges { node { rank holder quantity status createdAt partner { name } allocations { status expiresAt } } } }
     timeline(bucket: MINUTE) { at allocated cumulative refused refusals { code count } }
     partnerStats { partner { name } allocated held quota }
     allocations(first: 15, order: NEWEST_FIRST) { totalCount edges { node { ${ALLOCATION_FIELDS} } } }
@@ -270,9 +343,95 @@ export async function campaign(id: string): Promise<void> {
   const ballotSummary = h('div', { 'data-testid': 'ballot-summary' });
   const ballotEntries = h('tbody', { 'data-testid': 'ballot-entries' });
   const ballotHeading = h('h2', {}, 'Ballot');
-  const ballotSection = h('section', { hidden: true, 'data-testid': 'ballot' }, ballotHeading, ballotSummary, table(['Rank', 'Holder', 'Partner', 'Tickets', 'Status', 'Hold'], ballotEntries));
+  const ballotStatus = h('div');
+  const hold = (e: BallotRow) => {
+    const a = e.allocations[0];
+    if (!a) return '—';
+    if (a.status === 'HELD') return h('span', {}, 'held until ', when(a.expiresAt));
+    return a.status.toLowerCase();
+  };
+  let ballotDrawn: boolean | null = null;
+  const ballotPager = pager({
+    size: PAGE_SIZE,
+    testid: 'ballot-entries',
+    fetch: async (after, first) => {
+      const data = await gql<{ campaign: { ballotEntries: Connection<BallotRow> } }>(BALLOT_PAGE, { id, first, after });
+      const page = data.campaign.ballotEntries;
+      const rows = page.edges.map(({ node: e }) =>
+        h('tr', {},
+          h('td', {}, e.rank === null ? '—' : String(e.rank)),
+          h('td', {}, e.holder),
+          h('td', {}, e.partner.name),
+          h('td', {}, fmt(e.quantity)),
+          h('td', {}, h(`span.entry.${e.status.toLowerCase()}`, {}, e.status)),
+          h('td', {}, hold(e)),
+        ),
+      );
+      return { rows, endCursor: page.pageInfo.endCursor, hasNextPage: page.pageInfo.hasNextPage, totalCount: page.totalCount };
+    },
+    show: (page) => ballotEntries.replaceChildren(...rowsOr(page.rows, 6, ballotDrawn ? 'The draw had no entries.' : 'No entries yet.')),
+  });
+  const ballotSection = h('section', { hidden: true, 'data-testid': 'ballot' }, ballotHeading, ballotSummary, table(['Rank', 'Holder', 'Partner', 'Tickets', 'Status', 'Hold'], ballotEntries), ballotPager.element, ballotStatus);
+
+  // The waitlist, a page at a time: a view's statuses are walked in order (offers out, then who
+  // waits), so a page may end one status's entries and begin the next one's.
+  const waitlistView = h('select', { id: 'w-view', 'data-read': true, 'data-testid': 'waitlist-view' },
+    ...Object.entries(WAITLIST_VIEWS).map(([value, v]) => h('option', { value }, v.label)),
+  ) as HTMLSelectElement;
+  const waitlistStatus = h('div');
+  const entryRow = (e: WaitlistRow) =>
+    h('tr', {},
+      h('td', {}, e.position === null ? '—' : String(e.position)),
+      h('td', {}, e.holder),
+      h('td', {}, fmt(e.quantity)),
+      h('td', {}, h(`span.entry.${e.status.toLowerCase()}`, {}, e.status)),
+      h('td', {}, when(e.createdAt)),
+      h('td', {}, e.status === 'OFFERED' && e.offer[0] ? h('span', {}, 'offered until ', when(e.offer[0].expiresAt)) : e.offer.length ? `${fmt(e.offer.length)} offered` : '—'),
+    );
+  const waitlistPager = pager({
+    size: PAGE_SIZE,
+    testid: 'waitlist',
+    fetch: async (start, size) => {
+      const statuses = WAITLIST_VIEWS[waitlistView.value]!.statuses;
+      const from = start ? (JSON.parse(start) as { k: number; after: string | null }) : { k: 0, after: null };
+      const variables: Record<string, unknown> = { id };
+      statuses.forEach((_, k) => {
+        variables[`f${k}`] = k < from.k ? 0 : size;
+        variables[`a${k}`] = k === from.k ? from.after : null;
+      });
+      const data = await gql<{ campaign: Record<string, Connection<WaitlistRow>> }>(waitlistQuery(statuses), variables);
+      const pages = statuses.map((_, k) => data.campaign[`s${k}`]!);
+      const rows: HTMLElement[] = [];
+      let next: { k: number; after: string | null } | null = null;
+      for (let k = from.k; k < pages.length; k += 1) {
+        const page = pages[k]!;
+        const room = size - rows.length;
+        const used = page.edges.slice(0, room);
+        rows.push(...used.map(({ node }) => entryRow(node)));
+        if (rows.length < size) continue;
+        if (used.length < page.edges.length || page.pageInfo.hasNextPage) {
+          // The page is full and this status goes on: the next page goes on after its last row.
+          next = { k, after: used.at(-1)?.cursor ?? (k === from.k ? from.after : null) };
+        } else {
+          // This status is done; the next page starts with the next status that has entries.
+          const later = pages.findIndex((p, j) => j > k && p.edges.length > 0);
+          if (later !== -1) next = { k: later, after: null };
+        }
+        break;
+      }
+      return { rows, endCursor: next && JSON.stringify(next), hasNextPage: next !== null, totalCount: pages.reduce((n, p) => n + p.totalCount, 0) };
+    },
+    show: (page) => waitlist.replaceChildren(...rowsOr(page.rows, 6, waitlistView.value === 'LIVE' ? 'Nobody is waiting.' : 'No entries in this view.')),
+  });
+  waitlistView.addEventListener('change', () => void waitlistPager.reset().catch((error: unknown) => waitlistStatus.replaceChildren(problem(error))));
+  const waitlistTable = h('div', {},
+    h('div.inline', {}, h('label', { for: 'w-view' }, 'Show'), waitlistView),
+    table(['Position', 'Holder', 'Tickets', 'Status', 'Joined', 'Offer'], waitlist),
+    waitlistPager.element,
+    waitlistStatus,
+  );
   // A ballot's returned tickets pass on to its LOST entries: it has no waitlist to show.
-  const waitlistSection = h('section', {}, h('h2', {}, 'Waitlist'), waitlistSummary, table(['Position', 'Holder', 'Tickets', 'Joined', 'Offer'], waitlist));
+  const waitlistSection = h('section', { 'data-testid': 'waitlist-section' }, h('h2', {}, 'Waitlist'), waitlistSummary, waitlistTable);
   const actions = h('div.actions');
   const actionStatus = h('div');
   const title = h('h1', {}, '…');
@@ -282,7 +441,8 @@ export async function campaign(id: string): Promise<void> {
   const loadSection = h('section', { 'data-testid': 'load-section' }, h('h2', {}, 'Load tickets'), loadTicketsForm(id));
   const search = searchSection(id, () => void showDetail());
   const liveSection = h('section', {}, h('h2', {}, 'Live'), bar, figures);
-  const chartSection = h('section', {}, h('h2', {}, 'Claims and refusals per minute'), chart, chartEmpty);
+  const chartZone = h('p.meta', { 'data-testid': 'timeline-zone', hidden: true }, `Each bar is a minute; times in ${ZONE}.`);
+  const chartSection = h('section', {}, h('h2', {}, 'Claims and refusals per minute'), chartZone, chart, chartEmpty);
   const columns = h('section.columns', {},
     h('div', {}, h('h2', {}, 'Partners'), table(['Partner', 'Allocated', 'Held', 'Quota'], partnersBody)),
     h('div', {}, h('h2', {}, 'Latest allocations'), latestCount, table(['#', 'Code', 'Holder', 'Partner', 'Status', 'Action'], latest)),
@@ -292,6 +452,7 @@ export async function campaign(id: string): Promise<void> {
   screen(h('p', {}, h('a', { href: '#/campaigns' }, '← Campaigns')), title, idLine, meta, actions, actionStatus, editSlot, body);
 
   let plot: uPlot | null = null;
+  let chartNow = 0;
   let lastStatus: string | null = null;
   const place = (status: string) => {
     // A DRAFT campaign is set up first: loading tickets leads, the (empty) figures follow.
@@ -323,6 +484,7 @@ export async function campaign(id: string): Promise<void> {
       ' · released tickets ',
       h('span', { 'data-testid': 'release-policy' }, POLICY_TEXT[c.releasePolicy] ?? c.releasePolicy),
       c.maxHoldSeconds === null ? '' : ` · holds at most ${fmt(c.maxHoldSeconds)} s`,
+      c.lowStockThreshold === null ? '' : ` · low-stock alert at ${fmt(c.lowStockThreshold)} available`,
       c.mode === 'BALLOT' ? h('span', { 'data-testid': 'mode' }, ' · by ballot') : '',
     );
     actions.replaceChildren(
@@ -347,24 +509,24 @@ export async function campaign(id: string): Promise<void> {
         'No allotments: every ticket is in the general pool.',
       ),
     );
-    waitlistSummary.textContent =
-      c.releasePolicy === 'WAITLIST_FIRST'
-        ? `${fmt(c.waitlistLength)} waiting · ${fmt(c.offers.totalCount)} offers out, each held ${fmt(c.waitlistOfferSeconds)} s`
-        : 'No waitlist: released tickets do not go to a waitlist under this release policy.';
-    const entryRow = (e: WaitlistRow) =>
-      h('tr', {},
-        h('td', {}, e.position === null ? '—' : String(e.position)),
-        h('td', {}, e.holder),
-        h('td', {}, fmt(e.quantity)),
-        h('td', {}, when(e.createdAt)),
-        h('td', {}, e.offer.length === 0 ? 'waiting' : `offered until ${clockTime(e.offer[0]!.expiresAt)}`),
-      );
-    waitlist.replaceChildren(...rowsOr([...c.offers.edges, ...c.head.edges].map(({ node }) => entryRow(node)), 5, 'Nobody is waiting.'));
-    showBallot(c);
+    const hasWaitlist = c.releasePolicy === 'WAITLIST_FIRST';
+    waitlistSummary.textContent = hasWaitlist
+      ? `${fmt(c.waitlistLength)} waiting · ${fmt(c.offers.totalCount)} offers out, each held ${fmt(c.waitlistOfferSeconds)} s`
+      : 'No waitlist: released tickets do not go to a waitlist under this release policy.';
+    waitlistTable.hidden = !hasWaitlist;
     // `#` counts this campaign's allocations, newest first: the first one ever made is #1.
     latest.replaceChildren(...rowsOr(c.allocations.edges.map(({ node }, i) => allocationRow(node, c.allocations.totalCount - i)), 6, 'No allocations yet.'));
     latestCount.textContent = c.allocations.totalCount > 0 ? `${fmt(c.allocations.totalCount)} allocations in all, released ones included.` : '';
     drawChart(c);
+    // The waitlist's and the ballot's current pages, read again.
+    const waitlistRead =
+      hasWaitlist && c.mode !== 'BALLOT'
+        ? waitlistPager.refresh().then(
+            () => waitlistStatus.replaceChildren(),
+            (error: unknown) => waitlistStatus.replaceChildren(problem(error)),
+          )
+        : undefined;
+    await Promise.all([waitlistRead, showBallot(c)]);
   };
 
   const allocationRow = (a: LatestAllocation, n: number | null) =>
@@ -390,15 +552,18 @@ export async function campaign(id: string): Promise<void> {
   const drawChart = (c: CampaignDetail) => {
     chartEmpty.hidden = c.timeline.length > 0;
     chart.hidden = c.timeline.length === 0;
+    chartZone.hidden = chart.hidden;
     if (c.timeline.length === 0) return;
     // x: minutes before now (the last 10 at least), so a sale of a few minutes is not drawn on an
     // axis of years; labels give the clock time.
     const now = Math.floor(Date.now() / 60_000);
+    chartNow = now;
     const minutes = c.timeline.map((p) => Math.floor(Date.parse(p.at) / 60_000) - now);
     const series: uPlot.AlignedData = [minutes, c.timeline.map((p) => p.allocated), c.timeline.map((p) => p.refused), c.timeline.map((p) => p.cumulative)];
     chart.setAttribute('aria-label', `Claims and refusals per minute: ${fmt(c.timeline.reduce((n, p) => n + p.allocated, 0))} allocated, ${fmt(c.timeline.reduce((n, p) => n + p.refused, 0))} refused`);
     if (plot) return plot.setData(series);
-    const clock = (offset: number) => new Date((now + offset) * 60_000).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
+    // The labels follow the latest data's "now" (the chart is drawn once and fed new data after).
+    const clock = (offset: number) => new Date((chartNow + offset) * 60_000).toLocaleTimeString('en-GB', { hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
     // An axis as wide as its longest label: "120,000" must not be clipped to "0,000".
     const fit = (_u: uPlot, values: string[] | null) => 16 + 8 * Math.max(3, ...(values ?? []).map((v) => String(v).length));
     const counts = (_u: uPlot, ticks: number[]) => ticks.map((t) => (Number.isInteger(t) ? fmt(t) : ''));
@@ -408,13 +573,13 @@ export async function campaign(id: string): Promise<void> {
         height: 220,
         legend: { live: false },
         series: [
-          { label: `Minute (${ZONE})` },
+          { label: `Minute, ${ZONE}` },
           { label: 'Allocated', stroke: '#1d4ed8', fill: 'rgba(37,99,235,0.35)', paths: uPlot.paths.bars!({ size: [0.4, 30], align: -1 }) },
           { label: 'Refused', stroke: '#b91c1c', fill: 'rgba(220,38,38,0.30)', paths: uPlot.paths.bars!({ size: [0.4, 30], align: 1 }) },
           { label: 'Total allocated', stroke: '#15803d', width: 2, scale: 'total', points: { show: true } },
         ],
         axes: [
-          { values: (_u, ticks) => ticks.map(clock), space: 56 },
+          { values: (_u, ticks) => ticks.map(clock), space: 56, label: `Minute, ${zoneAt(new Date())}`, labelSize: 20 },
           { values: counts, size: fit, label: 'per minute' },
           { scale: 'total', side: 1, values: counts, size: fit, grid: { show: false }, label: 'total' },
         ],
@@ -429,7 +594,7 @@ export async function campaign(id: string): Promise<void> {
     );
   };
 
-  const showBallot = (c: CampaignDetail) => {
+  const showBallot = async (c: CampaignDetail) => {
     ballotSection.hidden = c.mode !== 'BALLOT';
     waitlistSection.hidden = c.mode === 'BALLOT';
     if (c.mode !== 'BALLOT') return;
@@ -457,26 +622,13 @@ export async function campaign(id: string): Promise<void> {
         h('p.meta', {}, 'Anyone can recompute the draw: ', h('code', {}, `npx tessera verify-ballot --campaign ${c.id}`)),
       );
     }
-    const hold = (e: BallotRow) => {
-      const a = e.allocations[0];
-      if (!a) return '—';
-      if (a.status === 'HELD') return `held until ${clockTime(a.expiresAt)}`;
-      return a.status.toLowerCase();
-    };
-    const rows = c.ballotEntries.edges.map(({ node: e }) =>
-      h('tr', {},
-        h('td', {}, e.rank === null ? '—' : String(e.rank)),
-        h('td', {}, e.holder),
-        h('td', {}, e.partner.name),
-        h('td', {}, fmt(e.quantity)),
-        h('td', {}, h(`span.entry.${e.status.toLowerCase()}`, {}, e.status)),
-        h('td', {}, hold(e)),
-      ),
-    );
-    const more = c.ballotEntries.totalCount - rows.length;
-    ballotEntries.replaceChildren(
-      ...rowsOr(rows, 6, b?.drawnAt ? 'The draw had no entries.' : 'No entries yet.'),
-      ...(more > 0 ? [h('tr', {}, h('td.empty', { colspan: '6' }, `and ${fmt(more)} more`))] : []),
+    // The draw reorders the entries (entry order, then rank order): the ranking starts at its first page.
+    const drawn = Boolean(b?.drawnAt);
+    const reading = ballotDrawn === drawn ? ballotPager.refresh() : ballotPager.reset();
+    ballotDrawn = drawn;
+    await reading.then(
+      () => ballotStatus.replaceChildren(),
+      (error: unknown) => ballotStatus.replaceChildren(problem(error)),
     );
   };
 
@@ -511,6 +663,17 @@ export async function campaign(id: string): Promise<void> {
       h('label', { for: 'f-name' }, 'Name'),
       name,
       ...fields.labels,
+      h('div.fixed', { 'data-testid': 'fixed-settings' },
+        h('p', {}, 'Fixed when the campaign was created — the API (updateCampaign) changes only the name, the per-holder limit and the window above, while the campaign is DRAFT or OPEN:'),
+        h('ul', {},
+          h('li', {}, `Gives tickets ${c.mode === 'BALLOT' ? 'by ballot' : 'first come, first served'}`),
+          h('li', {}, 'Released tickets ', h('span', { 'data-testid': 'fixed-release-policy' }, POLICY_TEXT[c.releasePolicy] ?? c.releasePolicy)),
+          h('li', {}, c.maxHoldSeconds === null ? 'Holds: no limit' : `Holds last at most ${fmt(c.maxHoldSeconds)} s`),
+          h('li', {}, c.lowStockThreshold === null ? 'Low-stock alert: never' : `Low-stock alert at ${fmt(c.lowStockThreshold)} available`),
+          c.releasePolicy === 'WAITLIST_FIRST' ? h('li', {}, `Waitlist offers held ${fmt(c.waitlistOfferSeconds)} s`) : '',
+          c.mode === 'BALLOT' ? h('li', {}, `Winners confirm within ${fmt(c.ballotConfirmSeconds ?? 0)} s`) : '',
+        ),
+      ),
       h('div.actions', {}, h('button', { type: 'submit', 'data-testid': 'save' }, 'Save'), h('button.secondary', { type: 'button', onclick: () => editSlot.replaceChildren() }, 'Cancel')),
       status,
     );
@@ -565,7 +728,7 @@ export async function campaign(id: string): Promise<void> {
               ['Allotted', fmt(s.allotted)],
               ['Retired', fmt(s.void)],
               ['Fill', pct(s.fillRate)],
-              ['Sold out', s.soldOutAt ? clockTime(s.soldOutAt) : '—'],
+              ['Sold out', when(s.soldOutAt)],
             ] as const
           ).flatMap(([k, v]) => [h('dt', {}, k), h('dd', { 'data-testid': `figure-${k.toLowerCase().replace(' ', '-')}` }, v)]),
         );
@@ -680,11 +843,17 @@ export function parseCodes(text: string): string[] {
   return codes;
 }
 
+const plural = (n: number, word: string) => (n === 1 ? word : `${word}s`);
+
+/** What a load did, in words: "loaded 120 new tickets, 1 duplicate skipped". */
+const loadedText = (loaded: number, duplicates: number) =>
+  `loaded ${fmt(loaded)} new ${plural(loaded, 'ticket')}, ${fmt(duplicates)} ${plural(duplicates, 'duplicate')} skipped${duplicates ? ' (already in the campaign, or repeated in the list)' : ''}`;
+
 function loadTicketsForm(campaignId: string): HTMLElement {
   const text = h('textarea', { id: 'f-codes', rows: '6', placeholder: 'One code per line', 'data-testid': 'codes' }) as HTMLTextAreaElement;
   const file = h('input', { id: 'f-file', type: 'file', accept: '.csv,.txt,text/csv,text/plain', 'data-testid': 'codes-file' }) as HTMLInputElement;
-  const progress = h('progress', { max: '1', value: '0', 'data-testid': 'load-progress', 'aria-label': 'Loading progress' }) as HTMLProgressElement;
-  const status = h('p', { 'data-testid': 'load-status', role: 'status' });
+  const progress = h('progress', { max: '1', value: '0', 'data-testid': 'load-progress', 'aria-label': 'Codes checked' }) as HTMLProgressElement;
+  const status = h('div', { 'data-testid': 'load-status', role: 'status' });
   const form = h(
     'form.stack',
     {
@@ -700,21 +869,28 @@ function loadTicketsForm(campaignId: string): HTMLElement {
         let loaded = 0;
         let duplicates = 0;
         progress.max = codes.length;
+        progress.value = 0;
         try {
           for (let i = 0; i < codes.length; i += BATCH) {
-            const data = await gql<{ loadTickets: { loaded: number; duplicates: number } }>(
-              'mutation($id: ID!, $codes: [String!]!) { loadTickets(campaignId: $id, codes: $codes) { loaded duplicates } }',
+            // loadTickets answers what this call added and what it skipped: the message adds them up.
+            const data = await gql<{ loadTickets: { loaded: number; duplicates: number; campaign: { stats: { total: number } } } }>(
+              'mutation($id: ID!, $codes: [String!]!) { loadTickets(campaignId: $id, codes: $codes) { loaded duplicates campaign { stats { total } } } }',
               { id: campaignId, codes: codes.slice(i, i + BATCH) },
             );
             loaded += data.loadTickets.loaded;
             duplicates += data.loadTickets.duplicates;
-            progress.value = Math.min(codes.length, i + BATCH);
-            status.textContent = `${fmt(loaded)} loaded, ${fmt(duplicates)} duplicates skipped (${fmt(Math.min(codes.length, i + BATCH))} of ${fmt(codes.length)})`;
+            const total = data.loadTickets.campaign.stats.total;
+            const checked = Math.min(codes.length, i + BATCH);
+            progress.value = checked;
+            status.textContent = checked < codes.length ? `Checked ${fmt(checked)} of ${fmt(codes.length)} codes: ${loadedText(loaded, duplicates)} so far…` : `Done: ${loadedText(loaded, duplicates)}. The campaign has ${fmt(total)} ${plural(total, 'ticket')}.`;
           }
           text.value = '';
           file.value = '';
         } catch (error) {
-          status.replaceChildren(problem(error));
+          status.replaceChildren(
+            h('span', {}, loaded + duplicates > 0 ? `Stopped after ${fmt(loaded + duplicates)} of ${fmt(codes.length)} codes: ${loadedText(loaded, duplicates)}. Loading the same list again loads the rest. ` : ''),
+            problem(error),
+          );
         }
       },
     },

@@ -232,7 +232,7 @@ export async function partner(id: string): Promise<void> {
       }
     };
     if (open.length === 0) return h('p.empty', {}, 'No open or draft campaign to set terms in.');
-    return guardForm(h('form.stack', { onsubmit: (e: Event) => e.preventDefault() },
+    return guardForm(h('form.stack.panel', { onsubmit: (e: Event) => e.preventDefault(), 'aria-label': `Quota and allotment of ${p.name}` },
       h('label', { for: 't-campaign' }, 'Campaign'), campaignSelect,
       h('label', { for: 't-quota' }, 'Quota: most live allocations (empty: none)'), quota,
       h('div.actions', {}, h('button', { type: 'button', 'data-testid': 'save-quota', onclick: () => void run('quota') }, 'Set quota')),

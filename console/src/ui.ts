@@ -23,24 +23,41 @@ export function h(tag: string, attrs: Record<string, string | ((e: Event) => voi
 export const fmt = (n: number) => n.toLocaleString('en-US');
 export const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 
-/** The browser's time zone, as operators see it next to every time: "Europe/Berlin (GMT+1)". */
+/** The browser's IANA zone, and its short name now as times show it ("CET", "GMT-5", "UTC"). */
+const ZONE_NAME = Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
+
+/**
+ * Every moment the console shows has one format, with seconds and the zone: "2 Dec 2026, 21:05:07 CET"
+ * (en-GB order whatever the browser's language, so two operators read the same thing).
+ */
+const DATE_TIME = new Intl.DateTimeFormat('en-GB', {
+  day: 'numeric',
+  month: 'short',
+  year: 'numeric',
+  hour: '2-digit',
+  minute: '2-digit',
+  second: '2-digit',
+  hourCycle: 'h23',
+  timeZoneName: 'short',
+});
+
+/** The zone's short name at a moment (it changes with daylight saving time). */
+export const zoneAt = (date: Date) => DATE_TIME.formatToParts(date).find((p) => p.type === 'timeZoneName')?.value ?? ZONE_NAME;
+
+/** The browser's time zone, as operators see it next to every time input: "Europe/Berlin, CET", or "UTC". */
 export const ZONE = (() => {
-  const name = Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
-  const offset = new Intl.DateTimeFormat('en-US', { timeZoneName: 'shortOffset' }).formatToParts(new Date()).find((p) => p.type === 'timeZoneName')?.value ?? '';
-  return offset && offset !== name ? `${name} (${offset})` : name;
+  const short = zoneAt(new Date());
+  return short === ZONE_NAME ? short : `${ZONE_NAME}, ${short}`;
 })();
 
-const DATE_TIME = new Intl.DateTimeFormat('en-GB', { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', timeZoneName: 'short' });
-const TIME = new Intl.DateTimeFormat('en-GB', { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+/** A moment in the one format ("2 Dec 2026, 21:05:07 CET"), as text. */
+export const formatTime = (iso: string) => DATE_TIME.format(new Date(iso));
 
-/** A moment with its zone ("1 Dec 2026, 21:05 CET"); '—' for none. A <time> element carries the exact instant. */
+/** A moment with its zone ("2 Dec 2026, 21:05:07 CET"); '—' for none. A <time> element carries the exact instant. */
 export function when(iso: string | null | undefined, empty = '—'): HTMLElement | string {
   if (!iso) return empty;
-  return h('time', { datetime: iso, title: iso }, DATE_TIME.format(new Date(iso)));
+  return h('time', { datetime: iso, title: new Date(iso).toISOString() }, formatTime(iso));
 }
-
-/** Just the clock time (seconds), for things that happen within minutes. */
-export const clockTime = (iso: string | null | undefined) => (iso ? TIME.format(new Date(iso)) : '—');
 
 /** A datetime-local input's value as an instant (the browser's zone), or null when empty. */
 export const fromLocalInput = (value: string): string | null => (value ? new Date(value).toISOString() : null);
@@ -149,4 +166,65 @@ export function guardForm(form: HTMLElement, needs: 'write' | 'owner' = 'write')
   }
   form.prepend(h('p.readonly-note', { 'data-testid': 'read-only' }, needs === 'owner' ? reason : 'Disabled: the VIEWER role cannot change this.'));
   return form;
+}
+
+/** A value shown once (a key, a webhook secret): copy it now, it is never shown again. */
+export function shownOnce(value: string, heading: string, why: string, label: string, testid: string): HTMLElement {
+  return h('div.key-once', { role: 'status', 'data-testid': 'key-once' }, h('p', {}, h('strong', {}, `${heading}. `), why), copyable(value, testid, label));
+}
+
+/** One page of a connection as a pager shows it. */
+export interface PageOf {
+  rows: HTMLElement[];
+  endCursor: string | null;
+  hasNextPage: boolean;
+  totalCount: number;
+}
+
+/**
+ * Previous / Next through a connection (first/after), `size` rows a page, with "21–40 of 95".
+ * `fetch` reads one page from a cursor; `show` puts its rows in place. refresh() reads the current
+ * page again (live figures); reset() goes back to the first. The buttons only read, so a VIEWER has
+ * them too.
+ */
+export function pager(options: { size: number; testid: string; fetch(after: string | null, first: number): Promise<PageOf>; show(page: PageOf, offset: number): void }) {
+  // The cursors each page starts after: [null] is the first page.
+  let starts: (string | null)[] = [null];
+  let next: string | null = null;
+  let generation = 0;
+  const previousButton = h('button.secondary', { type: 'button', 'data-read': true, 'data-testid': `${options.testid}-previous` }, '← Previous') as HTMLButtonElement;
+  const nextButton = h('button.secondary', { type: 'button', 'data-read': true, 'data-testid': `${options.testid}-next` }, 'Next →') as HTMLButtonElement;
+  const range = h('span.meta', { 'data-testid': `${options.testid}-range`, role: 'status' });
+  const element = h('div.pager', { 'data-testid': `${options.testid}-pager`, hidden: true }, previousButton, range, nextButton);
+  const load = async (): Promise<void> => {
+    const mine = ++generation;
+    const page = await options.fetch(starts.at(-1) ?? null, options.size);
+    if (mine !== generation) return;
+    if (page.rows.length === 0 && starts.length > 1) {
+      // Entries left meanwhile: this page is empty now, so show the one before.
+      starts.pop();
+      return load();
+    }
+    const offset = (starts.length - 1) * options.size;
+    next = page.hasNextPage ? page.endCursor : null;
+    options.show(page, offset);
+    previousButton.disabled = starts.length === 1;
+    nextButton.disabled = next === null;
+    range.textContent = page.rows.length ? `${fmt(offset + 1)}–${fmt(offset + page.rows.length)} of ${fmt(page.totalCount)}` : '';
+    element.hidden = starts.length === 1 && next === null;
+  };
+  const move = (change: () => void) => {
+    change();
+    load().catch((error: unknown) => range.replaceChildren(problem(error)));
+  };
+  previousButton.addEventListener('click', () => move(() => starts.length > 1 && starts.pop()));
+  nextButton.addEventListener('click', () => move(() => next !== null && starts.push(next)));
+  return {
+    element,
+    refresh: load,
+    reset: () => {
+      starts = [null];
+      return load();
+    },
+  };
 }

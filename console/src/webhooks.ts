@@ -1,8 +1,9 @@
-// Webhook screens: the endpoints (the admin key sees every one), and one endpoint's deliveries with
-// a status filter, paging and "Send again" (redeliverWebhook). Plain DOM through h(), no innerHTML.
+// Webhook screens: the endpoints (the admin key sees every one) — create one (its signing secret
+// shown once, with a copy button) or delete one (asked first) — and one endpoint's deliveries with a
+// status filter, paging and "Send again" (redeliverWebhook). Plain DOM through h(), no innerHTML.
 import { gql } from './api';
 import { screen } from './shell';
-import { action, fmt, h, problem } from './ui';
+import { action, fmt, guardForm, h, problem, shownOnce, when } from './ui';
 
 interface Endpoint {
   id: string;
@@ -45,20 +46,22 @@ const REDELIVER = `mutation($id: ID!) { redeliverWebhook(deliveryId: $id) { ${DE
 const PAGE_SIZE = 20;
 const STATUSES = ['PENDING', 'DELIVERED', 'FAILED'] as const;
 
-/** The browser's local time, with its zone; the exact instant (UTC) in the tooltip. */
-function time(iso: string): HTMLElement {
-  const date = new Date(iso);
-  const text = date.toLocaleString(undefined, {
-    year: 'numeric',
-    month: 'short',
-    day: 'numeric',
-    hour: '2-digit',
-    minute: '2-digit',
-    second: '2-digit',
-    timeZoneName: 'short',
-  });
-  return h('time', { datetime: iso, title: date.toISOString() }, text);
-}
+/** Every event an endpoint can subscribe to (schema.graphql's WebhookEvent), with what it means. */
+const EVENTS: [string, string][] = [
+  ['ALLOCATION_CREATED', 'a claim, or a confirmed hold'],
+  ['ALLOCATION_RELEASED', 'an allocation released'],
+  ['HOLD_CREATED', 'a hold'],
+  ['HOLD_CONFIRMED', 'a hold confirmed'],
+  ['HOLD_EXPIRED', 'a hold expired'],
+  ['CAMPAIGN_OPENED', 'a campaign opened'],
+  ['CAMPAIGN_CLOSED', 'a campaign closed'],
+  ['CAMPAIGN_SOLD_OUT', 'a campaign sold out'],
+  ['CAMPAIGN_LOW_STOCK', 'available fell to the low-stock threshold'],
+  ['ALLOTMENT_LAPSED', 'an allotment lapsed'],
+  ['WAITLIST_OFFERED', 'returned tickets offered to a waitlist entry'],
+  ['BALLOT_DRAWN', 'a ballot drawn'],
+];
+const CREATE = 'mutation($input: CreateWebhookInput!) { createWebhook(input: $input) { secret endpoint { id url partner { name } } } }';
 
 const owner = (e: Endpoint) => (e.partner ? e.partner.name : 'operator (every partner)');
 
@@ -67,35 +70,113 @@ export async function webhooks(): Promise<void> {
   const table = h(
     'table.webhooks',
     { 'data-testid': 'webhooks' },
-    h('thead', {}, h('tr', {}, ...['URL', 'Events', 'Partner', 'Enabled', 'Created'].map((t) => h('th', { scope: 'col' }, t)))),
+    h('thead', {}, h('tr', {}, ...['URL', 'Events', 'Partner', 'Enabled', 'Created', 'Action'].map((t) => h('th', { scope: 'col' }, t)))),
     body,
   );
   const status = h('div');
-  screen(h('h1', {}, 'Webhooks'), status, h('div.scroll', {}, table));
-  try {
-    const data = await gql<{ webhooks: Endpoint[] }>(ENDPOINTS);
-    if (data.webhooks.length === 0) {
-      table.hidden = true;
-      status.replaceChildren(h('p.empty', { 'data-testid': 'webhooks-empty' }, 'No webhook endpoints yet — create one with the createWebhook mutation (see README).'));
-      return;
+  const created = h('div');
+  const form = createForm(created, () => load());
+  screen(h('h1', {}, 'Webhooks'), h('section', {}, h('h2', {}, 'New endpoint'), form, created), h('h2', {}, 'Endpoints'), status, h('div.scroll', {}, table));
+
+  const remove = async (e: Endpoint) => {
+    if (!confirm(`Delete the endpoint ${e.url} (${owner(e)})? Nothing more is sent to it, and its pending deliveries become FAILED. It cannot be undone.`)) return;
+    try {
+      await gql('mutation($id: ID!) { deleteWebhook(id: $id) }', { id: e.id });
+      created.replaceChildren(h('p', { role: 'status', 'data-testid': 'webhook-deleted' }, `The endpoint ${e.url} was deleted.`));
+      await load();
+    } catch (error) {
+      status.replaceChildren(problem(error));
     }
-    body.replaceChildren(
-      ...data.webhooks.map((e) =>
-        h(
-          'tr',
-          { 'data-testid': `webhook-${e.id}` },
-          h('td.code', {}, h('a', { href: `#/webhooks/${e.id}` }, e.url)),
-          h('td', {}, e.events.join(', ')),
-          h('td', {}, owner(e)),
-          h('td', {}, e.enabled ? 'yes' : 'no'),
-          h('td', {}, time(e.createdAt)),
+  };
+
+  const load = async () => {
+    try {
+      const data = await gql<{ webhooks: Endpoint[] }>(ENDPOINTS);
+      table.hidden = data.webhooks.length === 0;
+      if (data.webhooks.length === 0) {
+        status.replaceChildren(h('p.empty', { 'data-testid': 'webhooks-empty' }, 'No webhook endpoints yet — create one above: its signing secret is shown once.'));
+        body.replaceChildren();
+        return;
+      }
+      status.replaceChildren();
+      body.replaceChildren(
+        ...data.webhooks.map((e) =>
+          h(
+            'tr',
+            { 'data-testid': `webhook-${e.id}` },
+            h('td.code.url', {}, h('a', { href: `#/webhooks/${e.id}` }, e.url)),
+            h('td.events', {}, e.events.join(', ')),
+            h('td', {}, owner(e)),
+            h('td', {}, e.enabled ? 'yes' : 'no'),
+            h('td', {}, when(e.createdAt)),
+            h('td', {}, action('Delete', { class: 'danger', 'data-testid': `delete-${e.id}`, 'aria-label': `Delete the endpoint ${e.url}`, onclick: () => void remove(e) })),
+          ),
         ),
-      ),
-    );
-  } catch (error) {
-    table.hidden = true;
-    status.replaceChildren(problem(error));
-  }
+      );
+    } catch (error) {
+      table.hidden = true;
+      status.replaceChildren(problem(error));
+    }
+  };
+  await load();
+}
+
+/** The new-endpoint form: URL, events, and whose endpoint it is (a partner's, or the operator's). */
+function createForm(created: HTMLElement, changed: () => Promise<void>): HTMLElement {
+  const url = h('input', { id: 'w-url', type: 'url', required: true, maxlength: '2048', placeholder: 'https://example.com/tessera', 'data-testid': 'webhook-url' }) as HTMLInputElement;
+  const partner = h('select', { id: 'w-partner', 'data-testid': 'webhook-partner' }, h('option', { value: '' }, 'Operator endpoint (every event)')) as HTMLSelectElement;
+  const boxes = EVENTS.map(([event, meaning]) => {
+    const box = h('input', { id: `w-${event}`, type: 'checkbox', value: event, 'data-testid': `webhook-event-${event}` }) as HTMLInputElement;
+    return { box, label: h('label.check', { for: `w-${event}` }, box, h('span', {}, h('span.code', {}, event), ` — ${meaning}`)) };
+  });
+  const status = h('div', { role: 'status' });
+  void gql<{ partners: { edges: { node: { id: string; name: string; revokedAt: string | null } }[] } }>('{ partners(first: 100) { edges { node { id name revokedAt } } } }').then(
+    (data) => partner.append(...data.partners.edges.map(({ node: p }) => h('option', { value: p.id }, `${p.name}'s endpoint${p.revokedAt ? ' (key revoked: no events)' : ''}`))),
+    (error: unknown) => status.replaceChildren(problem(error)),
+  );
+  const form = h(
+    'form.stack',
+    {
+      'data-testid': 'webhook-form',
+      onsubmit: async (e: Event) => {
+        e.preventDefault();
+        const events = boxes.filter((b) => b.box.checked).map((b) => b.box.value);
+        if (events.length === 0) {
+          status.replaceChildren(h('p.error', { role: 'alert' }, 'Choose at least one event.'));
+          return;
+        }
+        try {
+          const data = await gql<{ createWebhook: { secret: string; endpoint: { id: string; url: string; partner: { name: string } | null } } }>(CREATE, {
+            input: { url: url.value.trim(), events, partnerId: partner.value || null },
+          });
+          const made = data.createWebhook;
+          status.replaceChildren();
+          created.replaceChildren(
+            shownOnce(
+              made.secret,
+              `The endpoint ${made.endpoint.url} was created with this signing secret`,
+              'Copy it now into the receiver (it checks each delivery’s Tessera-Signature with it): it is shown once and never again (it is stored encrypted).',
+              'Copy secret',
+              'webhook-secret',
+            ),
+          );
+          url.value = '';
+          for (const b of boxes) b.box.checked = false;
+          await changed();
+        } catch (error) {
+          status.replaceChildren(problem(error));
+        }
+      },
+    },
+    h('label', { for: 'w-url' }, 'URL (https; http only to 127.0.0.1, localhost or [::1] outside production)'),
+    url,
+    h('label', { for: 'w-partner' }, 'Whose endpoint'),
+    partner,
+    h('fieldset', {}, h('legend', {}, 'Events (at least one)'), h('div.checks.events', {}, ...boxes.map((b) => b.label))),
+    h('div.actions', {}, h('button', { type: 'submit', 'data-testid': 'create-webhook' }, 'Create endpoint')),
+    status,
+  );
+  return guardForm(form);
 }
 
 export async function webhookDeliveries(endpointId: string): Promise<void> {
@@ -142,17 +223,17 @@ export async function webhookDeliveries(endpointId: string): Promise<void> {
     const tr = h(
       'tr',
       { 'data-testid': `delivery-${d.id}`, 'data-status': d.status },
-      h('td', {}, time(d.createdAt)),
+      h('td', {}, when(d.createdAt)),
       h('td', {}, d.event),
       h('td.code', { title: d.eventId }, d.eventId.slice(0, 8)),
       h('td', {}, h(`span.status.${d.status.toLowerCase()}`, { 'data-testid': 'delivery-status' }, d.status)),
       h('td', { 'data-testid': 'attempts' }, String(d.attempts)),
       h('td', { 'data-testid': 'last-status-code' }, d.lastStatusCode === null ? '—' : String(d.lastStatusCode)),
-      h('td', {}, d.lastError ?? '—'),
+      h('td.error-text', {}, d.lastError ?? '—'),
       h(
         'td',
         {},
-        d.status === 'DELIVERED' && d.deliveredAt ? h('span', {}, 'delivered ', time(d.deliveredAt)) : d.status === 'PENDING' && d.nextAttemptAt ? h('span', {}, 'next ', time(d.nextAttemptAt)) : '—',
+        d.status === 'DELIVERED' && d.deliveredAt ? h('span', {}, 'delivered ', when(d.deliveredAt)) : d.status === 'PENDING' && d.nextAttemptAt ? h('span', {}, 'next ', when(d.nextAttemptAt)) : '—',
       ),
       h('td', {}, d.status === 'PENDING' ? '' : sendAgain(d)),
     );
@@ -218,7 +299,7 @@ export async function webhookDeliveries(endpointId: string): Promise<void> {
       meta.replaceChildren(
         h('span.code', {}, e.url),
         ` · ${owner(e)} · ${e.events.join(', ')} · ${e.enabled ? 'enabled' : 'disabled'} · created `,
-        time(e.createdAt),
+        when(e.createdAt),
       );
     },
     (error: unknown) => meta.replaceChildren(problem(error)),

@@ -20,3 +20,35 @@ export async function launch(): Promise<Browser> {
 export async function screenshot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
 }
+
+/**
+ * A console page at `width` (and optionally in another time zone) whose requests may only reach
+ * the server at `base`: `outside` collects any other (aborted), `errors` the page's uncaught errors.
+ */
+export async function consolePage(
+  browser: Browser,
+  base: string,
+  options: { width: number; height?: number; timezoneId?: string },
+): Promise<{ page: Page; outside: string[]; errors: string[] }> {
+  const context = await browser.newContext({ viewport: { width: options.width, height: options.height ?? 900 }, timezoneId: options.timezoneId });
+  const page = await context.newPage();
+  page.on('close', () => void context.close());
+  const outside: string[] = [];
+  const errors: string[] = [];
+  page.on('pageerror', (error) => errors.push(String(error)));
+  await page.route('**/*', (route) => {
+    const url = route.request().url();
+    if (url.startsWith(base) || url.startsWith(base.replace('http', 'ws')) || url.startsWith('blob:') || url.startsWith('data:')) return route.continue();
+    outside.push(url);
+    return route.abort();
+  });
+  return { page, outside, errors };
+}
+
+/** Signs in to the console with `key` and waits for the campaigns list. */
+export async function signInTo(page: Page, base: string, key: string): Promise<void> {
+  await page.goto(`${base}/console/`);
+  await page.getByTestId('key').fill(key);
+  await page.getByTestId('sign-in').click();
+  await page.locator('table.campaigns').waitFor();
+}

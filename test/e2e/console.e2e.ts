@@ -80,14 +80,14 @@ test('the console signs in, creates and loads a campaign, and its fill bar moves
   // Load tickets: a pasted list, then a CSV file.
   await page.getByTestId('codes').fill(Array.from({ length: 120 }, (_, i) => `SEAT-${i + 1}`).join('\n'));
   await page.getByTestId('load').click();
-  await page.getByTestId('load-status').getByText('120 loaded').waitFor();
+  await page.getByTestId('load-status').getByText('loaded 120 new tickets').waitFor();
   await page.getByTestId('codes-file').setInputFiles({
     name: 'codes.csv',
     mimeType: 'text/csv',
     buffer: Buffer.from(['code', ...Array.from({ length: 80 }, (_, i) => `BALCONY-${i + 1}`), 'SEAT-1'].join('\n')),
   });
   await page.getByTestId('load').click();
-  await page.getByTestId('load-status').getByText('80 loaded, 1 duplicates skipped').waitFor();
+  await page.getByTestId('load-status').getByText('loaded 80 new tickets, 1 duplicate skipped').waitFor();
 
   // Open it (the confirmation is accepted).
   await page.getByTestId('open').click();
@@ -194,7 +194,7 @@ test("a BALLOT campaign's page counts entries live, draws on confirmation and sh
   expect(await page.getByTestId('draw').count()).toBe(0);
   await page.getByTestId('codes').fill(['S-1', 'S-2'].join('\n'));
   await page.getByTestId('load').click();
-  await page.getByTestId('load-status').getByText('2 loaded').waitFor();
+  await page.getByTestId('load-status').getByText('loaded 2 new tickets').waitFor();
   await page.getByTestId('open').click();
   await page.getByTestId('status').getByText('OPEN').waitFor();
   const commitment = await page.getByTestId('seed-commitment').textContent({ timeout: 10_000 });

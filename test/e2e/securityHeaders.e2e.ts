@@ -94,7 +94,7 @@ test('the console signs in, loads and opens a campaign and follows it live over 
   const campaignId = /#\/campaigns\/([0-9a-f-]{36})/.exec(page.url())![1]!;
   await page.getByTestId('codes').fill(Array.from({ length: 40 }, (_, i) => `CSP-${i + 1}`).join('\n'));
   await page.getByTestId('load').click();
-  await page.getByTestId('load-status').getByText('40 loaded').waitFor();
+  await page.getByTestId('load-status').getByText('loaded 40 new tickets').waitFor();
   await page.getByTestId('open').click();
   await page.getByTestId('status').getByText('OPEN').waitFor();
 
