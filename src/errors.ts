@@ -128,6 +128,13 @@ export const CLAIM_MESSAGES: Record<ClaimErrorCode, string> = {
   ENTRIES_CLOSED: 'Entries are closed: the ballot was drawn, or entriesCloseAt has passed.',
 };
 
+/**
+ * CAMPAIGN_NOT_OPEN's message on a BALLOT campaign, whatever its status or window: it never takes a
+ * claim or a hold (the contract keeps the code; the message says what to do instead).
+ */
+export const BALLOT_CLAIM_MESSAGE =
+  'This campaign gives its tickets by ballot: it takes no claims or holds. Enter the ballot with enterBallot while the campaign is open and before entriesCloseAt; winners get holds to confirm with confirmHold.';
+
 export function claimError(code: ClaimErrorCode, message = CLAIM_MESSAGES[code]): ClaimError {
   return { code, message };
 }

@@ -41,7 +41,7 @@ export interface Loaders {
   readonly operatorKey: DataLoader<string, OperatorKeyModel | null>;
 }
 
-const EMPTY_STATS: CampaignStatsModel = { total: 0, allocated: 0, held: 0, available: 0, allotted: 0, void: 0, soldOutAt: null };
+const EMPTY_STATS: CampaignStatsModel = { total: 0, allocated: 0, held: 0, available: 0, allotted: 0, void: 0, fillRate: 0, soldOut: false, soldOutAt: null };
 
 function byKey<T>(keys: readonly string[], items: T[], keyOf: (item: T) => string): (T | null)[] {
   const found = new Map(items.map((item) => [keyOf(item), item]));

@@ -67,6 +67,10 @@ export interface CampaignStatsModel {
   available: number;
   allotted: number;
   void: number;
+  fillRate: number;
+  /** Sold out now (the definition: prisma/functions/tessera_sold_out.sql). */
+  soldOut: boolean;
+  /** When it first sold out. */
   soldOutAt: Date | null;
 }
 

@@ -161,8 +161,10 @@ test('opening and closing a campaign reach every endpoint that asks, partners in
     ['CAMPAIGN_OPENED', 'OPEN'],
     ['CAMPAIGN_CLOSED', 'CLOSED'],
   ]);
-  expect(mine()[0]!.body.data.campaign.stats).toEqual({ total: 4, allocated: 0, held: 0, available: 4 });
-  expect(mine()[1]!.body.data.campaign.stats).toEqual({ total: 4, allocated: 2, held: 0, available: 2 });
+  // Every CampaignStats field (test/soldOut.test.ts checks the names against schema.graphql).
+  const none = { held: 0, allotted: 0, void: 0, soldOut: false, soldOutAt: null };
+  expect(mine()[0]!.body.data.campaign.stats).toEqual({ ...none, total: 4, allocated: 0, available: 4, fillRate: 0 });
+  expect(mine()[1]!.body.data.campaign.stats).toEqual({ ...none, total: 4, allocated: 2, available: 2, fillRate: 0.5 });
 });
 
 test("a scoped partner key's endpoints get only its campaigns' events, campaign-wide ones included; null brings every campaign back", async () => {
@@ -267,7 +269,9 @@ test('CAMPAIGN_LOW_STOCK fires once per crossing and CAMPAIGN_SOLD_OUT once, und
   await claim('j');
   await new Promise((resolve) => setTimeout(resolve, 2_500)); // two sweeps
   expect(mine().map((r) => r.body.type)).toEqual(['CAMPAIGN_LOW_STOCK', 'CAMPAIGN_LOW_STOCK', 'CAMPAIGN_SOLD_OUT']);
-  expect(mine()[2]!.body.data.campaign.stats).toEqual({ total: 6, allocated: 6, held: 0, available: 0 });
+  expect(mine()[2]!.body.data.campaign.stats).toEqual({
+    total: 6, allocated: 6, held: 0, allotted: 0, available: 0, void: 0, fillRate: 1, soldOut: true, soldOutAt: expect.any(String),
+  });
   expect(mine().every((r) => r.signatureValid)).toBe(true);
 });
 

@@ -32,10 +32,13 @@ export interface Stats {
   allotted: number;
   void: number;
   fillRate: number;
+  /** Sold out now: nothing available, allotted or held that could come back (the API's one definition). */
+  soldOut: boolean;
+  /** When it first sold out (kept after a release or a load ends the sell-out). */
   soldOutAt: string | null;
 }
 
-const STATS = 'total allocated held allotted available void fillRate soldOutAt';
+const STATS = 'total allocated held allotted available void fillRate soldOut soldOutAt';
 
 export function fillBar(stats: Stats): HTMLElement {
   const total = Math.max(stats.total, 1);
@@ -206,6 +209,8 @@ export function newCampaign(): void {
 
 interface LatestAllocation {
   id: string;
+  /** The campaign's own allocation number: 1 for its first (as in the CSV export). */
+  sequence: number;
   holder: string;
   status: string;
   allocatedAt: string;
@@ -301,7 +306,7 @@ const waitlistQuery = (statuses: (string | null)[]) => `query($id: ID!, ${status
   }
 }`;
 
-const ALLOCATION_FIELDS = 'id holder status allocatedAt ticket { code } partner { name }';
+const ALLOCATION_FIELDS = 'id sequence holder status allocatedAt ticket { code } partner { name }';
 const DETAIL = `query($id: ID!) {
   campaign(id: $id) {
     id name status opensAt closesAt perHolderLimit releasePolicy maxHoldSeconds lowStockThreshold
@@ -514,8 +519,8 @@ export async function campaign(id: string): Promise<void> {
       ? `${fmt(c.waitlistLength)} waiting · ${fmt(c.offers.totalCount)} offers out, each held ${fmt(c.waitlistOfferSeconds)} s`
       : 'No waitlist: released tickets do not go to a waitlist under this release policy.';
     waitlistTable.hidden = !hasWaitlist;
-    // `#` counts this campaign's allocations, newest first: the first one ever made is #1.
-    latest.replaceChildren(...rowsOr(c.allocations.edges.map(({ node }, i) => allocationRow(node, c.allocations.totalCount - i)), 6, 'No allocations yet.'));
+    // `#` is the allocation's sequence: the campaign's own number, 1 for its first, as in the CSV export.
+    latest.replaceChildren(...rowsOr(c.allocations.edges.map(({ node }) => allocationRow(node)), 6, 'No allocations yet.'));
     latestCount.textContent = c.allocations.totalCount > 0 ? `${fmt(c.allocations.totalCount)} allocations in all, released ones included.` : '';
     drawChart(c);
     // The waitlist's and the ballot's current pages, read again.
@@ -529,9 +534,9 @@ export async function campaign(id: string): Promise<void> {
     await Promise.all([waitlistRead, showBallot(c)]);
   };
 
-  const allocationRow = (a: LatestAllocation, n: number | null) =>
+  const allocationRow = (a: LatestAllocation) =>
     h('tr', { 'data-testid': `allocation-${a.id}` },
-      h('td', {}, n === null ? '' : String(n)),
+      h('td', {}, String(a.sequence)),
       h('td.code', {}, a.ticket.code),
       h('td', {}, a.holder),
       h('td', {}, a.partner.name),
@@ -728,7 +733,7 @@ export async function campaign(id: string): Promise<void> {
               ['Allotted', fmt(s.allotted)],
               ['Retired', fmt(s.void)],
               ['Fill', pct(s.fillRate)],
-              ['Sold out', when(s.soldOutAt)],
+              ['Sold out', s.soldOut ? h('span', {}, 'yes, since ', when(s.soldOutAt)) : s.soldOutAt ? h('span', {}, 'no (first sold out ', when(s.soldOutAt), ')') : 'no'],
             ] as const
           ).flatMap(([k, v]) => [h('dt', {}, k), h('dd', { 'data-testid': `figure-${k.toLowerCase().replace(' ', '-')}` }, v)]),
         );

@@ -1,8 +1,9 @@
 -- CAMPAIGN_SOLD_OUT and CAMPAIGN_LOW_STOCK (docs/WEBHOOKS.md), run by the sweeper of every instance
--- (src/sweeper.ts, every HOLD_SWEEP_INTERVAL_MS): for each OPEN campaign, from the O(1) counters
--- (tessera_campaign_counts),
---   - sold out: the first time nothing is available and nothing is held, once for good
---     (sold_out_announced_at);
+-- (src/sweeper.ts, every HOLD_SWEEP_INTERVAL_MS): for each OPEN campaign, from its figures
+-- (tessera_campaign_counts; sold out as tessera_sold_out defines it: nothing available, allotted or
+-- held that could come back — so no announcement while an allotment or a hold may still return tickets),
+--   - sold out: the first time the campaign is sold out, once for good (sold_out_announced_at), as
+--     soldOutAt is the first sell-out's; a release that ends a sell-out does not re-arm it;
 --   - low stock: each time available falls to low_stock_threshold or below from above it
 --     (low_stock_announced_at is set then, and cleared once available is above the threshold again,
 --     which re-arms it).
@@ -27,12 +28,12 @@ BEGIN
     -- change are then locked (SKIP LOCKED: one another sweeper or a close holds is left to the next
     -- sweep), and the markers are read again under the lock, so no announcement is made twice.
     WITH figures AS (
-        SELECT cp.id,
-               f.total > 0 AND f.available = 0 AND f.held = 0 AS sold_out,
+        SELECT cp.id, f.sold_out,
                cp.low_stock_threshold IS NOT NULL AND f.total > 0 AND f.available <= cp.low_stock_threshold AS low
-          FROM campaigns cp
-          CROSS JOIN LATERAL tessera_campaign_counts(cp.id) f
-         WHERE cp.status = 'OPEN' AND (cp.sold_out_announced_at IS NULL OR cp.low_stock_threshold IS NOT NULL OR cp.low_stock_announced_at IS NOT NULL)
+          FROM tessera_campaign_counts(ARRAY(
+                 SELECT x.id FROM campaigns x
+                  WHERE x.status = 'OPEN' AND (x.sold_out_announced_at IS NULL OR x.low_stock_threshold IS NOT NULL OR x.low_stock_announced_at IS NOT NULL))) f
+          JOIN campaigns cp ON cp.id = f.campaign_id
     ),
     locked AS (
         SELECT cp.id, cp.sold_out_announced_at AS was_sold_out, cp.low_stock_announced_at AS was_low

@@ -110,7 +110,7 @@ allocated AS (
   -- sequence and allocated_at side by side, so that their orders agree as closely as two
   -- concurrent transactions allow.
   SELECT k.campaign_id, k.id, p.partner_id, p.holder, p.metadata, p.idempotency_key, p.request_hash, 'ACTIVE',
-         nextval('allocation_sequence'), clock_timestamp()
+         tessera_next_sequence(k.campaign_id), clock_timestamp()
     FROM taken k
     JOIN picked pk ON pk.campaign_id = k.campaign_id AND pk.id = k.id
     JOIN passed p ON p.campaign_id = pk.campaign_id AND p.slot = pk.slot

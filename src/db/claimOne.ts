@@ -47,7 +47,7 @@ allocated AS (
   INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, metadata, idempotency_key,
                            request_hash, status, sequence, allocated_at)
   SELECT k.campaign_id, k.id, $2::uuid, $3::text, $4::jsonb, $5::text, $6::text, 'ACTIVE',
-         nextval('allocation_sequence'), clock_timestamp()
+         tessera_next_sequence($1::uuid), clock_timestamp()
     FROM taken k
   RETURNING id, campaign_id, ticket_id, partner_id, status, sequence, allocated_at, expires_at
 ),

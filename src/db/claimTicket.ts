@@ -80,8 +80,8 @@ type ClaimedRow = Nullable<AllocationRow> & CampaignColumns & {
   ticket_code: string | null;
   /** Too few taken, but more looked claimable: they are locked by others in flight. */
   contended: boolean | null;
-  /** Too few taken, and some tickets are held (unexpired): they may come back. */
-  held: boolean | null;
+  /** Too few taken, and the campaign is sold out (tessera_sold_out): nothing can come back. */
+  sold_out: boolean | null;
   /** Too few taken, and other partners' live allotments still set tickets aside. */
   allotted_elsewhere: boolean | null;
 };
@@ -92,9 +92,10 @@ export type ClaimOutcome =
   | { kind: 'PRIOR'; campaignId: string; allocationId: string }
   /**
    * Nothing taken. `contended`: ask again (waiting); `allotted`: other partners' allotments hold
-   * tickets back (ALL_ALLOTTED); `held`: tickets may come back (ALL_HELD).
+   * tickets back (ALL_ALLOTTED); `soldOut`: the campaign is sold out, nothing can come back
+   * (SOLD_OUT) — else tickets may come back (ALL_HELD).
    */
-  | { kind: 'SHORT'; contended: boolean; held: boolean; allotted: boolean }
+  | { kind: 'SHORT'; contended: boolean; soldOut: boolean; allotted: boolean }
   | { kind: 'CAMPAIGN_NOT_FOUND' | 'CAMPAIGN_NOT_OPEN' | 'HOLDER_LIMIT_REACHED' | 'PARTNER_QUOTA_REACHED' };
 
 /**
@@ -113,7 +114,7 @@ export function readClaim(rows: ClaimedRow[], campaignId: string): ClaimOutcome 
   if (!row) throw new Error('claim statement returned no row');
   switch (row.verdict) {
     case 'OK': {
-      if (row.id === null) return { kind: 'SHORT', contended: row.contended === true, held: row.held === true, allotted: row.allotted_elsewhere === true };
+      if (row.id === null) return { kind: 'SHORT', contended: row.contended === true, soldOut: row.sold_out === true, allotted: row.allotted_elsewhere === true };
       const allocations = rows.map((r) => toAllocation(r as AllocationRow));
       const tickets = rows.map((r, i) => ({
         campaignId,
@@ -152,7 +153,7 @@ export function claimSql(p: ClaimTicketParams): Prisma.Sql {
       -- concurrent transactions allow.
       SELECT k.campaign_id, k.id, ${p.partnerId}::uuid, ${p.holder}::text, ${metadata}::jsonb,
              ${p.idempotencyKey}::text, ${p.requestHash}::text, ${allocationStatus},
-             nextval('allocation_sequence'), clock_timestamp(), ${expiresAt},
+             tessera_next_sequence(k.campaign_id), clock_timestamp(), ${expiresAt},
              (row_number() OVER (ORDER BY k.id) - 1)::integer, ch.drawn
         FROM taken k JOIN chosen ch ON ch.id = k.id
       RETURNING ${Prisma.raw(ALLOCATION_COLUMNS)}
@@ -183,26 +184,29 @@ export function claimSql(p: ClaimTicketParams): Prisma.Sql {
                   ORDER BY y.expires_at LIMIT ${n}) s)
              ) >= ${n}`}
            END AS contended,
+           -- SOLD_OUT exactly when the campaign is sold out by the one definition the stats, soldOutAt
+           -- and CAMPAIGN_SOLD_OUT use (tessera_sold_out): nothing available, allotted or held that
+           -- could come back — asked of the ticket counters, O(1). A campaign without tickets is not
+           -- sold out (it may be loaded while open) but has nothing to take or to come back either:
+           -- SOLD_OUT too.
            CASE WHEN g.verdict = 'OK' AND a.id IS NULL THEN
-             CASE ${releasePolicy(c)}
-               WHEN 'VOID' THEN false
-               WHEN 'POOL' THEN EXISTS (SELECT 1 FROM allocations h
-                                         WHERE h.campaign_id = ${c} AND h.status = 'HELD' AND h.expires_at > clock_timestamp())
-               -- WAITLIST_FIRST: expired holds, returned tickets and a lapsed allotment's leftovers
-               -- are on their way to the waitlist, then to the pool: they may come back too
-               ELSE EXISTS (SELECT 1 FROM allocations h WHERE h.campaign_id = ${c} AND h.status = 'HELD')
-                    OR EXISTS (SELECT 1 FROM tickets x WHERE x.campaign_id = ${c} AND x.status = 'RETURNED')
-                    OR EXISTS (SELECT 1 FROM tickets x
-                                WHERE x.campaign_id = ${c} AND x.status = 'ALLOTTED'
-                                  AND x.allotted_to = ANY(ARRAY(SELECT l.partner_id FROM allotments l
-                                                                 WHERE l.campaign_id = ${c} AND l.lapses_at <= clock_timestamp())))
-             END
-           END AS held,
+             ${p.wait ? Prisma.sql`NULL::boolean` : Prisma.sql`(SELECT COALESCE(sum(x.total), 0) = 0
+                       OR tessera_sold_out(sum(x.total)::bigint, sum(x.allocated)::bigint, sum(x.held)::bigint, sum(x.void)::bigint, ${releasePolicy(c)}::text)
+                  FROM campaign_counters x WHERE x.campaign_id = ${c})`}
+           END AS sold_out,
            CASE WHEN g.verdict = 'OK' AND a.id IS NULL THEN
              EXISTS (SELECT 1 FROM tickets x
                       WHERE x.campaign_id = ${c} AND x.status = 'ALLOTTED' AND x.allotted_to <> ${p.partnerId}::uuid
                         AND x.allotted_to = ANY(ARRAY(SELECT l.partner_id FROM allotments l
                                                        WHERE l.campaign_id = ${c} AND (l.lapses_at IS NULL OR l.lapses_at > clock_timestamp()))))
+             -- another partner's expired hold drawn from its live allotment goes back to that
+             -- allotment (counted as allotted, not held: see tessera_campaign_counts)
+             OR (${releasePolicy(c)} <> 'VOID'
+                 AND EXISTS (SELECT 1 FROM allocations y
+                              WHERE y.campaign_id = ${c} AND y.status = 'HELD' AND y.expires_at <= clock_timestamp()
+                                AND y.from_allotment AND y.partner_id <> ${p.partnerId}::uuid
+                                AND y.partner_id = ANY(ARRAY(SELECT l.partner_id FROM allotments l
+                                                              WHERE l.campaign_id = ${c} AND (l.lapses_at IS NULL OR l.lapses_at > clock_timestamp())))))
            END AS allotted_elsewhere
       FROM gate g
       LEFT JOIN allocated a ON true

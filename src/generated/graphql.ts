@@ -33,7 +33,11 @@ export type Allocation = {
   metadata?: Maybe<Scalars['JSON']['output']>;
   partner: Partner;
   releasedAt?: Maybe<Scalars['DateTime']['output']>;
-  /** Per-campaign, strictly increasing with allocation order (a fencing token). */
+  /**
+   * The allocation's number in its campaign: 1 for the campaign's first allocation, strictly increasing
+   * with allocation order (a fencing token), never reused; a claim that rolled back can leave a gap.
+   * The CSV export's sequence column and allocation webhook events carry the same number.
+   */
   sequence: Scalars['Int']['output'];
   status: AllocationStatus;
   ticket: Ticket;
@@ -272,7 +276,7 @@ export type CampaignEdge = {
 
 /** How a campaign gives its tickets. */
 export type CampaignMode =
-  /** enterBallot while open, then drawBallot: a verifiable draw; claims answer CAMPAIGN_NOT_OPEN. */
+  /** enterBallot while open, then drawBallot: a verifiable draw; claims and holds answer CAMPAIGN_NOT_OPEN, with a message saying to use enterBallot. */
   | 'BALLOT'
   /** claimTicket, claimTickets, holdTicket: first come, first served. */
   | 'FIRST_COME';
@@ -294,7 +298,19 @@ export type CampaignStats = {
   fillRate: Scalars['Float']['output'];
   /** Tickets with a HELD allocation: neither available nor allocated. */
   held: Scalars['Int']['output'];
-  /** When available first reached 0 with nothing held, if it did. */
+  /** Whether the campaign is sold out now (the definition on soldOutAt); false for a campaign without tickets. */
+  soldOut: Scalars['Boolean']['output'];
+  /**
+   * When the campaign first became sold out, if it did; kept after a release or a load ends the
+   * sell-out. Sold out: the campaign has tickets and none is left that anyone could claim now or that
+   * could come back by itself — available = 0; allotted = 0 (an allotment's unused tickets go back to
+   * the pool when it lapses); and held = 0 (a hold lapses, a waitlist offer passes on, a ticket on its
+   * way to the waitlist is offered or pooled), except under the VOID release policy, where a held
+   * ticket can only end allocated or void. Every ticket is then allocated or void (or, under VOID,
+   * held). Only a release (under POOL or WAITLIST_FIRST) or loading tickets ends a sell-out. The same
+   * definition decides soldOut, the claims' SOLD_OUT (against ALL_HELD and ALL_ALLOTTED) and
+   * CAMPAIGN_SOLD_OUT. "Nothing available now" is available = 0.
+   */
   soldOutAt?: Maybe<Scalars['DateTime']['output']>;
   /** Tickets loaded. */
   total: Scalars['Int']['output'];
@@ -339,12 +355,12 @@ export type ClaimErrorCode =
   | 'ALLOCATION_NOT_FOUND'
   /** Nothing this partner may take now; tickets allotted to other partners may return when their allotments lapse. Takes precedence over ALL_HELD. */
   | 'ALL_ALLOTTED'
-  /** Nothing available now, but held tickets may return to the pool: retry later. */
+  /** Nothing available now, but tickets may come back — held ones (holds, waitlist offers, tickets on their way to the waitlist) or ones other claims are taking: retry later. The campaign is not sold out. */
   | 'ALL_HELD'
   /** joinWaitlist for a partner and holder that already has a live (WAITING or OFFERED) entry, or enterBallot for one that already has an entry in that ballot; the payload carries that entry. */
   | 'ALREADY_ENTERED'
   | 'CAMPAIGN_NOT_FOUND'
-  /** DRAFT, CLOSED, before opensAt or after closesAt. */
+  /** DRAFT, CLOSED, before opensAt or after closesAt; and always for claimTicket, claimTickets and holdTicket on a BALLOT campaign, whose message says to use enterBallot instead. */
   | 'CAMPAIGN_NOT_OPEN'
   /** enterBallot after entriesCloseAt or after the draw; withdrawBallotEntry after the draw. */
   | 'ENTRIES_CLOSED'
@@ -365,7 +381,7 @@ export type ClaimErrorCode =
   /** leaveWaitlist of an entry that is no longer WAITING or OFFERED. */
   | 'NOT_WAITLISTED'
   | 'PARTNER_QUOTA_REACHED'
-  /** The pool is empty and nothing is held: no ticket can come back. */
+  /** The campaign is sold out (see CampaignStats.soldOutAt): nothing is available, allotted or held that could come back. Also for a campaign without tickets. */
   | 'SOLD_OUT';
 
 export type ClaimTicketInput = {
@@ -1195,7 +1211,12 @@ export type WebhookEvent =
   /** Once per crossing of the campaign's lowStockThreshold (announced by the sweeper within HOLD_SWEEP_INTERVAL_MS). */
   | 'CAMPAIGN_LOW_STOCK'
   | 'CAMPAIGN_OPENED'
-  /** Once, when available first reaches 0 with nothing held (announced by the sweeper within HOLD_SWEEP_INTERVAL_MS). */
+  /**
+   * Once, when the campaign first becomes sold out (CampaignStats.soldOutAt says what that means: never
+   * while tickets are allotted, or held in a way that could bring them back); announced by the sweeper
+   * within HOLD_SWEEP_INTERVAL_MS, with the figures of that moment (soldOut true). A release that ends
+   * the sell-out, and a later sell-out, send nothing more: soldOutAt stays the first sell-out's.
+   */
   | 'CAMPAIGN_SOLD_OUT'
   | 'HOLD_CONFIRMED'
   | 'HOLD_CREATED'
@@ -1578,6 +1599,7 @@ export type CampaignStatsResolvers<ContextType = Context, ParentType extends Res
   available?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   fillRate?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
   held?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  soldOut?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   soldOutAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
   total?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   void?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;

@@ -13,7 +13,7 @@ import { findAllocationsByKey } from '../db/findAllocations';
 import type { JsonValue } from '../db/json';
 import { isConnectionLost, isTransientDbError, pgErrorInfo, PG } from '../db/pgErrors';
 import { randomPickStart } from '../db/pickTickets';
-import { apiError, claimError, ErrorCode, InvalidInput, type ClaimError } from '../errors';
+import { apiError, BALLOT_CLAIM_MESSAGE, claimError, ErrorCode, InvalidInput, type ClaimError } from '../errors';
 import type { ClaimErrorCode } from '../generated/graphql';
 import type { LiveUpdates } from '../live';
 import type { Metrics } from '../metrics';
@@ -181,7 +181,7 @@ export class AllocationService {
           ctx.loaders.campaign.prime(campaignId, answer.campaign);
           return { allocations: [answer.allocation], error: null, replayed: false };
         case 'FINAL':
-          return refusal(answer.verdict);
+          return answer.verdict === 'CAMPAIGN_NOT_OPEN' ? this.notOpen(ctx, campaignId) : refusal(answer.verdict);
         case 'PRIOR':
           return this.replay(ctx, answer.campaignId, r.idempotencyKey!, requestHash);
         case 'FAILED':
@@ -208,8 +208,9 @@ export class AllocationService {
    *      back — it waits for exactly those rows (plain FOR UPDATE, docs/CORRECTNESS.md §3): each one
    *      comes back (a rollback: it takes it) or turns out taken; then
    *   3. it looks once more with a fresh snapshot (what the waited-on claims gave back is invisible
-   *      to the statement that waited). Found nothing free, and nothing locked: SOLD_OUT, or ALL_HELD
-   *      while holds may lapse. Still contended — new claims keep taking what others give back — it
+   *      to the statement that waited). Found nothing free, and nothing locked: SOLD_OUT when the
+   *      campaign is sold out (tessera_sold_out), else ALL_ALLOTTED or ALL_HELD while tickets
+   *      may come back. Still contended — new claims keep taking what others give back — it
    *      answers ALL_HELD: nothing is free now, tickets in flight may come back, retry. Never
    *      SOLD_OUT while a ticket could still come back (that would under-allocate), and never
    *      UNAVAILABLE while the database answers: at most three statements, no queue of its own.
@@ -251,20 +252,36 @@ export class AllocationService {
             wait = true;
             continue;
           }
-          return this.shortage(r, outcome.held || outcome.contended, outcome.allotted);
+          return this.shortage(r, outcome.soldOut && !outcome.contended, outcome.allotted);
+        case 'CAMPAIGN_NOT_OPEN':
+          return this.notOpen(ctx, campaignId);
         default:
           return refusal(outcome.kind);
       }
     }
   }
 
-  /** Nothing free for this partner: tickets allotted to others come first, then holds that may come back. */
-  private shortage(r: Request, held: boolean, allotted: boolean): Allocated {
+  /**
+   * CAMPAIGN_NOT_OPEN, saying why when the campaign is a ballot — which takes entries, never claims,
+   * open or not — rather than "draft, closed, or outside its window". The mode never changes after
+   * creation, so one read of it on this refusal (never on a claim that passes) cannot be stale.
+   */
+  private async notOpen(ctx: RequestContext, campaignId: string): Promise<Allocated> {
+    const campaign = await ctx.loaders.campaignDetails.load(campaignId);
+    return refusal('CAMPAIGN_NOT_OPEN', campaign?.mode === 'BALLOT' ? BALLOT_CLAIM_MESSAGE : undefined);
+  }
+
+  /**
+   * Nothing free for this partner: tickets allotted to others come first (ALL_ALLOTTED), then
+   * tickets that may come back (ALL_HELD); SOLD_OUT only when the campaign is sold out by the one
+   * definition its stats and CAMPAIGN_SOLD_OUT use (prisma/functions/tessera_sold_out.sql).
+   */
+  private shortage(r: Request, soldOut: boolean, allotted: boolean): Allocated {
     if (r.operation === 'claimTickets') {
-      const why = allotted ? ' (others are allotted to other partners)' : held ? ' (some are held and may come back)' : '';
+      const why = allotted ? ' (others are allotted to other partners)' : soldOut ? '' : ' (some are held and may come back)';
       return refusal('INSUFFICIENT_TICKETS', `Fewer than ${r.quantity} tickets are available${why}; nothing was allocated.`);
     }
-    return refusal(allotted ? 'ALL_ALLOTTED' : held ? 'ALL_HELD' : 'SOLD_OUT');
+    return refusal(allotted ? 'ALL_ALLOTTED' : soldOut ? 'SOLD_OUT' : 'ALL_HELD');
   }
 
   /** Same partner + key: the original allocations if the request is the same, else a refusal. */

@@ -323,3 +323,35 @@ test('a waitlist is paged past its first page: offers out, then who waits, and e
   expect(errors).toEqual([]);
   await page.close();
 });
+
+test("the campaign page numbers allocations by the API's per-campaign sequence and says sold out as the API defines it", async () => {
+  const partner = await server.createPartner('Numbered');
+  // Another campaign's claims first: the sequence is the campaign's own, so this one still starts at 1.
+  const other = await server.openCampaignWith(2);
+  await server.gql(partner.apiKey, CLAIM, { input: { campaignId: other, holder: 'elsewhere' } });
+  const campaignId = await server.openCampaignWith(2);
+  for (const holder of ['first', 'second']) await server.gql(partner.apiKey, CLAIM, { input: { campaignId, holder } });
+  const read = await server.gql(ADMIN_KEY, 'query($id: ID!) { campaign(id: $id) { stats { soldOut soldOutAt } allocations(first: 5) { edges { node { id sequence holder } } } } }', { id: campaignId });
+  const campaign = read.body.data!.campaign;
+  expect(campaign.stats.soldOut).toBe(true);
+  const { page, errors, outside } = await ownerPage();
+  await page.goto(`${base}/console/#/campaigns/${campaignId}`);
+  for (const { node } of campaign.allocations.edges) {
+    const row = page.getByTestId(`allocation-${node.id}`);
+    await row.waitFor();
+    expect(await row.locator('td').first().textContent()).toBe(String(node.sequence));
+  }
+  expect(campaign.allocations.edges.map(({ node }: { node: { sequence: number } }) => node.sequence).sort()).toEqual([1, 2]);
+  await until(async () => /^yes, since \d{1,2} \w{3} \d{4}, \d{2}:\d{2}:\d{2} /.test((await page.getByTestId('figure-sold-out').textContent()) ?? ''), {
+    message: 'the sold-out figure with its time',
+    timeoutMs: 10_000,
+  });
+  // A release ends the sell-out; the figure says so, and keeps when it first sold out.
+  await server.gql(ADMIN_KEY, 'mutation($id: ID!) { releaseAllocation(allocationId: $id) { allocation { id } } }', { id: campaign.allocations.edges[0].node.id });
+  await until(async () => /^no \(first sold out /.test((await page.getByTestId('figure-sold-out').textContent()) ?? ''), {
+    message: 'the sold-out figure to follow the release',
+    timeoutMs: 10_000,
+  });
+  expect(errors).toEqual([]);
+  expect(outside).toEqual([]);
+});

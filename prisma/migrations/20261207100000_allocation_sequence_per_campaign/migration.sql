@@ -1,0 +1,12 @@
+-- Allocation.sequence is numbered per campaign (issue 27): a campaign's first allocation is 1, as the
+-- contract's "per-campaign" and the README's example say, from a sequence of the campaign's own
+-- (prisma/functions/tessera_allocation_sequence.sql says why; tessera_campaign_sequence.sql creates
+-- them, for the campaigns already there too, continuing after their highest number). Every insert
+-- of allocations names its sequence (tessera_next_sequence): without a default, one that forgets
+-- fails rather than numbering from the shared sequence.
+--
+-- allocation_sequence, the sequence every campaign shared, is left in place for the previous
+-- release's instances still serving during an upgrade (docs/SCALING.md: expand, then contract); a
+-- later migration drops it. Their claims number from it meanwhile, which breaks a campaign's order,
+-- so stop the old instances before the first new one starts (CHANGELOG, Unreleased).
+ALTER TABLE "allocations" ALTER COLUMN "sequence" DROP DEFAULT;
