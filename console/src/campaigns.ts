@@ -193,7 +193,7 @@ export function newCampaign(): void {
       h('legend', {}, 'Release policy'),
       h('label', { for: 'f-policy' }, 'Released and expired tickets'),
       policy,
-      h('p.meta', {}, 'Chosen once: the API cannot change a campaign’s release policy after it is created.'),
+      h('p.meta', {}, 'Can be changed until the campaign opens; fixed from then on.'),
       waitlistFields,
     ),
     h('label', { for: 'f-max-hold' }, 'Longest hold, seconds, extensions included (empty: no limit; at most 2,592,000 = 30 days)'),
@@ -640,6 +640,25 @@ export async function campaign(id: string): Promise<void> {
   const edit = (c: CampaignDetail) => {
     const name = h('input', { id: 'f-name', value: c.name, required: true, maxlength: '200', 'data-testid': 'edit-name' }) as HTMLInputElement;
     const fields = windowFields(c);
+    // What updateCampaign changes besides: the hold cap, the low-stock alert and the offer time of a
+    // DRAFT or OPEN campaign, the release policy while it is DRAFT.
+    const numberOf = (input: HTMLInputElement, value: number | null) => {
+      input.value = value === null ? '' : String(value);
+      return input;
+    };
+    const maxHold = numberOf(numberInput('f-edit-max-hold', 'edit-max-hold', 'no limit', '2592000'), c.maxHoldSeconds);
+    const lowStock = numberOf(numberInput('f-edit-low-stock', 'edit-low-stock', 'never', '10000000'), c.lowStockThreshold);
+    const offerSeconds = numberOf(numberInput('f-edit-offer', 'edit-offer-seconds', '900', '2592000'), c.waitlistOfferSeconds);
+    const draft = c.status === 'DRAFT';
+    const policy = h('select', { id: 'f-edit-policy', 'data-testid': 'edit-release-policy' },
+      ...Object.entries(POLICY_OPTION)
+        .filter(([value]) => !(c.mode === 'BALLOT' && value === 'WAITLIST_FIRST'))
+        .map(([value, text]) => h('option', { value, selected: value === c.releasePolicy }, text)),
+    ) as HTMLSelectElement;
+    const offerField = h('div.stack', { 'data-testid': 'edit-waitlist-fields' }, h('label', { for: 'f-edit-offer' }, 'A waitlist offer is held for, seconds'), offerSeconds);
+    const syncOffer = () => (offerField.hidden = policy.value !== 'WAITLIST_FIRST');
+    policy.addEventListener('change', syncOffer);
+    syncOffer();
     const status = h('div');
     const form = h(
       'form.stack.panel',
@@ -648,15 +667,17 @@ export async function campaign(id: string): Promise<void> {
         onsubmit: async (e: Event) => {
           e.preventDefault();
           try {
-            await gql('mutation($id: ID!, $input: UpdateCampaignInput!) { updateCampaign(id: $id, input: $input) { campaign { id } } }', {
-              id,
-              input: {
-                name: name.value,
-                perHolderLimit: fields.limit.value ? Number(fields.limit.value) : null,
-                opensAt: fromLocalInput(fields.opensAt.value),
-                closesAt: fromLocalInput(fields.closesAt.value),
-              },
-            });
+            const input: Record<string, unknown> = {
+              name: name.value,
+              perHolderLimit: fields.limit.value ? Number(fields.limit.value) : null,
+              opensAt: fromLocalInput(fields.opensAt.value),
+              closesAt: fromLocalInput(fields.closesAt.value),
+              maxHoldSeconds: maxHold.value ? Number(maxHold.value) : null,
+              lowStockThreshold: lowStock.value ? Number(lowStock.value) : null,
+            };
+            if (draft) input.releasePolicy = policy.value;
+            if (policy.value === 'WAITLIST_FIRST' && offerSeconds.value) input.waitlistOfferSeconds = Number(offerSeconds.value);
+            await gql('mutation($id: ID!, $input: UpdateCampaignInput!) { updateCampaign(id: $id, input: $input) { campaign { id } } }', { id, input });
             editSlot.replaceChildren();
             await showDetail();
           } catch (error) {
@@ -668,14 +689,24 @@ export async function campaign(id: string): Promise<void> {
       h('label', { for: 'f-name' }, 'Name'),
       name,
       ...fields.labels,
+      draft
+        ? h('fieldset.stack', {},
+            h('legend', {}, 'Release policy'),
+            h('label', { for: 'f-edit-policy' }, 'Released and expired tickets'),
+            policy,
+            h('p.meta', {}, 'Can be changed until the campaign opens; fixed from then on.'),
+            offerField,
+          )
+        : c.releasePolicy === 'WAITLIST_FIRST' ? offerField : '',
+      h('label', { for: 'f-edit-max-hold' }, 'Longest hold, seconds, extensions included (empty: no limit; holds made from now on)'),
+      maxHold,
+      h('label', { for: 'f-edit-low-stock' }, 'Low-stock alert when available falls to (empty: never)'),
+      lowStock,
       h('div.fixed', { 'data-testid': 'fixed-settings' },
-        h('p', {}, 'Fixed when the campaign was created — the API (updateCampaign) changes only the name, the per-holder limit and the window above, while the campaign is DRAFT or OPEN:'),
+        h('p', {}, draft ? 'Fixed when the campaign was created:' : 'Fixed when the campaign was created, or once it opened:'),
         h('ul', {},
           h('li', {}, `Gives tickets ${c.mode === 'BALLOT' ? 'by ballot' : 'first come, first served'}`),
-          h('li', {}, 'Released tickets ', h('span', { 'data-testid': 'fixed-release-policy' }, POLICY_TEXT[c.releasePolicy] ?? c.releasePolicy)),
-          h('li', {}, c.maxHoldSeconds === null ? 'Holds: no limit' : `Holds last at most ${fmt(c.maxHoldSeconds)} s`),
-          h('li', {}, c.lowStockThreshold === null ? 'Low-stock alert: never' : `Low-stock alert at ${fmt(c.lowStockThreshold)} available`),
-          c.releasePolicy === 'WAITLIST_FIRST' ? h('li', {}, `Waitlist offers held ${fmt(c.waitlistOfferSeconds)} s`) : '',
+          draft ? '' : h('li', {}, 'Released tickets ', h('span', { 'data-testid': 'fixed-release-policy' }, POLICY_TEXT[c.releasePolicy] ?? c.releasePolicy)),
           c.mode === 'BALLOT' ? h('li', {}, `Winners confirm within ${fmt(c.ballotConfirmSeconds ?? 0)} s`) : '',
         ),
       ),

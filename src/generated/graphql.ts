@@ -434,7 +434,7 @@ export type CreateCampaignInput = {
   opensAt?: InputMaybe<Scalars['DateTime']['input']>;
   /** null = unlimited; otherwise 1 or more. */
   perHolderLimit?: InputMaybe<Scalars['Int']['input']>;
-  /** POOL when left out. Chosen once: it never changes. */
+  /** POOL when left out. updateCampaign may change it while the campaign is DRAFT; it is fixed once it opens. */
   releasePolicy?: InputMaybe<ReleasePolicy>;
   /** 1 to 2,592,000, and at most maxHoldSeconds: how long a waitlist offer is held. Default 900 (or maxHoldSeconds, if lower). */
   waitlistOfferSeconds?: InputMaybe<Scalars['Int']['input']>;
@@ -681,7 +681,7 @@ export type Mutation = {
   setPartnerQuota: CampaignPayload;
   /** Admin. The partner's rate limit in points per second (null = the server's default). */
   setPartnerRateLimit: PartnerPayload;
-  /** Admin. Name, window and per-holder limit of a DRAFT or OPEN campaign. */
+  /** Admin. Name, window, per-holder limit, hold cap, low-stock threshold and waitlist offer time of a DRAFT or OPEN campaign; its release policy while DRAFT. Fields left out are unchanged. */
   updateCampaign: CampaignPayload;
   /** The entry's partner, or admin. ENTERED -> WITHDRAWN before the draw (the holder may enter again); ENTRIES_CLOSED after it. */
   withdrawBallotEntry: EnterBallotPayload;
@@ -1089,9 +1089,17 @@ export type TimelinePoint = {
 /** Fields left out are unchanged; null clears opensAt, closesAt or perHolderLimit. */
 export type UpdateCampaignInput = {
   closesAt?: InputMaybe<Scalars['DateTime']['input']>;
+  /** As in createCampaign (null = never). */
+  lowStockThreshold?: InputMaybe<Scalars['Int']['input']>;
+  /** As in createCampaign (null = no cap); holds made from now on. At least the campaign's waitlistOfferSeconds and ballotConfirmSeconds (change those with it). */
+  maxHoldSeconds?: InputMaybe<Scalars['Int']['input']>;
   name?: InputMaybe<Scalars['String']['input']>;
   opensAt?: InputMaybe<Scalars['DateTime']['input']>;
   perHolderLimit?: InputMaybe<Scalars['Int']['input']>;
+  /** DRAFT only: a release policy is chosen before the campaign opens, and fixed once it does (tickets already returned went where the old one said). INVALID_TRANSITION on an OPEN campaign; WAITLIST_FIRST is refused for a BALLOT campaign. */
+  releasePolicy?: InputMaybe<ReleasePolicy>;
+  /** As in createCampaign, at most maxHoldSeconds; offers made from now on. */
+  waitlistOfferSeconds?: InputMaybe<Scalars['Int']['input']>;
 };
 
 /**

@@ -39,6 +39,10 @@ export interface UpdateCampaignInput {
   perHolderLimit?: number | null;
   opensAt?: Date | null;
   closesAt?: Date | null;
+  releasePolicy?: ReleasePolicy | null;
+  maxHoldSeconds?: number | null;
+  lowStockThreshold?: number | null;
+  waitlistOfferSeconds?: number | null;
 }
 
 export interface LoadResult {
@@ -142,32 +146,29 @@ export class CampaignService {
   }
 
   /**
-   * Name, window and per-holder limit of a DRAFT or OPEN campaign; fields left out are unchanged.
-   * Under the campaign gate (exclusive), so a claim sees the old rules or the new, never a mix.
+   * Name, window, per-holder limit, hold cap, low-stock threshold and waitlist offer time of a DRAFT
+   * or OPEN campaign, and its release policy while DRAFT; fields left out are unchanged. Under the
+   * campaign gate (exclusive), so a claim sees the old rules or the new, never a mix; a release
+   * policy changes only where the row is still DRAFT, so an open racing it wins or waits.
    */
   async update(ctx: RequestContext, id: string, input: UpdateCampaignInput): Promise<CampaignModel> {
     const current = await this.require(id);
     if (current.status === 'CLOSED') {
       throw apiError(ErrorCode.INVALID_TRANSITION, `Campaign ${id} is CLOSED; a closed campaign cannot be changed.`);
     }
-    const data: Partial<Pick<CampaignModel, 'name' | 'perHolderLimit' | 'opensAt' | 'closesAt'>> = {};
-    if (input.name !== undefined) {
-      if (input.name === null) throw new InvalidInput('name', 'name cannot be null.');
-      data.name = validate.text('name', input.name, validate.LIMITS.nameLength);
+    const data = campaignChanges(current, input);
+    const policyChanges = data.releasePolicy !== undefined && data.releasePolicy !== current.releasePolicy;
+    if (policyChanges && current.status !== 'DRAFT') {
+      throw apiError(ErrorCode.INVALID_TRANSITION, `Campaign ${id} is ${current.status}: its release policy is fixed once it opens.`);
     }
-    if (input.perHolderLimit !== undefined) {
-      data.perHolderLimit =
-        input.perHolderLimit === null ? null : validate.intInRange('perHolderLimit', input.perHolderLimit, 1, validate.LIMITS.perHolderLimit);
-    }
-    if (input.opensAt !== undefined) data.opensAt = input.opensAt;
-    if (input.closesAt !== undefined) data.closesAt = input.closesAt;
-    validate.campaignWindow(data.opensAt === undefined ? current.opensAt : data.opensAt, data.closesAt === undefined ? current.closesAt : data.closesAt);
     const prisma = this.db.prisma;
     const [, updated] = await prisma.$transaction([
       lockCampaignGate(prisma, current.id),
-      prisma.campaign.updateMany({ where: { id: current.id, status: { not: 'CLOSED' } }, data }),
+      prisma.campaign.updateMany({ where: { id: current.id, status: policyChanges ? 'DRAFT' : { not: 'CLOSED' } }, data }),
     ]);
-    if (updated.count === 0) throw apiError(ErrorCode.INVALID_TRANSITION, `Campaign ${id} was closed meanwhile; it cannot be changed.`);
+    if (updated.count === 0) {
+      throw apiError(ErrorCode.INVALID_TRANSITION, `Campaign ${id} was ${policyChanges ? 'opened or closed' : 'closed'} meanwhile; it cannot be changed.`);
+    }
     return this.fresh(ctx, await this.require(id));
   }
 
@@ -341,6 +342,52 @@ export class CampaignService {
  * BALLOT campaigns only; a winner's hold is a hold (never longer than maxHoldSeconds); a ballot's
  * tickets pass on to its ranking, so WAITLIST_FIRST does not combine with it.
  */
+type CampaignChanges = Partial<
+  Pick<CampaignModel, 'name' | 'perHolderLimit' | 'opensAt' | 'closesAt' | 'releasePolicy' | 'maxHoldSeconds' | 'lowStockThreshold' | 'waitlistOfferSeconds'>
+>;
+
+/** updateCampaign's input, validated against the campaign as it is: what changes. */
+function campaignChanges(current: CampaignModel, input: UpdateCampaignInput): CampaignChanges {
+  const data: CampaignChanges = {};
+  const notNull = (field: 'name' | 'releasePolicy' | 'waitlistOfferSeconds') => {
+    if (input[field] === null) throw new InvalidInput(field, `${field} cannot be null.`);
+  };
+  if (input.name !== undefined) {
+    notNull('name');
+    data.name = validate.text('name', input.name!, validate.LIMITS.nameLength);
+  }
+  if (input.perHolderLimit !== undefined) data.perHolderLimit = validate.optionalIntInRange('perHolderLimit', input.perHolderLimit, 1, validate.LIMITS.perHolderLimit);
+  if (input.opensAt !== undefined) data.opensAt = input.opensAt;
+  if (input.closesAt !== undefined) data.closesAt = input.closesAt;
+  validate.campaignWindow(data.opensAt === undefined ? current.opensAt : data.opensAt, data.closesAt === undefined ? current.closesAt : data.closesAt);
+  if (input.releasePolicy !== undefined) {
+    notNull('releasePolicy');
+    if (current.mode === 'BALLOT' && input.releasePolicy === 'WAITLIST_FIRST') {
+      throw new InvalidInput('releasePolicy', 'A BALLOT campaign passes returned tickets on to its ranking: WAITLIST_FIRST does not apply.');
+    }
+    data.releasePolicy = input.releasePolicy!;
+  }
+  if (input.lowStockThreshold !== undefined) {
+    data.lowStockThreshold = validate.optionalIntInRange('lowStockThreshold', input.lowStockThreshold, 1, validate.LIMITS.lowStockThreshold);
+  }
+  if (input.maxHoldSeconds !== undefined) data.maxHoldSeconds = validate.optionalIntInRange('maxHoldSeconds', input.maxHoldSeconds, 1, validate.LIMITS.maxHoldSeconds);
+  const maxHold = (data.maxHoldSeconds === undefined ? current.maxHoldSeconds : data.maxHoldSeconds) ?? null;
+  const confirmSeconds = current.ballotConfirmSeconds ?? null;
+  if (input.waitlistOfferSeconds !== undefined) {
+    notNull('waitlistOfferSeconds');
+    data.waitlistOfferSeconds = validate.intInRange('waitlistOfferSeconds', input.waitlistOfferSeconds!, 1, maxHold ?? validate.LIMITS.maxHoldSeconds);
+  }
+  // An offer and a winner's hold are holds: never longer than the cap, the new one included.
+  if (maxHold !== null) {
+    const offer = data.waitlistOfferSeconds ?? current.waitlistOfferSeconds ?? 0;
+    if (offer > maxHold) throw new InvalidInput('maxHoldSeconds', `maxHoldSeconds ${maxHold} is below the campaign's waitlistOfferSeconds (${offer}): lower that too.`);
+    if (confirmSeconds !== null && confirmSeconds > maxHold) {
+      throw new InvalidInput('maxHoldSeconds', `maxHoldSeconds ${maxHold} is below the campaign's ballotConfirmSeconds (${confirmSeconds}).`);
+    }
+  }
+  return data;
+}
+
 function ballotSettings(
   input: CreateCampaignInput,
   releasePolicy: ReleasePolicy,

@@ -127,27 +127,43 @@ test('the new-campaign form shows each mode’s and release policy’s fields on
   await page.close();
 });
 
-test('the release policy: chosen at creation, and the edit form says it is fixed while it changes what updateCampaign allows', async () => {
-  // updateCampaign(id, {name, perHolderLimit, opensAt, closesAt}) is the whole of what can change,
-  // on a DRAFT or OPEN campaign: the release policy is not in it (schema.graphql: "Chosen once").
+test('the edit form changes the release policy while DRAFT, and the hold cap, low-stock alert and offer time while OPEN; once open the policy is shown fixed', async () => {
   const { page, errors } = await ownerPage();
   await page.goto(`${base}/console/#/new`);
-  await page.getByTestId('campaign-name').fill('Fixed policy');
+  await page.getByTestId('campaign-name').fill('Policy to change');
   await page.getByTestId('campaign-release-policy').selectOption('VOID');
-  await page.getByText('Chosen once: the API cannot change').waitFor();
+  await page.getByText('Can be changed until the campaign opens').first().waitFor();
   await page.getByTestId('create-campaign').click();
   await page.getByTestId('status').getByText('DRAFT').waitFor();
   const id = campaignIdOf(page);
+
+  // DRAFT: the policy changes, with its offer time, the hold cap and the alert.
   await page.getByTestId('edit').click();
-  const fixed = page.getByTestId('fixed-settings');
-  expect(await fixed.getByTestId('fixed-release-policy').textContent()).toBe('are retired (VOID)');
-  expect(await fixed.textContent()).toContain('updateCampaign');
-  await screenshot(page, 'console-edit-fixed-settings-1280');
-  await page.getByTestId('edit-name').fill('Fixed policy (renamed)');
+  expect(await page.getByTestId('edit-waitlist-fields').isVisible()).toBe(false);
+  await page.getByTestId('edit-release-policy').selectOption('WAITLIST_FIRST');
+  await page.getByTestId('edit-offer-seconds').fill('300');
+  await page.getByTestId('edit-max-hold').fill('600');
+  await page.getByTestId('edit-low-stock').fill('7');
+  await page.getByTestId('edit-name').fill('Policy to change (renamed)');
+  await screenshot(page, 'console-edit-settings-1280');
   await page.getByTestId('save').click();
-  await page.locator('h1', { hasText: 'Fixed policy (renamed)' }).waitFor();
-  const after = await server.gql(ADMIN_KEY, SETTINGS, { id });
-  expect(after.body.data!.campaign).toMatchObject({ name: 'Fixed policy (renamed)', releasePolicy: 'VOID' });
+  await page.locator('h1', { hasText: 'Policy to change (renamed)' }).waitFor();
+  const draft = await server.gql(ADMIN_KEY, SETTINGS, { id });
+  expect(draft.body.data!.campaign).toMatchObject({ name: 'Policy to change (renamed)', releasePolicy: 'WAITLIST_FIRST', waitlistOfferSeconds: 300, maxHoldSeconds: 600, lowStockThreshold: 7 });
+
+  // OPEN: the policy is shown fixed; the cap, the alert and the offer time still change.
+  await page.getByTestId('open').click();
+  await page.getByTestId('status').getByText('OPEN').waitFor();
+  await page.getByTestId('edit').click();
+  expect(await page.getByTestId('edit-release-policy').count()).toBe(0);
+  expect(await page.getByTestId('fixed-settings').getByTestId('fixed-release-policy').textContent()).toBe('go to the waitlist first');
+  await page.getByTestId('edit-offer-seconds').fill('120');
+  await page.getByTestId('edit-max-hold').fill('240');
+  await page.getByTestId('edit-low-stock').fill('');
+  await page.getByTestId('save').click();
+  await until(async () => (await server.gql(ADMIN_KEY, SETTINGS, { id })).body.data!.campaign.maxHoldSeconds === 240, { message: 'the edit to be saved' });
+  expect((await server.gql(ADMIN_KEY, SETTINGS, { id })).body.data!.campaign).toMatchObject({ releasePolicy: 'WAITLIST_FIRST', waitlistOfferSeconds: 120, maxHoldSeconds: 240, lowStockThreshold: null });
+
   // A closed campaign cannot be changed at all: no Edit.
   await page.getByTestId('close').click();
   await page.getByTestId('status').getByText('CLOSED').waitFor();
