@@ -4,6 +4,7 @@ import path from 'node:path';
 import { spawnEmbeddedHost } from './chaos/harness';
 import { SCENARIOS, verdictLine, type ScenarioEnv } from './chaos/scenarios';
 import { SERVER_ENV } from './helpers/env';
+import { FIXED_WORK_TIMEOUT_MS } from './helpers/time';
 
 let env: ScenarioEnv;
 let host: Awaited<ReturnType<typeof spawnEmbeddedHost>> & { [Symbol.asyncDispose]?: () => Promise<void> };
@@ -15,7 +16,7 @@ beforeAll(async () => {
     Number(process.env.TESSERA_CHAOS_TEST_EMBEDDED_PORT ?? 54359),
   );
   env = { pgUrl: process.env[SERVER_ENV]!, restartable: host, size: 'quick' };
-}, 60_000);
+}, FIXED_WORK_TIMEOUT_MS);
 afterAll(async () => {
   await host?.[Symbol.asyncDispose]?.();
 });
@@ -33,5 +34,5 @@ test.each(SCENARIOS.map((scenario, i) => [String.fromCharCode(97 + i), scenario]
     expect(result.violations).toEqual([]);
     expect(result.stored).toBeGreaterThan(0);
   },
-  180_000,
+  FIXED_WORK_TIMEOUT_MS,
 );

@@ -15,6 +15,7 @@
 // never counts it.
 import { randomInt, randomUUID } from 'node:crypto';
 import { deadlocks, quotaCounters, ticketsLiveTwice } from './helpers/sql';
+import { FIXED_WORK_TIMEOUT_MS } from './helpers/time';
 import { assertPoolInvariants, ADMIN_KEY, startTestServer, TEST_DATABASE_CONFIG, type TestServer } from './helpers/testServer';
 
 let server: TestServer;
@@ -157,7 +158,7 @@ describe.each([64, 256])('%i clients mixing claims, holds, confirmations, group 
       }
     };
     await Promise.all(Array.from({ length: CLIENTS }, (_, i) => client(i)));
-  }, 120_000);
+  }, FIXED_WORK_TIMEOUT_MS);
 
   test('the run did real work of every kind', () => {
     const ok = (op: Op) => log.filter((o) => o.op === op && o.outcome === 'OK').length;

@@ -7,7 +7,7 @@ import { withClient } from './helpers/env';
 import { postGraphQL } from './helpers/graphql';
 import { accepts, childrenOf, freePort, ROOT, startProcess, untilEveryWorkerServes } from './helpers/process';
 import { ADMIN_KEY, assertPoolInvariants, CLAIM, createTestDatabase } from './helpers/testServer';
-import { until, untilSessionsWaitForLock } from './helpers/time';
+import { FIXED_WORK_TIMEOUT_MS, until, untilSessionsWaitForLock } from './helpers/time';
 
 test('SIGTERM lets an in-flight claim finish, refuses new connections, and exits 0', async () => {
   const database = await createTestDatabase();
@@ -74,7 +74,7 @@ test('without DATABASE_URL the server starts its embedded PostgreSQL, and SIGTER
     child.kill('SIGKILL');
     rmSync(parent, { recursive: true, force: true });
   }
-}, 60_000);
+}, FIXED_WORK_TIMEOUT_MS);
 
 test('WEB_CONCURRENCY=2: two workers serve one port, a SIGKILLed worker is replaced, SIGTERM stops the cluster', async () => {
   const database = await createTestDatabase();
@@ -112,4 +112,4 @@ test('WEB_CONCURRENCY=2: two workers serve one port, a SIGKILLed worker is repla
     child.kill('SIGKILL');
     await database.drop();
   }
-}, 60_000);
+}, FIXED_WORK_TIMEOUT_MS);

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { postGraphQL } from './helpers/graphql';
 import { ROOT, startProcess, type TesseraProcess } from './helpers/process';
 import { ADMIN_KEY, CLAIM, createTestDatabase } from './helpers/testServer';
-import { sleep, until } from './helpers/time';
+import { FIXED_WORK_TIMEOUT_MS, sleep, until } from './helpers/time';
 
 const GRACE_MS = 3_000;
 const TRIALS = 4;
@@ -59,7 +59,7 @@ describe.each([
     } finally {
       server.child.kill('SIGKILL');
     }
-  }, 60_000);
+  }, FIXED_WORK_TIMEOUT_MS);
 });
 
 test('the watchdog ends a process whose main thread never returns', async () => {
@@ -114,4 +114,4 @@ test('a log reader that stops reading does not stall claims: lines are dropped a
   } finally {
     server.child.kill('SIGKILL');
   }
-}, 120_000);
+}, FIXED_WORK_TIMEOUT_MS);

@@ -133,5 +133,21 @@ function dataDirFor(user: OsUser | undefined, asked: string): string {
   const dir = path.join(RELOCATED_ROOT, 'data', `${path.basename(path.dirname(path.dirname(asked)))}-${path.basename(asked)}-${key}`);
   mkdirSync(path.dirname(dir), { recursive: true });
   openUpTo(path.dirname(dir));
+  // The folder it stands for, beside it (initdb wants the data directory empty): what messages name.
+  writeFileSync(askedFile(dir), asked);
   return dir;
+}
+
+const askedFile = (dir: string) => `${dir}.asked`;
+
+/**
+ * The folder a data directory stands for, as its user named it: EMBEDDED_PG_DIR (or npm test's),
+ * also when root placed the data directory under RELOCATED_ROOT — what a message should say.
+ */
+export function shownAs(dataDir: string): string {
+  try {
+    return readFileSync(askedFile(dataDir), 'utf8') || dataDir;
+  } catch {
+    return dataDir;
+  }
 }

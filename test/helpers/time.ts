@@ -143,3 +143,12 @@ export async function untilSessionsWaitForLock(sql: Pool, n: number, options: Pa
     { timeoutMs: 5_000, intervalMs: 20, ...options, message: options.message ?? `${n} server session(s) waiting for a lock` },
   );
 }
+
+/**
+ * Jest's timeout for a test whose work is fixed in size — a storm of so many requests, a chaos
+ * scenario, a process started and stopped: it ends when its work is done, however slow the machine
+ * (a CI check on a machine running two suites at once took six times as long as an idle one), and
+ * what it checks are invariants and the product's own bounds, never how long the work took. Jest's
+ * timeout is then only the backstop against a hang.
+ */
+export const FIXED_WORK_TIMEOUT_MS = 10 * 60_000;
