@@ -6,7 +6,7 @@
 //             introspection is off, no __schema/__type
 //   measure   what the operation costs with the variables it will run with (cost.ts): over
 //             GRAPHQL_MAX_COST it is refused
-//   admit     measure, then the caller's rate limit charged what it measured
+//   charge    the caller's rate limit charged what measure found
 //   record    one log line and the error metrics per operation
 // Authorization and the audit belong to the fields themselves (access.ts); error masking to
 // formatError.ts. The transports only carry bytes.
@@ -60,8 +60,8 @@ export interface OperationControls {
   validate(schema: GraphQLSchema, document: DocumentNode): readonly GraphQLError[];
   /** What the operation costs with these variables; throws GRAPHQL_VALIDATION_FAILED over GRAPHQL_MAX_COST. */
   measure(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown>): OperationMeasure;
-  /** Measures the operation, then charges it to the key's rate limit; throws RATE_LIMITED when that is spent. */
-  admit(viewer: Viewer | undefined, schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown>): Promise<void>;
+  /** Charges what `measure` found to the key's rate limit; throws RATE_LIMITED when that is spent. */
+  charge(viewer: Viewer | undefined, measured: OperationMeasure): Promise<void>;
   record(entry: OperationRecord): void;
 }
 
@@ -107,8 +107,7 @@ export function createOperationControls(options: { limits: DocumentLimits; rateL
       );
     },
     measure,
-    async admit(viewer, schema, document, operation, variables) {
-      const { points } = measure(schema, document, operation, variables);
+    async charge(viewer, { points }) {
       // Every issued key has a budget: a partner's (its own rate limit, or the default) and an
       // operator key's (the default; its id never collides with a partner's). ADMIN_API_KEY has none.
       const key = viewer?.kind === 'partner' ? viewer.partnerId : viewer?.operator?.id;

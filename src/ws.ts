@@ -182,9 +182,9 @@ export function subscriptionServer(
           operation.type = selected.operation;
           operation.name = payload.operationName ?? selected.name?.value ?? null;
           // The cost limit answers before the transport's own refusal, as validation would (HTTP says the same).
-          controls.measure(schema, document, selected, payload.variables ?? {});
+          const measured = controls.measure(schema, document, selected, payload.variables ?? {});
           if (selected.operation !== 'subscription') return [new GraphQLError(NOT_OVER_WS, { extensions: { code: 'BAD_REQUEST' } })];
-          await controls.admit(context.viewer, schema, document, selected, payload.variables ?? {});
+          await controls.charge(context.viewer, measured);
           const full = slots.take(state, operation);
           if (full) return [full];
           return { schema, document, operationName: payload.operationName, variableValues: payload.variables, contextValue: context };

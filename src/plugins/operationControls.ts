@@ -24,7 +24,7 @@ export function operationControlsPlugin(controls: OperationControls, logger: Log
       if (operation.operation === 'subscription') {
         throw new GraphQLError(NOT_OVER_HTTP, { extensions: { code: 'BAD_REQUEST', http: { status: 400 } } });
       }
-      await controls.admit(contextValue.viewer, schema, document, operation, request.variables ?? {});
+      await controls.charge(contextValue.viewer, controls.measure(schema, document, operation, request.variables ?? {}));
     },
     async didEncounterErrors({ contextValue, errors, response }) {
       if (tagErrors(errors, contextValue.requestId, logger).transient) {
