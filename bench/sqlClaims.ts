@@ -22,11 +22,12 @@
 // measurement starts from the same state: every ticket AVAILABLE again and a VACUUM — the minimal
 // claim takes the front of its index and slows down as dead entries pile up there (pitfall 1), and
 // this machine's PostgreSQL has autovacuum off.
-import { Client, type Pool } from 'pg';
+import { Client } from 'pg';
 import { loadConfig } from '../src/config';
 import { claimGroup } from '../src/db/claimGroup';
 import { claimOne } from '../src/db/claimOne';
 import { claimStatement } from '../src/db/claimTicket';
+import type { ClaimClient } from '../src/db/claimTransaction';
 import { poolConfig } from '../src/db/client';
 import { migrate } from '../src/db/migrate';
 import { randomPickStart } from '../src/db/pickTickets';
@@ -140,18 +141,19 @@ function statementSql(campaignId: string, partnerId: string): ClaimSql {
 }
 
 /**
- * The statement `send` hands to the pool, caught on its way there: Tessera's own code builds it,
- * text and values, exactly as it would for PostgreSQL. `rows` is what the pool answers (claimOne
- * checks that it got one row).
+ * The statement `send` hands to Prisma, caught on its way there: Tessera's own code builds it,
+ * text and values, exactly as it would for PostgreSQL. `rows` is what the transaction answers
+ * (claimOne checks that it got one row).
  */
-async function caught(name: string, rows: unknown[], send: (pool: Pool) => Promise<unknown>): Promise<ClaimSql> {
+async function caught(name: string, rows: unknown[], send: (prisma: ClaimClient) => Promise<unknown>): Promise<ClaimSql> {
   let sent: ClaimSql | null = null;
   const catcher = {
-    query: async (q: { text: string; values?: unknown[] }) => {
-      sent = { text: q.text, values: q.values ?? [] };
-      return { rows };
+    $queryRawUnsafe: async (text: string, ...values: unknown[]) => {
+      sent = { text, values };
+      return rows;
     },
-  } as unknown as Pool;
+    $transaction: (queries: Array<Promise<unknown>>) => Promise.all(queries),
+  } as unknown as ClaimClient;
   await send(catcher);
   if (!sent) throw new Error(`${name} sent no statement: update bench/sqlClaims.ts`);
   return sent;
@@ -172,11 +174,11 @@ const request = (campaignId: string, partnerId: string, rank: number) => ({
 
 /** The first look of src/db/claimOne.ts, as claimOne() itself sends it. */
 const firstLookSql = (campaignId: string, partnerId: string) =>
-  caught('claimOne()', [{}], (pool) => claimOne(pool, request(campaignId, partnerId, 1)));
+  caught('claimOne()', [{}], (prisma) => claimOne(prisma, request(campaignId, partnerId, 1)));
 
 /** The group statement of src/db/claimGroup.ts for GROUP_SIZE claims of the bench's holder in its one campaign, as claimGroup() itself sends it. */
 const groupSql = (campaignId: string, partnerId: string) =>
-  caught('claimGroup()', [], (pool) => claimGroup(pool, Array.from({ length: GROUP_SIZE }, (_, i) => request(campaignId, partnerId, i + 1))));
+  caught('claimGroup()', [], (prisma) => claimGroup(prisma, Array.from({ length: GROUP_SIZE }, (_, i) => request(campaignId, partnerId, i + 1))));
 
 /** The values of one execution: the pick start drawn anew (one per execution, wherever it appears). */
 const valuesWithStart = (s: ClaimSql) => {

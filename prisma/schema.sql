@@ -874,6 +874,214 @@ BEGIN
 END
 $function$;
 
+CREATE OR REPLACE FUNCTION public.tessera_claim_group(uuid[], uuid[], text[], jsonb[], text[], text[], integer[], integer[], integer[])
+ RETURNS TABLE(ord bigint, verdict text, id uuid, sequence bigint, allocated_at timestamp with time zone, ticket_id bigint, ticket_code text, campaign_name text, campaign_status campaign_status, campaign_opens_at timestamp with time zone, campaign_closes_at timestamp with time zone, campaign_per_holder_limit integer, campaign_created_at timestamp with time zone)
+ LANGUAGE plpgsql
+AS $function$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY WITH input AS MATERIALIZED (
+  SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::jsonb[], $5::text[], $6::text[], $7::integer[], $8::integer[], $9::integer[])
+         WITH ORDINALITY AS r(campaign_id, partner_id, holder, metadata, idempotency_key, request_hash, holder_rank, partner_rank, start, ord)
+),
+locked AS MATERIALIZED (
+  SELECT count(CASE WHEN l.class = 1 THEN pg_advisory_xact_lock_shared(l.class, l.k)::text
+                    ELSE pg_advisory_xact_lock(l.class, l.k)::text END) AS n
+    FROM (SELECT DISTINCT class, k FROM (
+            SELECT 1 AS class, hashtext(i.campaign_id::text) AS k FROM input i
+            UNION ALL
+            SELECT 2, hashtext(i.partner_id::text || ':' || i.idempotency_key) FROM input i WHERE i.idempotency_key IS NOT NULL
+            UNION ALL
+            SELECT 3, hashtext(i.campaign_id::text || ':' || i.partner_id::text || ':' || i.holder)
+              FROM input i JOIN campaigns c ON c.id = i.campaign_id WHERE c.per_holder_limit IS NOT NULL
+          ) x ORDER BY class, k) l
+),
+quota_locked AS MATERIALIZED (
+  SELECT count(*) AS n FROM (
+    SELECT 1 FROM partner_quotas q
+     WHERE q.campaign_id = ANY(ARRAY(SELECT campaign_id FROM input)) AND q.partner_id = ANY(ARRAY(SELECT partner_id FROM input))
+       AND (SELECT n FROM locked) >= 0
+     ORDER BY q.campaign_id, q.partner_id
+       FOR UPDATE) s
+),
+gates AS MATERIALIZED (
+  SELECT i.*, g.verdict
+    FROM input i,
+         LATERAL tessera_claim_gate(i.campaign_id, i.partner_id, i.holder, i.idempotency_key, i.holder_rank, i.partner_rank) g
+   WHERE (SELECT n FROM quota_locked) >= 0
+   ORDER BY i.ord
+),
+passed AS MATERIALIZED (
+  SELECT g.*, row_number() OVER (PARTITION BY g.campaign_id ORDER BY g.ord) AS slot FROM gates g
+   WHERE g.verdict = 'OK'
+     -- a partner with tickets ALLOTTED to it draws on them first, in the second look
+     AND NOT EXISTS (SELECT 1 FROM tickets t WHERE t.campaign_id = g.campaign_id AND t.status = 'ALLOTTED' AND t.allotted_to = g.partner_id)
+),
+wanted AS MATERIALIZED (
+  SELECT p.campaign_id, count(*)::integer AS n, (array_agg(p.start ORDER BY p.ord))[1] AS start FROM passed p GROUP BY p.campaign_id
+),
+picked AS MATERIALIZED (
+  SELECT w.campaign_id, t.id, row_number() OVER (PARTITION BY w.campaign_id) AS slot
+    FROM wanted w,
+         LATERAL (SELECT u.id FROM (SELECT a.id FROM (SELECT t1.id FROM tickets t1
+                                                        WHERE t1.campaign_id = w.campaign_id AND t1.status = 'AVAILABLE' AND t1.pick_order >= w.start
+                                                        ORDER BY t1.pick_order LIMIT w.n FOR UPDATE SKIP LOCKED) a
+                                    UNION ALL
+                                    SELECT b.id FROM (SELECT t2.id FROM tickets t2
+                                                        WHERE t2.campaign_id = w.campaign_id AND t2.status = 'AVAILABLE' AND t2.pick_order < w.start
+                                                        ORDER BY t2.pick_order LIMIT w.n FOR UPDATE SKIP LOCKED) b) u
+                   LIMIT w.n) t
+),
+taken AS (
+  UPDATE tickets t SET status = 'ALLOCATED'
+   WHERE t.campaign_id = ANY(ARRAY(SELECT DISTINCT campaign_id FROM picked))
+     AND t.id = ANY(ARRAY(SELECT id FROM picked))
+     AND t.status = 'AVAILABLE'
+  RETURNING t.campaign_id, t.id, t.code
+),
+allocated AS (
+  INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, metadata, idempotency_key,
+                           request_hash, status, sequence, allocated_at)
+  -- sequence and allocated_at side by side, so that their orders agree as closely as two
+  -- concurrent transactions allow.
+  SELECT k.campaign_id, k.id, p.partner_id, p.holder, p.metadata, p.idempotency_key, p.request_hash, 'ACTIVE',
+         tessera_next_sequence(k.campaign_id), clock_timestamp()
+    FROM taken k
+    JOIN picked pk ON pk.campaign_id = k.campaign_id AND pk.id = k.id
+    JOIN passed p ON p.campaign_id = pk.campaign_id AND p.slot = pk.slot
+   ORDER BY p.ord
+  RETURNING id, campaign_id, ticket_id, partner_id, status, sequence, allocated_at, expires_at
+),
+
+counted AS (
+  INSERT INTO campaign_counters AS c (campaign_id, slot, allocated, held)
+  SELECT a.campaign_id, pg_backend_pid(), count(*) FILTER (WHERE a.status = 'ACTIVE'), count(*) FILTER (WHERE a.status = 'HELD')
+    FROM allocated a GROUP BY a.campaign_id
+  ON CONFLICT (campaign_id, slot) DO UPDATE SET allocated = c.allocated + EXCLUDED.allocated, held = c.held + EXCLUDED.held
+),
+counted_partners AS (
+  INSERT INTO partner_counters AS c (campaign_id, partner_id, slot, active, held)
+  SELECT a.campaign_id, a.partner_id, pg_backend_pid(), count(*) FILTER (WHERE a.status = 'ACTIVE'), count(*) FILTER (WHERE a.status = 'HELD')
+    FROM allocated a GROUP BY a.campaign_id, a.partner_id
+  ON CONFLICT (campaign_id, partner_id, slot) DO UPDATE SET active = c.active + EXCLUDED.active, held = c.held + EXCLUDED.held
+),
+counted_minutes AS (
+  INSERT INTO minute_counters AS c (campaign_id, minute, slot, active)
+  SELECT a.campaign_id, date_trunc('minute', a.allocated_at, 'UTC'), pg_backend_pid(), count(*)
+    FROM allocated a WHERE a.status = 'ACTIVE' GROUP BY 1, 2
+  ON CONFLICT (campaign_id, minute, slot) DO UPDATE SET active = c.active + EXCLUDED.active
+),
+counted_quotas AS (
+  UPDATE partner_quotas q SET live = q.live + x.n
+    FROM (SELECT a.campaign_id, a.partner_id, count(*) AS n FROM allocated a GROUP BY 1, 2) x
+   WHERE q.campaign_id = x.campaign_id AND q.partner_id = x.partner_id
+),
+
+evented AS (
+  INSERT INTO webhook_events (type, campaign_id, partner_id, allocation_id, expires_at)
+  SELECT CASE WHEN a.status = 'HELD' THEN 'HOLD_CREATED' ELSE 'ALLOCATION_CREATED' END,
+         a.campaign_id, a.partner_id, a.id, a.expires_at
+    FROM allocated a
+   WHERE EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.enabled)
+)
+SELECT g.ord, g.verdict, a.id, a.sequence, a.allocated_at, k.id AS ticket_id, k.code AS ticket_code,
+       cp.name AS campaign_name, cp.status AS campaign_status, cp.opens_at AS campaign_opens_at,
+       cp.closes_at AS campaign_closes_at, cp.per_holder_limit AS campaign_per_holder_limit,
+       cp.created_at AS campaign_created_at
+  FROM gates g
+  LEFT JOIN passed p ON p.ord = g.ord
+  LEFT JOIN picked pk ON pk.campaign_id = p.campaign_id AND pk.slot = p.slot
+  LEFT JOIN allocated a ON a.campaign_id = pk.campaign_id AND a.ticket_id = pk.id
+  LEFT JOIN taken k ON k.campaign_id = a.campaign_id AND k.id = a.ticket_id
+  LEFT JOIN campaigns cp ON a.id IS NOT NULL AND cp.id = g.campaign_id
+ ORDER BY g.ord;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.tessera_claim_one(uuid, uuid, text, jsonb, text, text, integer)
+ RETURNS TABLE(ord integer, verdict text, prior_campaign_id uuid, prior_allocation_id uuid, id uuid, sequence bigint, allocated_at timestamp with time zone, ticket_id bigint, ticket_code text, campaign_name text, campaign_status campaign_status, campaign_opens_at timestamp with time zone, campaign_closes_at timestamp with time zone, campaign_per_holder_limit integer, campaign_created_at timestamp with time zone)
+ LANGUAGE plpgsql
+AS $function$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY WITH gate AS MATERIALIZED (
+  SELECT verdict, prior_campaign_id, prior_allocation_id
+    FROM tessera_claim_gate($1::uuid, $2::uuid, $3::text, $5::text, 1, 1)
+),
+-- A partner with tickets set aside by an allotment draws on them first: the second look does that.
+own_allotted AS MATERIALIZED (
+  SELECT EXISTS (SELECT 1 FROM tickets t WHERE t.campaign_id = $1::uuid AND t.status = 'ALLOTTED' AND t.allotted_to = $2::uuid) AS found
+),
+picked AS MATERIALIZED (
+  SELECT u.id FROM (
+    SELECT a.id FROM (SELECT t.id FROM tickets t
+                       WHERE t.campaign_id = $1::uuid AND t.status = 'AVAILABLE' AND t.pick_order >= $7::integer
+                         AND (SELECT verdict FROM gate) = 'OK' AND NOT (SELECT found FROM own_allotted)
+                       ORDER BY t.pick_order LIMIT 1 FOR UPDATE SKIP LOCKED) a
+    UNION ALL
+    SELECT b.id FROM (SELECT t.id FROM tickets t
+                       WHERE t.campaign_id = $1::uuid AND t.status = 'AVAILABLE' AND t.pick_order < $7::integer
+                         AND (SELECT verdict FROM gate) = 'OK' AND NOT (SELECT found FROM own_allotted)
+                       ORDER BY t.pick_order LIMIT 1 FOR UPDATE SKIP LOCKED) b
+  ) u LIMIT 1
+),
+taken AS (
+  UPDATE tickets t SET status = 'ALLOCATED'
+   WHERE t.campaign_id = $1::uuid AND t.id = (SELECT id FROM picked) AND t.status = 'AVAILABLE'
+  RETURNING t.campaign_id, t.id, t.code
+),
+allocated AS (
+  INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, metadata, idempotency_key,
+                           request_hash, status, sequence, allocated_at)
+  SELECT k.campaign_id, k.id, $2::uuid, $3::text, $4::jsonb, $5::text, $6::text, 'ACTIVE',
+         tessera_next_sequence($1::uuid), clock_timestamp()
+    FROM taken k
+  RETURNING id, campaign_id, ticket_id, partner_id, status, sequence, allocated_at, expires_at
+),
+
+counted AS (
+  INSERT INTO campaign_counters AS c (campaign_id, slot, allocated, held)
+  SELECT a.campaign_id, pg_backend_pid(), count(*) FILTER (WHERE a.status = 'ACTIVE'), count(*) FILTER (WHERE a.status = 'HELD')
+    FROM allocated a GROUP BY a.campaign_id
+  ON CONFLICT (campaign_id, slot) DO UPDATE SET allocated = c.allocated + EXCLUDED.allocated, held = c.held + EXCLUDED.held
+),
+counted_partners AS (
+  INSERT INTO partner_counters AS c (campaign_id, partner_id, slot, active, held)
+  SELECT a.campaign_id, a.partner_id, pg_backend_pid(), count(*) FILTER (WHERE a.status = 'ACTIVE'), count(*) FILTER (WHERE a.status = 'HELD')
+    FROM allocated a GROUP BY a.campaign_id, a.partner_id
+  ON CONFLICT (campaign_id, partner_id, slot) DO UPDATE SET active = c.active + EXCLUDED.active, held = c.held + EXCLUDED.held
+),
+counted_minutes AS (
+  INSERT INTO minute_counters AS c (campaign_id, minute, slot, active)
+  SELECT a.campaign_id, date_trunc('minute', a.allocated_at, 'UTC'), pg_backend_pid(), count(*)
+    FROM allocated a WHERE a.status = 'ACTIVE' GROUP BY 1, 2
+  ON CONFLICT (campaign_id, minute, slot) DO UPDATE SET active = c.active + EXCLUDED.active
+),
+counted_quotas AS (
+  UPDATE partner_quotas q SET live = q.live + x.n
+    FROM (SELECT a.campaign_id, a.partner_id, count(*) AS n FROM allocated a GROUP BY 1, 2) x
+   WHERE q.campaign_id = x.campaign_id AND q.partner_id = x.partner_id
+),
+
+evented AS (
+  INSERT INTO webhook_events (type, campaign_id, partner_id, allocation_id, expires_at)
+  SELECT CASE WHEN a.status = 'HELD' THEN 'HOLD_CREATED' ELSE 'ALLOCATION_CREATED' END,
+         a.campaign_id, a.partner_id, a.id, a.expires_at
+    FROM allocated a
+   WHERE EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.enabled)
+)
+SELECT 1 AS ord, g.verdict, g.prior_campaign_id, g.prior_allocation_id,
+       a.id, a.sequence, a.allocated_at, k.id AS ticket_id, k.code AS ticket_code,
+       cp.name AS campaign_name, cp.status AS campaign_status, cp.opens_at AS campaign_opens_at,
+       cp.closes_at AS campaign_closes_at, cp.per_holder_limit AS campaign_per_holder_limit,
+       cp.created_at AS campaign_created_at
+  FROM gate g
+  LEFT JOIN allocated a ON true
+  LEFT JOIN taken k ON true
+  LEFT JOIN campaigns cp ON a.id IS NOT NULL AND cp.id = $1::uuid;
+END
+$function$;
+
 CREATE OR REPLACE FUNCTION public.tessera_count_allocations()
  RETURNS trigger
  LANGUAGE plpgsql

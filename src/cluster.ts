@@ -15,6 +15,7 @@ export async function runPrimary(
   config: Config,
   logger: Logger,
   url: string,
+  pooler: 'pgbouncer' | 'none',
   hooks: { deadlineMarginMs: number; watchdogMarginMs: number; ready(port: number): void; stopped(): Promise<void> },
 ): Promise<void> {
   let stopping = false;
@@ -22,7 +23,8 @@ export async function runPrimary(
     new RateLimiterClusterMaster(); // answers the workers' RateLimiterCluster (a singleton, kept by the library)
     relayLiveUpdatesBetweenWorkers();
   }
-  const env = { DATABASE_URL: url, ADMIN_API_KEY: config.adminApiKey, TESSERA_CLUSTER_WORKER: '1' };
+  // The workers need not find out again what DATABASE_URL points at (db/pooler.ts).
+  const env = { DATABASE_URL: url, DATABASE_POOLER: pooler, ADMIN_API_KEY: config.adminApiKey, TESSERA_CLUSTER_WORKER: '1' };
   const fork = () => cluster.fork(env);
   const served = new Set<number>();
   const workers = () => Object.values(cluster.workers ?? {}).filter((worker) => worker !== undefined);

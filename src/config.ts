@@ -67,6 +67,13 @@ const EnvSchema = z.object({
     .refine((url) => !url || hostsParse(url), {
       message: 'DATABASE_URL: target_session_attrs must be read-write (the primary only) or any (the first host that answers)',
     }),
+  DATABASE_DIRECT_URL: z
+    .string()
+    .optional()
+    .refine((url) => url === undefined || url === '' || /^postgres(ql)?:\/\//.test(url), {
+      message: 'DATABASE_DIRECT_URL must be a postgres:// or postgresql:// URL (a direct connection to the primary, for migrations)',
+    }),
+  DATABASE_POOLER: z.enum(['pgbouncer', 'none', ''], { error: 'DATABASE_POOLER must be pgbouncer or none (or unset: detected at start)' }).optional(),
   DATABASE_READ_URL: z
     .string()
     .optional()
@@ -134,6 +141,8 @@ export interface Config {
   readonly host: string | undefined;
   /** undefined: start the embedded PostgreSQL. */
   readonly databaseUrl: string | undefined;
+  /** A direct connection to the primary for migrations (DATABASE_DIRECT_URL); required behind a pooler. */
+  readonly databaseDirectUrl: string | undefined;
   readonly adminApiKey: string;
   /** true when the admin key was generated at start-up (not given in ADMIN_API_KEY). */
   readonly adminApiKeyGenerated: boolean;
@@ -145,6 +154,12 @@ export interface Config {
     readonly statementTimeoutMs: number;
     readonly lockTimeoutMs: number;
     readonly idleInTransactionTimeoutMs: number;
+    /**
+     * What DATABASE_URL points at: PgBouncer in transaction mode (no start-up parameters, no named
+     * prepared statements, the session settings as role settings: db/sessionSettings.ts), PostgreSQL
+     * itself ('none'), or null: detected at start (db/pooler.ts).
+     */
+    readonly pooler: 'pgbouncer' | 'none' | null;
   };
   readonly embedded: { readonly dir: string; readonly port: number };
   /** Streaming replicas for the reads that may be a moment stale (src/db/replicas.ts); [] for none. */
@@ -267,6 +282,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: e.PORT,
     host: e.HOST || undefined,
     databaseUrl,
+    databaseDirectUrl: e.DATABASE_DIRECT_URL ? e.DATABASE_DIRECT_URL : undefined,
     adminApiKey,
     adminApiKeyGenerated: givenKey === undefined,
     database: Object.freeze({
@@ -276,6 +292,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       statementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
       lockTimeoutMs: e.DATABASE_LOCK_TIMEOUT_MS,
       idleInTransactionTimeoutMs: e.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+      pooler: e.DATABASE_POOLER ? e.DATABASE_POOLER : null,
     }),
     embedded: Object.freeze({ dir: embeddedDir, port: e.EMBEDDED_PG_PORT }),
     readReplicas: Object.freeze({

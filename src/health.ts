@@ -4,10 +4,11 @@
 //   GET /metrics   Prometheus metrics; with METRICS_TOKEN set, only for `Authorization: Bearer <token>`
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type express from 'express';
-import type { Database } from './db/client';
+import { PROBE_TIMEOUT_MS, type Database } from './db/client';
 import { pendingMigrations } from './db/migrate';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
+import type { Reachability } from './reachability';
 
 const sha256 = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
 
@@ -22,7 +23,7 @@ export function bearerMatches(authorization: string | undefined, token: string):
 
 export function healthRoutes(
   app: express.Express,
-  options: { db: Database; metrics: Metrics; logger: Logger; draining(): boolean; metricsToken?: string; production?: boolean },
+  options: { db: Database; metrics: Metrics; logger: Logger; reachability: Reachability; draining(): boolean; metricsToken?: string; production?: boolean },
 ): void {
   const { db, metrics, logger } = options;
   // Open by default, production too: Prometheus scrapes inside a private network without
@@ -32,13 +33,24 @@ export function healthRoutes(
   if (options.production && options.metricsToken === undefined) {
     logger.warn({ route: '/metrics' }, '/metrics is open to anyone who reaches this port: set METRICS_TOKEN, or keep the port private');
   }
+  // What claims see: a server the pool gave up on because it stopped answering (db/stallWatch.ts)
+  // is unavailable until something answers again, and a check that gets no answer within the
+  // probe's budget says so rather than wait as long as the caller does.
   const databaseReady = async (): Promise<{ ready: boolean; body: Record<string, unknown> }> => {
+    if (db.unresponsive()) return { ready: false, body: { status: 'unavailable', database: 'not answering' } };
+    let timer: NodeJS.Timeout | undefined;
     try {
-      const pending = await pendingMigrations(async (sql) => (await db.pool.query(sql)).rows);
+      const answer = pendingMigrations(async (sql) => (await db.pool.query(sql)).rows);
+      const deadline = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), PROBE_TIMEOUT_MS)));
+      const pending = await Promise.race([answer, deadline]);
+      if (pending === 'late') return { ready: false, body: { status: 'unavailable', database: 'not answering' } };
+      options.reachability.answered();
       return pending.length > 0 ? { ready: false, body: { status: 'migrating', pending } } : { ready: true, body: { status: 'ok' } };
     } catch (error) {
-      logger.warn({ err: error }, 'health check: database unreachable');
+      if (!options.reachability.failed(error, 'health check')) logger.warn({ err: error }, 'health check failed');
       return { ready: false, body: { status: 'unavailable', database: 'unreachable' } };
+    } finally {
+      clearTimeout(timer);
     }
   };
   app.get('/healthz', async (_req, res) => {

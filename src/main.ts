@@ -7,13 +7,17 @@ import path from 'node:path';
 import Redis from 'ioredis';
 import { runPrimary } from './cluster';
 import { adminKeyFile, loadConfig, type Config } from './config';
-import { createDatabase } from './db/client';
+import { createDatabase, type Database } from './db/client';
 import { createDatabaseIfMissing, EmbeddedPostgresError, startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded';
 import { durabilityNote, readDurability } from './db/durability';
 import { appliedSummary, migrate } from './db/migrate';
+import { parseHosts } from './db/hosts';
+import { isTransientDbError } from './db/pgErrors';
+import { detectPooler, PoolerWithoutDirectUrlError, type Pooler } from './db/pooler';
+import { applySessionSettings, checkSessionSettings } from './db/sessionSettings';
 import { createLogger, drainStdout, type Logger } from './logger';
 import { createServer } from './server';
-import { ListenError, startupAdvice } from './startupAdvice';
+import { ListenError, PoolCheckError, startupAdvice } from './startupAdvice';
 import { armShutdownWatchdog } from './watchdog';
 
 const EMBEDDED_DATABASE = 'tessera';
@@ -76,7 +80,7 @@ async function databaseUrl(config: Config, logger: Logger): Promise<string> {
 /** Says where an acknowledged claim lives, where that can matter: a standby exists, or production. */
 async function logDurability(db: ReturnType<typeof createDatabase>, logger: Logger, production: boolean): Promise<void> {
   try {
-    const d = await readDurability(db.pool);
+    const d = await onSomeHost(db.options.url, () => readDurability(db.pool));
     const note = durabilityNote(d, production);
     if (note) logger.info(d, note);
   } catch (error) {
@@ -84,11 +88,65 @@ async function logDurability(db: ReturnType<typeof createDatabase>, logger: Logg
   }
 }
 
+/**
+ * What DATABASE_URL points at (db/pooler.ts), and where migrations run: behind a transaction pooler,
+ * only DATABASE_DIRECT_URL will do (the migration lock is a session lock), and without it Tessera
+ * refuses to start rather than half-work.
+ */
+async function connections(config: Config, url: string): Promise<{ pooler: Pooler; directUrl: string }> {
+  const pooler = config.databaseUrl ? await detectPooler(url, config.database) : 'none';
+  if (pooler === 'none') return { pooler, directUrl: config.databaseDirectUrl ?? url };
+  if (!config.databaseDirectUrl) throw new PoolerWithoutDirectUrlError(config.database.pooler ? 'configured' : 'detected');
+  return { pooler, directUrl: config.databaseDirectUrl };
+}
+
+/**
+ * `work` on the pool, tried once more per listed host when a connection fails transiently: with
+ * several hosts the first connection may reach a standby (hosts.ts refuses it and moves on), and
+ * the next one the primary.
+ */
+async function onSomeHost<T>(url: string, work: () => Promise<T>): Promise<T> {
+  const tries = parseHosts(url).urls.length + 1;
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await work();
+    } catch (error) {
+      if (attempt >= tries || !isTransientDbError(error)) throw error;
+    }
+  }
+}
+
+/**
+ * Runs a query on the pool before anything is served (so "ready" means the pool works), and says
+ * which session settings its connections run with — timeouts above all — and where they come from;
+ * a warning names each one that is not in force.
+ */
+async function checkPool(db: Database, config: Config, pooler: Pooler, logger: Logger): Promise<void> {
+  const check = await onSomeHost(db.options.url, () => checkSessionSettings(db.pool, config.database));
+  const source = pooler === 'pgbouncer' ? 'role settings of this database (behind PgBouncer)' : 'connection start-up parameters';
+  logger.info({ ...check.inForce, from: source }, `session settings in force: statement_timeout ${check.inForce.statement_timeout}, lock_timeout ${check.inForce.lock_timeout}, idle_in_transaction_session_timeout ${check.inForce.idle_in_transaction_session_timeout}`);
+  for (const w of check.wrong) {
+    logger.warn(
+      { setting: w.name, wanted: w.wanted, found: w.found, from: source },
+      `${w.name} is ${w.found} on Tessera's connections, not ${w.wanted}` +
+        (pooler === 'pgbouncer' ? ': set it as a role setting (docs/SCALING.md, "Deployment"), or restart PgBouncer so that its server connections pick up the role settings Tessera wrote' : ''),
+    );
+  }
+}
+
 /** One process serving HTTP and WebSocket, until SIGTERM/SIGINT. */
-async function serve(config: Config, logger: Logger, url: string, startedAt: number): Promise<void> {
+async function serve(config: Config, logger: Logger, url: string, pooler: Pooler, startedAt: number): Promise<void> {
   // A dropped connection is expected (restarts, terminated backends): one line, not the client object.
   const onDatabaseError = (err: Error & { code?: string }) => logger.warn({ code: err.code, error: err.message }, 'database connection error');
-  const db = createDatabase({ ...config.database, url, onError: onDatabaseError });
+  const onUnresponsive = (host: string, error: Error) =>
+    logger.error({ host: host.replace(/\/\/[^@/]*@/, '//'), error: error.message }, 'the database server stopped answering: its connections are closed and new ones try the next host');
+  const db = createDatabase({ ...config.database, pooler, url, onError: onDatabaseError, onUnresponsive });
+  try {
+    await checkPool(db, config, pooler, logger);
+  } catch (error) {
+    await db.close().catch(() => undefined);
+    throw new PoolCheckError(pooler, { cause: error });
+  }
   const redis = config.redisUrl ? connectRedis(config.redisUrl, logger) : undefined;
   const server = await createServer({ config, db, logger, redis, clusterWorker: cluster.isWorker });
   let port: number;
@@ -143,12 +201,18 @@ async function main(): Promise<void> {
   started.config = config;
   const logger = createLogger({ env: config.env, level: process.env.LOG_LEVEL });
   const url = await databaseUrl(config, logger);
+  const { pooler, directUrl } = await connections(config, url);
   // Under the migration lock: instances starting together apply them once, and none serves first.
-  const applied = await migrate(url);
+  const applied = await migrate(directUrl);
   if (applied.length > 0) logger.info(appliedSummary(applied), 'migrations applied');
+  if (pooler === 'pgbouncer' && cluster.isPrimary) {
+    await applySessionSettings(directUrl, url, config.database).catch((error: unknown) =>
+      logger.warn({ error: (error as Error).message }, 'could not write the session settings as role settings: set them yourself (docs/SCALING.md, "Deployment")'),
+    );
+  }
   if (config.webConcurrency > 1 && cluster.isPrimary) {
     const embedded = started.embedded;
-    await runPrimary(config, logger, url, {
+    await runPrimary(config, logger, url, pooler, {
       deadlineMarginMs: SHUTDOWN_DEADLINE_MARGIN_MS,
       watchdogMarginMs: SHUTDOWN_WATCHDOG_MARGIN_MS,
       ready: (port) => printReady(config, port),
@@ -158,7 +222,7 @@ async function main(): Promise<void> {
     });
     return;
   }
-  await serve(config, logger, url, startedAt);
+  await serve(config, logger, url, pooler, startedAt);
 }
 
 main().catch(async (error: unknown) => {

@@ -32,6 +32,7 @@ import { createOperationControls } from './operations';
 import { createRateLimits } from './rateLimit';
 import { resolvers } from './resolvers';
 import { consoleSecurityHeaders } from './securityHeaders';
+import { Reachability } from './reachability';
 import { startHoldSweeper } from './sweeper';
 import { ReadReplicas } from './db/replicas';
 import { startWebhookDispatcher } from './webhooks/dispatcher';
@@ -139,7 +140,8 @@ export async function createServer(options: {
   });
   await apollo.start();
 
-  healthRoutes(app, { db, metrics, logger, draining: () => draining, metricsToken: config.metricsToken, production: config.env === 'production' });
+  const reachability = new Reachability(logger);
+  healthRoutes(app, { db, metrics, logger, reachability, draining: () => draining, metricsToken: config.metricsToken, production: config.env === 'production' });
   app.use('/graphiql', graphiqlAssets());
   // The operators' console: a static bundle built from npm packages by `npm install`
   // (scripts/build-console.js); it talks to /graphql like any client.
@@ -154,9 +156,9 @@ export async function createServer(options: {
   app.use(httpErrorHandler(logger));
   httpServer.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => (isGraphQLPost(req) ? graphql(req, res) : app(req, res)));
 
-  const sweeper = startHoldSweeper(db, logger, metrics, config.holdSweepIntervalMs ?? 1000);
+  const sweeper = startHoldSweeper(db, logger, metrics, config.holdSweepIntervalMs ?? 1000, reachability);
   services.refusals.start(config.refusalFlushMs ?? 5000);
-  const dispatcher = startWebhookDispatcher(db, logger, metrics, webhooks);
+  const dispatcher = startWebhookDispatcher(db, logger, metrics, { ...webhooks, reachability });
 
   return {
     app,

@@ -4,6 +4,7 @@
 import { ConfigError } from './config';
 import { EmbeddedPostgresError } from './db/embedded';
 import { PG } from './db/pgErrors';
+import { PoolerWithoutDirectUrlError } from './db/pooler';
 
 /** A failure to listen on PORT, with the port it was for. */
 export class ListenError extends Error {
@@ -14,6 +15,17 @@ export class ListenError extends Error {
     options: { cause: unknown },
   ) {
     super(`could not listen on port ${port}`, options);
+  }
+}
+
+/** The pool's first query failed although the migrations (on the same or the direct URL) ran. */
+export class PoolCheckError extends Error {
+  override name = 'PoolCheckError';
+  constructor(
+    readonly pooler: 'pgbouncer' | 'none',
+    options: { cause: unknown },
+  ) {
+    super(`the connection pool could not run a query: ${(options.cause as Error)?.message ?? String(options.cause)}`, options);
   }
 }
 
@@ -58,7 +70,16 @@ const quote = (value: string) => (/^[\w.-]+$/.test(value) ? value : `'${value.re
  * when it used the embedded database.
  */
 export function startupAdvice(error: unknown, databaseUrl: string | undefined): string {
-  if (error instanceof ConfigError || error instanceof EmbeddedPostgresError) return error.message;
+  if (error instanceof ConfigError || error instanceof EmbeddedPostgresError || error instanceof PoolerWithoutDirectUrlError) return error.message;
+  if (error instanceof PoolCheckError) {
+    const cause = coded(error.cause);
+    return (
+      `Tessera's connections through DATABASE_URL cannot run a query (${cause?.code ? `${cause.code} ` : ''}${cause?.message ?? String(error.cause)}), ` +
+      (error.pooler === 'pgbouncer'
+        ? 'though migrations ran on DATABASE_DIRECT_URL. Check PgBouncer: its [databases] entry for this database, auth, and pool_mode = transaction (docs/SCALING.md, "Deployment").'
+        : 'though migrations ran. If DATABASE_URL points at a connection pooler, set DATABASE_POOLER=pgbouncer and DATABASE_DIRECT_URL (docs/SCALING.md, "Deployment").')
+    );
+  }
   if (error instanceof ListenError) {
     const code = coded(error.cause)?.code;
     const where = error.host ? `${error.host}:${error.port}` : `port ${error.port}`;

@@ -15,10 +15,11 @@ import { offerAllReturned } from './db/waitlist';
 import { passOnBallots } from './db/ballots';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
+import type { Reachability } from './reachability';
 
 const BATCH = 1000;
 
-export function startHoldSweeper(db: Database, logger: Logger, metrics: Metrics, intervalMs: number): { stop(): Promise<void> } {
+export function startHoldSweeper(db: Database, logger: Logger, metrics: Metrics, intervalMs: number, reachability: Reachability): { stop(): Promise<void> } {
   if (intervalMs <= 0) return { stop: async () => undefined };
   let running: Promise<void> | null = null;
   const sweep = async () => {
@@ -37,8 +38,9 @@ export function startHoldSweeper(db: Database, logger: Logger, metrics: Metrics,
       await passOnBallots(db.prisma);
       await foldCounters(db.prisma);
       await stockEvents(db.prisma);
+      reachability.answered();
     } catch (err) {
-      logger.warn({ error: (err as Error).message }, 'hold sweeper: sweep failed; next interval retries');
+      if (!reachability.failed(err, 'hold sweeper')) logger.warn({ error: (err as Error).message }, 'hold sweeper: sweep failed; next interval retries');
     }
   };
   const timer = setInterval(() => {

@@ -20,7 +20,9 @@ import {
   readFunctions,
   readMigrations,
   SQUASHED_INTO_BASELINE,
+  tesseraFunctions,
 } from '../src/db/migrate';
+import { CLAIM_FUNCTIONS } from '../src/db/claimFunctions';
 import { dumpSchema, SCHEMA_FILE, schemaFileText } from '../src/db/schemaDump';
 import { withClient } from './helpers/env';
 import { createTestDatabase, startTestServer } from './helpers/testServer';
@@ -113,7 +115,7 @@ test('every primary key, unique constraint and index of the Prisma schema exists
   });
 });
 
-const everything = () => [...readMigrations().map((m) => m.name), ...readFunctions().map((f) => functionLabel(f.name))];
+const everything = () => [...readMigrations().map((m) => m.name), ...tesseraFunctions().map((f) => functionLabel(f.name))];
 const pending = (c: Client) => pendingMigrations(async (sql) => (await c.query(sql)).rows);
 /** A database of its own with nothing in it (the template is already migrated). */
 async function emptyDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
@@ -151,21 +153,21 @@ test('migrations are recorded in _prisma_migrations with the checksum Prisma com
 test('every function file is recorded with its checksum; a restart with unchanged files replaces no function', async () => {
   await withClient(url, async (c) => {
     const { rows } = await c.query('SELECT name, checksum FROM "_tessera_functions" ORDER BY name');
-    expect(rows).toEqual(
-      readFunctions().map((f) => ({ name: f.name, checksum: createHash('sha256').update(readFileSync(path.join(FUNCTIONS_DIR, `${f.name}.sql`))).digest('hex') })),
-    );
+    const files = readFunctions().map((f) => ({ name: f.name, checksum: createHash('sha256').update(readFileSync(path.join(FUNCTIONS_DIR, `${f.name}.sql`))).digest('hex') }));
+    const made = CLAIM_FUNCTIONS.map((f) => ({ name: f.name, checksum: createHash('sha256').update(f.sql).digest('hex') }));
+    expect(rows).toEqual([...files, ...made].sort((a, b) => (a.name < b.name ? -1 : 1)));
     const before = await procXmin(c, 'tessera_claim_gate');
     await expect(migrate(url)).resolves.toEqual([]);
     expect(await procXmin(c, 'tessera_claim_gate')).toEqual(before); // not even rewritten with the same text
   });
 });
 
-test('the database code is in one place: every function of the schema has its file in prisma/functions/, every trigger sits in the file of its function, and no migration creates either', async () => {
+test('the database code is in one place: every function of the schema has its file in prisma/functions/ (or is made from a claim statement of src/db/: claimFunctions.ts), every trigger sits in the file of its function, and no migration creates either', async () => {
   await withClient(url, async (c) => {
     const functions = await c.query<{ name: string }>(
       `SELECT p.proname AS name FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public' ORDER BY 1`,
     );
-    expect(functions.rows.map((r) => r.name)).toEqual(readFunctions().map((f) => f.name));
+    expect(functions.rows.map((r) => r.name)).toEqual(tesseraFunctions().map((f) => f.name).sort());
     const triggers = await c.query<{ trigger: string; function: string }>(
       `SELECT t.tgname AS trigger, p.proname AS function FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid WHERE NOT t.tgisinternal ORDER BY 1`,
     );
@@ -198,7 +200,7 @@ test('a changed function file is applied once, alone; /healthz reports function 
       await expect(pending(c)).resolves.toEqual([]);
       // Before the table of function checksums exists (the migrations done, the functions not yet):
       await c.query('DROP TABLE "_tessera_functions"');
-      await expect(pending(c)).resolves.toEqual(readFunctions().map((f) => functionLabel(f.name)));
+      await expect(pending(c)).resolves.toEqual(tesseraFunctions().map((f) => functionLabel(f.name)));
     });
   } finally {
     await db.drop();
@@ -215,7 +217,7 @@ test('/healthz answers 503, naming what is missing, until the function files are
     };
     expect((await health()).status).toBe(200);
     await withClient(db.url, (c) => c.query('DROP TABLE "_tessera_functions"'));
-    expect(await health()).toEqual({ status: 503, body: { status: 'migrating', pending: readFunctions().map((f) => functionLabel(f.name)) } });
+    expect(await health()).toEqual({ status: 503, body: { status: 'migrating', pending: tesseraFunctions().map((f) => functionLabel(f.name)) } });
     await migrate(db.url);
     expect((await health()).status).toBe(200);
   } finally {
@@ -324,7 +326,7 @@ test('a database with exactly the four squashed migrations gets the baseline rec
     });
     const applied = await migrate(db.url);
     const after = readMigrations().map((m) => m.name).filter((name) => name > BASELINE);
-    expect(applied).toEqual([...after, ...readFunctions().map((f) => functionLabel(f.name))]); // the baseline was not run
+    expect(applied).toEqual([...after, ...tesseraFunctions().map((f) => functionLabel(f.name))]); // the baseline was not run
     await withClient(db.url, async (c) => {
       const { rows } = await c.query('SELECT migration_name, checksum, applied_steps_count, logs FROM "_prisma_migrations" ORDER BY migration_name');
       expect(rows.map((r) => r.migration_name)).toEqual([...SQUASHED_INTO_BASELINE.keys(), BASELINE, ...after]);

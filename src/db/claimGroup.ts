@@ -27,7 +27,7 @@
 //
 // Rows are found by their keys (= ANY(ARRAY(…)) on both columns of the primary key), never by a join
 // the planner could turn into a scan of a campaign.
-import type { Pool, QueryResult } from 'pg';
+import { inTransaction, type ClaimClient } from './claimTransaction';
 import type { AllocationModel, CampaignModel, TicketModel } from '../models';
 import { campaignOf } from './campaignColumns';
 import { COUNT_ALLOCATED } from './countAllocations';
@@ -162,14 +162,12 @@ export function claimGroupValues(requests: readonly GroupRequest[]): unknown[] {
   ];
 }
 
-/**
- * Runs the statement on its own connection: a named, server-side prepared statement sent through
- * `pg` — not through Prisma's raw-query path, which costs ~0.35 ms more of Node's CPU per statement
- * (measured: 650–800 µs against 290–350 µs for the same statement; docs/BENCHMARKS.md).
- */
-export async function claimGroup(pool: Pool, requests: readonly GroupRequest[]): Promise<GroupRow[]> {
-  const result: QueryResult<GroupRow> = await pool.query({ name: 'tessera_claim_group_1', text: CLAIM_GROUP_SQL, values: claimGroupValues(requests) });
-  return result.rows;
+/** Runs the statement — its function, tessera_claim_group (claimFunctions.ts) — in its transaction (claimTransaction.ts): one for the whole group. */
+export function claimGroup(prisma: ClaimClient, requests: readonly GroupRequest[]): Promise<GroupRow[]> {
+  return inTransaction<GroupRow>(prisma, {
+    text: 'SELECT * FROM tessera_claim_group($1::uuid[], $2::uuid[], $3::text[], $4::jsonb[], $5::text[], $6::text[], $7::integer[], $8::integer[], $9::integer[])',
+    values: claimGroupValues(requests),
+  });
 }
 
 /** What the first look decided for one request. */

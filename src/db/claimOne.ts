@@ -11,7 +11,7 @@
 // campaign without allotments): it draws on its allotment first, in the second look. Nothing found
 // means SHORT: the single claim's second look (claimTicket.ts) takes over expired holds, waits for
 // tickets in flight, and decides between SOLD_OUT and ALL_HELD.
-import type { Pool } from 'pg';
+import { inTransaction, type ClaimClient } from './claimTransaction';
 import { COUNT_ALLOCATED } from './countAllocations';
 import { ALLOCATION_EVENTS } from './webhookEvents';
 import { claimedFrom, type FirstLook, type GroupRequest, type GroupRow } from './claimGroup';
@@ -65,11 +65,10 @@ SELECT 1 AS ord, g.verdict, g.prior_campaign_id, g.prior_allocation_id,
 
 export type OneRow = GroupRow & { prior_campaign_id: string | null; prior_allocation_id: string | null };
 
-/** Runs the statement as a named, server-side prepared statement (see claimGroup.ts on why `pg`). */
-export async function claimOne(pool: Pool, r: GroupRequest): Promise<OneRow> {
-  const { rows } = await pool.query<OneRow>({
-    name: 'tessera_claim_one_1',
-    text: CLAIM_ONE_SQL,
+/** Runs the statement — its function, tessera_claim_one (claimFunctions.ts) — in its transaction (claimTransaction.ts). */
+export async function claimOne(prisma: ClaimClient, r: GroupRequest): Promise<OneRow> {
+  const rows = await inTransaction<OneRow>(prisma, {
+    text: 'SELECT * FROM tessera_claim_one($1::uuid, $2::uuid, $3::text, $4::jsonb, $5::text, $6::text, $7::integer)',
     values: [r.campaignId, r.partnerId, r.holder, r.metadata === null ? null : JSON.stringify(r.metadata), r.idempotencyKey, r.requestHash, r.start],
   });
   if (rows.length !== 1) throw new Error(`the claim statement returned ${rows.length} rows`);

@@ -1,9 +1,9 @@
 // THE claim: one statement that passes the campaign gate, takes `quantity` tickets — AVAILABLE
 // ones, or ones whose hold has expired — marks them ALLOCATED (a claim) or HELD (a hold) and writes
-// their allocations. All or nothing, in one round trip (docs/PERFORMANCE.md item 4: one CTE beats
-// BEGIN/2 statements/COMMIT by 20-40%). claimTicket, holdTicket and claimTickets all run it; the
-// caller (services/allocation.ts) owns the transaction — `prisma.$transaction([claimTicket(...)])`
-// — and decides what to do with each outcome.
+// their allocations. All or nothing, in one statement (docs/PERFORMANCE.md item 4: one CTE beats
+// BEGIN/2 statements/COMMIT by 20-40%), run alone in a Prisma batch transaction (claimTransaction.ts).
+// claimTicket, holdTicket and claimTickets all run it; the caller (services/allocation.ts) decides
+// what to do with each outcome.
 //
 // What it locks, in this order (one fixed order everywhere, docs/CORRECTNESS.md §5):
 //   1. tessera_claim_gate() (prisma/functions/tessera_claim_gate.sql): advisory locks — the
@@ -32,7 +32,7 @@
 // roll back. The same statement with a plain FOR UPDATE, from the start of the index (one order for
 // every waiter: no deadlock), waits for each and takes what comes back. It never waits on a hold.
 import { Prisma } from '../generated/prisma/client';
-import type { Pool } from 'pg';
+import { inTransaction, type ClaimClient } from './claimTransaction';
 import type { JsonValue } from './json';
 import { ALLOCATION_COLUMNS, toAllocation, type AllocationRow } from './allocationRow';
 import { COUNT_ALLOCATED } from './countAllocations';
@@ -99,14 +99,11 @@ export type ClaimOutcome =
   | { kind: 'CAMPAIGN_NOT_FOUND' | 'CAMPAIGN_NOT_OPEN' | 'HOLDER_LIMIT_REACHED' | 'PARTNER_QUOTA_REACHED' };
 
 /**
- * Runs the statement — one statement, so one transaction of its own — as a named, server-side
- * prepared statement through `pg` (see claimGroup.ts on why not Prisma's raw-query path). Its text
- * depends only on the kind and the wait mode; everything else is a parameter.
+ * Runs the statement in its transaction (claimTransaction.ts). Its text depends only on the kind and
+ * the wait mode; everything else is a parameter.
  */
-export async function claimTicket(pool: Pool, p: ClaimTicketParams): Promise<ClaimedRow[]> {
-  const sql = claimSql(p);
-  const { rows } = await pool.query<ClaimedRow>({ name: `tessera_claim_${p.kind}_${p.wait ? 'wait' : 'skip'}_1`, text: sql.text, values: sql.values });
-  return rows;
+export function claimTicket(prisma: ClaimClient, p: ClaimTicketParams): Promise<ClaimedRow[]> {
+  return inTransaction<ClaimedRow>(prisma, claimStatement(p));
 }
 
 export function readClaim(rows: ClaimedRow[], campaignId: string): ClaimOutcome {

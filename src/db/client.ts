@@ -6,6 +6,8 @@ import { Pool, type PoolConfig } from 'pg';
 import type { Config } from '../config';
 import { PrismaClient } from '../generated/prisma/client';
 import { HostSelector, parseHosts } from './hosts';
+import { startupOptions } from './sessionSettings';
+import { StallWatch } from './stallWatch';
 import type { ReadReplicas, ReadTarget } from './replicas';
 
 export type Prisma = PrismaClient;
@@ -18,6 +20,8 @@ export interface Database {
   readonly pool: Pool;
   /** Counts statements sent to PostgreSQL (the DataLoader test reads it). */
   readonly statements: { count: number };
+  /** Set while the server was found not answering (stallWatch.ts) and nothing has answered since: /healthz reads it. */
+  unresponsive(): { url: string; since: number } | null;
   /** True when poolMaxWaiting requests already wait for a connection: shed load instead of queueing. */
   saturated(): boolean;
   /** Where a read that may be a moment stale runs: a replica within bounds (replicas.ts), else the primary. */
@@ -27,12 +31,19 @@ export interface Database {
   close(): Promise<void>;
 }
 
-export type DatabaseOptions = Config['database'] & { url: string; onError?: (error: Error) => void };
+export type DatabaseOptions = Config['database'] & {
+  url: string;
+  onError?: (error: Error) => void;
+  /** Called once for each server the pool gives up on because it stopped answering (stallWatch.ts). */
+  onUnresponsive?: (url: string, error: Error) => void;
+};
 
-export function poolConfig(options: DatabaseOptions): PoolConfig {
-  // Several hosts, or target_session_attrs=read-write: Tessera picks the host per connection (hosts.ts).
+/** A query outstanding this long gets its server probed (stallWatch.ts); the probe gets PROBE_TIMEOUT_MS. */
+export const STALL_MS = 2_000;
+export const PROBE_TIMEOUT_MS = 3_000;
+
+export function poolConfig(options: DatabaseOptions, hosts = hostSelector(options.url)): PoolConfig {
   const list = parseHosts(options.url);
-  const hosts = list.urls.length > 1 || list.readWrite ? new HostSelector(list) : null;
   return {
     connectionString: hosts ? hosts.url : list.urls[0],
     ...(hosts ? { Client: hosts.Client, onConnect: hosts.onConnect } : {}),
@@ -40,35 +51,42 @@ export function poolConfig(options: DatabaseOptions): PoolConfig {
     // Prisma's pg adapter waits forever for a connection by default; an exhausted pool must fail fast.
     connectionTimeoutMillis: options.poolTimeoutMs,
     idleTimeoutMillis: 30_000,
-    // Per-connection limits, so that no claim can hold a ticket row or a gate lock indefinitely.
-    statement_timeout: options.statementTimeoutMs,
-    lock_timeout: options.lockTimeoutMs,
-    idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs,
-    // The claim's correctness argument is written for READ COMMITTED (re-checked predicates,
-    // fresh snapshots in the gate function); pin it rather than inherit a server default.
-    // Generic plans for prepared statements: left to itself PostgreSQL re-plans the claim for every
-    // execution (its custom plans look cheaper than the generic one), and planning that statement
-    // took 1.1 ms of its 2.4 ms here; with the generic plan a claim took 1.0 ms. Safe because every
-    // statement's plan is decided by its shape, not by statistics of one campaign: the claim's
-    // pick_order exists only in its partial index (test/plan.test.ts checks the generic plan too).
-    // No JIT: PostgreSQL compiles a plan whose estimated cost passes jit_above_cost with LLVM at
-    // every execution, and the group claim's plan does (its LIMITs are parameters): JIT turned its
-    // 5 ms for 32 claims into 1.3–2.1 s (2026-12-01). An OLTP statement never runs long enough to
-    // repay compiling it.
-    options: '-c default_transaction_isolation=read\\ committed -c plan_cache_mode=force_generic_plan -c jit=off',
+    // An idle connection to a host that vanished is found out within ~20 s (Node probes every second,
+    // ten times, after the delay); one with a query outstanding is the stall watch's (stallWatch.ts).
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+    // The session settings (db/sessionSettings.ts: timeouts, READ COMMITTED, generic plans, no JIT):
+    // in the start-up packet straight to PostgreSQL; behind PgBouncer, which refuses them there,
+    // they are role settings of the database, applied at start (main.ts).
+    ...(options.pooler === 'pgbouncer' ? {} : { options: startupOptions(options) }),
     application_name: 'tessera',
   };
 }
 
+/** Several hosts, or target_session_attrs=read-write: Tessera picks the host per connection (hosts.ts). */
+function hostSelector(url: string): HostSelector | null {
+  const list = parseHosts(url);
+  return list.urls.length > 1 || list.readWrite ? new HostSelector(list) : null;
+}
+
 export function createDatabase(options: DatabaseOptions): Database {
   const onError = options.onError ?? (() => undefined);
-  const pool = new Pool(poolConfig(options));
+  const hosts = hostSelector(options.url);
+  const pool = new Pool(poolConfig(options, hosts));
   const statements = { count: 0 };
+  const stalls = new StallWatch({
+    stallMs: STALL_MS,
+    probeTimeoutMs: PROBE_TIMEOUT_MS,
+    hostFailed: (url) => hosts?.failed(url),
+    onUnresponsive: options.onUnresponsive ?? (() => undefined),
+  });
+  const single = parseHosts(options.url).urls[0]!;
   // A backend terminated while idle emits 'error' on the pool; unhandled, it would crash Node
   // (docs/CORRECTNESS.md §6). The pool drops the client itself.
   pool.on('error', onError);
   pool.on('connect', (client) => {
     client.on('error', onError);
+    stalls.watch(client, (client as unknown as { tesseraUrl?: string }).tesseraUrl ?? single);
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
     (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
       statements.count += 1;
@@ -78,8 +96,11 @@ export function createDatabase(options: DatabaseOptions): Database {
   const adapter = new PrismaPg(pool, {
     onPoolError: onError,
     onConnectionError: onError,
-    // Named (server-side prepared) statements: each connection parses and plans the claim once.
-    statementNameGenerator: (query) => `p${createHash('sha1').update(query.sql).digest('hex').slice(0, 20)}`,
+    // Named (server-side prepared) statements: each connection parses and plans a statement once.
+    // Not behind PgBouncer in transaction mode (1.18 has no prepared statements there: the next
+    // transaction may run on another server connection); the claims then rely on their functions'
+    // cached plans (docs/DESIGN.md).
+    ...(options.pooler === 'pgbouncer' ? {} : { statementNameGenerator: (query: { sql: string }) => `p${createHash('sha1').update(query.sql).digest('hex').slice(0, 20)}` }),
   });
   const prisma = new PrismaClient({
     adapter,
@@ -94,12 +115,14 @@ export function createDatabase(options: DatabaseOptions): Database {
     options,
     pool,
     statements,
+    unresponsive: () => stalls.unresponsive,
     saturated: () => options.poolMaxWaiting > 0 && pool.waitingCount >= options.poolMaxWaiting,
     read: () => replicas?.target() ?? primary,
     useReplicas(r) {
       replicas = r;
     },
     async close() {
+      stalls.stop();
       await replicas?.close();
       await prisma.$disconnect().catch(() => undefined);
       await pool.end().catch(() => undefined);

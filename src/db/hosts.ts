@@ -83,8 +83,8 @@ export class HostSelector {
     return this.list.urls[this.current]!;
   }
 
-  /** The connection to `url` failed (or found a standby): the next one tries the host after it. */
-  private failed(url: string): void {
+  /** The connection to `url` failed (or found a standby, or stopped answering: stallWatch.ts): the next one tries the host after it. */
+  failed(url: string): void {
     if (this.list.urls[this.current] === url) this.current = (this.current + 1) % this.list.urls.length;
   }
 

@@ -18,6 +18,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from 'pg';
+import { CLAIM_FUNCTIONS } from './claimFunctions';
 import { connectClient } from './hosts';
 
 export const MIGRATIONS_DIR = path.resolve(__dirname, '../../prisma/migrations');
@@ -68,9 +69,19 @@ export function readFunctions(dir = FUNCTIONS_DIR): Migration[] {
     });
 }
 
-/** How migrate() and pendingMigrations() name a function file in their lists. */
+/**
+ * Every function the database must run: the files of prisma/functions/, then the functions made
+ * from statements in src/db/ (claimFunctions.ts: the first look's), applied alike.
+ */
+export function tesseraFunctions(dir = FUNCTIONS_DIR): Migration[] {
+  return [...readFunctions(dir), ...CLAIM_FUNCTIONS];
+}
+
+/** How migrate() and pendingMigrations() name a function in their lists. */
 const FUNCTION_LABEL_PREFIX = 'prisma/functions/';
-export const functionLabel = (name: string) => `${FUNCTION_LABEL_PREFIX}${name}.sql`;
+const CODE_FUNCTION_LABEL_PREFIX = 'src/db/claimFunctions.ts: ';
+export const functionLabel = (name: string) =>
+  CLAIM_FUNCTIONS.some((f) => f.name === name) ? `${CODE_FUNCTION_LABEL_PREFIX}${name}` : `${FUNCTION_LABEL_PREFIX}${name}.sql`;
 
 /**
  * What migrate() applied, for the start-up log: how many migrations and the latest, how many function
@@ -78,7 +89,7 @@ export const functionLabel = (name: string) => `${FUNCTION_LABEL_PREFIX}${name}.
  * 2,011-character line; this one is 170).
  */
 export function appliedSummary(applied: readonly string[]): { migrations: number; latest?: string; functions: number } {
-  const migrations = applied.filter((name) => !name.startsWith(FUNCTION_LABEL_PREFIX));
+  const migrations = applied.filter((name) => !name.startsWith(FUNCTION_LABEL_PREFIX) && !name.startsWith(CODE_FUNCTION_LABEL_PREFIX));
   return { migrations: migrations.length, latest: migrations.at(-1), functions: applied.length - migrations.length };
 }
 
@@ -115,7 +126,7 @@ interface AppliedRow {
  */
 export async function migrate(databaseUrl: string, dir = MIGRATIONS_DIR, functionsDir = FUNCTIONS_DIR): Promise<string[]> {
   const migrations = readMigrations(dir);
-  const functions = readFunctions(functionsDir);
+  const functions = tesseraFunctions(functionsDir);
   // The first listed host that takes writes, when DATABASE_URL lists several (hosts.ts).
   const client = await connectClient(databaseUrl);
   try {
@@ -273,6 +284,6 @@ export async function pendingMigrations(query: (sql: string) => Promise<unknown[
     recorded = [];
   }
   const present = new Set(recorded.map((row) => row.name));
-  for (const f of readFunctions()) if (!present.has(f.name)) pending.push(functionLabel(f.name));
+  for (const f of tesseraFunctions()) if (!present.has(f.name)) pending.push(functionLabel(f.name));
   return pending;
 }

@@ -222,7 +222,7 @@ export class AllocationService {
     for (let keyRaces = 0; ; ) {
       let outcome: ClaimOutcome;
       try {
-        const rows = await claimTicket(this.db.pool, { ...r, campaignId, partnerId, requestHash, start: wait ? 0 : randomPickStart(), wait });
+        const rows = await claimTicket(this.db.prisma, { ...r, campaignId, partnerId, requestHash, start: wait ? 0 : randomPickStart(), wait });
         outcome = readClaim(rows, campaignId);
       } catch (error) {
         // Backstop only: the gate serializes requests with one key, so the unique index on

@@ -99,8 +99,8 @@ export class ClaimBatcher {
     if (batch.length > 1) this.options.onBatch?.(batch.length);
     const answered =
       requests.length === 1
-        ? claimOne(this.db.pool, requests[0]!).then((row) => [readOne(row, requests[0]!)])
-        : claimGroup(this.db.pool, requests).then((rows) => readGroup(rows, requests));
+        ? claimOne(this.db.prisma, requests[0]!).then((row) => [readOne(row, requests[0]!)])
+        : claimGroup(this.db.prisma, requests).then((rows) => readGroup(rows, requests));
     answered
       .then((answers) => batch.forEach((w, i) => w.resolve(answers[i]!)))
       .catch((error: unknown) => {

@@ -12,6 +12,7 @@
 import type { Database } from '../db/client';
 import { drainEvents, leaseDue, recordAttempt, type LeasedDelivery } from '../db/webhookDeliveries';
 import type { Logger } from '../logger';
+import type { Reachability } from '../reachability';
 import type { Metrics } from '../metrics';
 import { LEASE_MS, nextAttemptDelayMs } from './backoff';
 import { deliverOnce } from './deliver';
@@ -40,6 +41,8 @@ export interface DispatcherOptions {
   production: boolean;
   allowPrivateNetworks: boolean;
   pollMs?: number;
+  /** Where an unreachable database is reported once (src/reachability.ts) instead of a warning per tick. */
+  reachability?: Reachability;
 }
 
 export function startWebhookDispatcher(db: Database, logger: Logger, metrics: Metrics, options: DispatcherOptions): { stop(): Promise<void> } {
@@ -88,8 +91,9 @@ export function startWebhookDispatcher(db: Database, logger: Logger, metrics: Me
       const room = MAX_IN_FLIGHT - count();
       if (room <= 0 || stopped) return;
       for (const d of await leaseDue(db.pool, { limit: room, perEndpoint: PER_ENDPOINT, leaseMs: LEASE_MS })) start(d);
+      options.reachability?.answered();
     } catch (error) {
-      logger.warn({ error: (error as Error).message }, 'webhook dispatcher: tick failed; the next one retries');
+      if (!options.reachability?.failed(error, 'webhook dispatcher')) logger.warn({ error: (error as Error).message }, 'webhook dispatcher: tick failed; the next one retries');
     }
   };
   const timer = setInterval(() => {

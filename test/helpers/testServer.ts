@@ -65,6 +65,7 @@ export const TEST_DATABASE_CONFIG: Config['database'] = {
   statementTimeoutMs: 10_000,
   lockTimeoutMs: 5_000,
   idleInTransactionTimeoutMs: 10_000,
+  pooler: 'none',
 };
 
 export async function startTestServer(
