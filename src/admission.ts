@@ -114,7 +114,15 @@ export function createAdmission(options: {
         if (over > 0) refuse(tooManyFailures(over), request, 429);
         refuse(error, request, 401);
       }
-      if (isTransientDbError(error)) refuse(unavailable(), request, 503);
+      // The look-up itself failed (the database is down, or failing over): nothing was learnt about
+      // the key, so the failure reserved for it is given back — an outage must not put every
+      // caller over the failed-authentication limit (it answered RATE_LIMITED for 10 s after a
+      // failover, and refused valid keys after the new primary was up).
+      if (isTransientDbError(error)) {
+        if (reserved) void giveBack(request.address);
+        refuse(unavailable(), request, 503);
+      }
+      if (reserved) void giveBack(request.address);
       logger.error({ err: error, requestId: request.requestId }, 'authentication failed unexpectedly');
       throw refuse(new GraphQLError('Internal server error', { extensions: { code: ErrorCode.INTERNAL_SERVER_ERROR, requestId: request.requestId } }), request, 500);
     }
