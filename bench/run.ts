@@ -37,6 +37,7 @@ import { DEFAULT_WEB_CONCURRENCY } from '../src/config';
 import { COUNT_ALLOCATED } from '../src/db/countAllocations';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/db/embedded';
 import { migrate } from '../src/db/migrate';
+import { pgbouncerPath, startPgBouncerFor } from '../test/helpers/pgbouncer';
 import { childrenOf, untilEveryWorkerServes } from '../test/helpers/process';
 import { startReplicaPair } from '../test/helpers/replica';
 import { ticketsLiveTwice } from '../test/helpers/sql';
@@ -267,6 +268,32 @@ async function main(): Promise<void> {
         `${ratio(spread.requestsPerSecond, hot.requestsPerSecond)} hot  ${spreadCheck}`,
     );
 
+    // Behind PgBouncer 1.18 in transaction mode (issue 28): a second instance on the same database
+    // through a PgBouncer the bench starts (DATABASE_POOLER=pgbouncer, the session settings as role
+    // settings, no named prepared statements), the same hot and spread runs, against the floor and
+    // against the runs straight to PostgreSQL above.
+    const pooled = await pgbouncerPhase(serverUrl, dbUrl, serverEnv, async (pooledServer) => {
+      await httpLoad({ url: pooledServer.url, key: partnerKey, body: CLAIM(pool, nextRun()), connections: 64, seconds: WARMUP_SECONDS });
+      const out: Partial<Record<'hot' | 'spread', LoadResult>> = {};
+      for (const [name, bodiesOf] of [
+        ['hot', (run: string) => [CLAIM(pool, run)]],
+        ['spread', (run: string) => cool.map((id) => CLAIM(id, run))],
+      ] as const) {
+        await vacuum(sql);
+        const run = nextRun();
+        const bodies = bodiesOf(run);
+        const r = await httpLoad({ url: pooledServer.url, key: partnerKey, body: bodies[0]!, bodies, connections: 64, seconds: SECONDS, okPattern: CLAIMED });
+        const check = await verify(sql, r, run, name === 'hot' ? [pool] : cool, 64, `claims ${name} behind PgBouncer`, failures);
+        const direct = name === 'hot' ? hot : spread;
+        record(
+          `claimTicket ${name}, 64 connections, behind PgBouncer (transaction mode)`,
+          `${perSecond(http(r))}  ${ratio(r.requestsPerSecond, floor[64]!.claimsPerSecond)} floor  ${ratio(r.requestsPerSecond, direct.requestsPerSecond)} straight to PostgreSQL  ${check}`,
+        );
+        out[name] = r;
+      }
+      return out as Record<'hot' | 'spread', LoadResult>;
+    });
+
     // The claim path with webhooks configured (issue 15's bar): ten enabled endpoints of another
     // partner, so every claim appends its event to the outbox and the dispatcher drains it, while
     // none is routed to them (deliveries are the dispatcher's work, not the claim's). Adjacent runs
@@ -401,6 +428,12 @@ async function main(): Promise<void> {
       atMost(`claimTicket ${name} (64 conn.) p99`, r.p99, 50);
     }
     atLeast("Tessera's ceiling ÷ minimal Apollo, 64 connections", ceiling[64]!.requestsPerSecond / apollo.requestsPerSecond, 0.7);
+    // Issue 28: behind PgBouncer, at least 0.8× the same claims straight to PostgreSQL.
+    if (pooled) {
+      for (const name of ['hot', 'spread'] as const) {
+        atLeast(`claimTicket ${name} behind PgBouncer ÷ straight to PostgreSQL`, pooled[name].requestsPerSecond / (name === 'hot' ? hot : spread).requestsPerSecond, 0.8);
+      }
+    }
     // Issue 15: "unchanged" — within what two adjacent runs of the same code differ by here.
     for (const name of ['hot', 'spread'] as const) {
       atLeast(`claimTicket ${name} with ten webhook endpoints ÷ without`, webhooks.on[name].requestsPerSecond / webhooks.off[name].requestsPerSecond, 0.9);
@@ -466,6 +499,33 @@ function checkAnswers(r: LoadResult, what: string, failures: string[]): void {
  *    (one snapshot: a claim commits its ticket and its allocation together).
  * Adds to the run's totals and to `failures`; returns the verdict for the table.
  */
+/**
+ * Starts a PgBouncer (transaction mode) in front of `serverUrl` and a Tessera instance through it on
+ * the bench's database, runs `work` on that instance, and stops both. Null, with a line saying so,
+ * where pgbouncer is not installed.
+ */
+async function pgbouncerPhase<T>(serverUrl: string, dbUrl: URL, serverEnv: Record<string, string>, work: (server: Server) => Promise<T>): Promise<T | null> {
+  if (!pgbouncerPath()) {
+    console.log('no pgbouncer on this machine (apt-get install pgbouncer): claims behind PgBouncer not measured');
+    return null;
+  }
+  const bouncer = await startPgBouncerFor(serverUrl, { poolSize: 20 });
+  const server = new Server(await freePort(), {
+    ...serverEnv,
+    WEB_CONCURRENCY: '1',
+    DATABASE_URL: bouncer.url(dbUrl.pathname.slice(1)),
+    DATABASE_DIRECT_URL: dbUrl.toString(),
+    DATABASE_POOLER: 'pgbouncer',
+  });
+  try {
+    await server.start();
+    return await work(server);
+  } finally {
+    await server.stop();
+    await bouncer.stop();
+  }
+}
+
 async function verify(sql: Client, r: LoadResult, run: string, campaigns: string[], connections: number, what: string, failures: string[]): Promise<string> {
   const stored = (await sql.query('SELECT count(*)::int AS n FROM allocations WHERE holder = $1', [run])).rows[0].n as number;
   const state = (

@@ -40,7 +40,41 @@ export async function scratchDatabase(serverUrl: string, label: string): Promise
   };
 }
 
-/** A Tessera process, started as `npm start` starts it. */
+/**
+ * PgBouncers the Tessera processes connect through (chaos.test.ts under npm run test:pgbouncer),
+ * by the host:port of the PostgreSQL server each stands in front of. None: processes connect directly.
+ */
+const poolers = new Map<string, string>();
+
+/** From now on a ServerProcess whose DATABASE_URL is on `serverUrl`'s server connects through the PgBouncer at `poolerUrl`. */
+export function connectThroughPooler(serverUrl: string, poolerUrl: string): void {
+  poolers.set(new URL(serverUrl).host, poolerUrl);
+}
+
+export function connectDirectly(): void {
+  poolers.clear();
+}
+
+/**
+ * A Tessera process's environment behind PgBouncer: DATABASE_URL the same database through the
+ * pooler, DATABASE_DIRECT_URL the direct one (migrations, session settings), DATABASE_POOLER=pgbouncer.
+ * Unchanged without poolers; a database on a server with no PgBouncer in front of it is an error, not
+ * a silent direct connection.
+ */
+function throughPooler(env: Record<string, string>): Record<string, string> {
+  if (poolers.size === 0 || !env.DATABASE_URL) return env;
+  const direct = new URL(env.DATABASE_URL);
+  const pooler = poolers.get(direct.host);
+  if (!pooler) throw new Error(`no PgBouncer in front of ${direct.host} (DATABASE_URL of a Tessera process under test:pgbouncer)`);
+  return {
+    ...env,
+    DATABASE_URL: databaseUrl(pooler, decodeURIComponent(direct.pathname.slice(1))),
+    DATABASE_DIRECT_URL: env.DATABASE_URL,
+    DATABASE_POOLER: 'pgbouncer',
+  };
+}
+
+/** A Tessera process, started as `npm start` starts it (through PgBouncer after connectThroughPooler). */
 export class ServerProcess {
   private child: ChildProcess | null = null;
   private output = '';
@@ -59,7 +93,7 @@ export class ServerProcess {
     this.output = '';
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
       cwd: ROOT,
-      env: { ...process.env, ADMIN_API_KEY: ADMIN_KEY, PORT: String(this.port), LOG_LEVEL: 'warn', NODE_ENV: 'development', ...this.env },
+      env: { ...process.env, ADMIN_API_KEY: ADMIN_KEY, PORT: String(this.port), LOG_LEVEL: 'warn', NODE_ENV: 'development', ...throughPooler(this.env) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.child = child;

@@ -6,10 +6,12 @@ import { Pool } from 'pg';
 import { verifyCampaign } from '../../src/db/verifyCampaign';
 import type { Config } from '../../src/config';
 import { createDatabase, type Database } from '../../src/db/client';
+import { applySessionSettings } from '../../src/db/sessionSettings';
 import { createLogger, type Logger } from '../../src/logger';
 import { createServer, type TesseraServer } from '../../src/server';
 import { databaseUrl, RUN_ENV, SERVER_ENV, TEMPLATE_ENV, withClient } from './env';
 import { ADMIN_KEY, graphqlData, postGraphQL, type GraphQLResponse } from './graphql';
+import { POOLER_ENV } from './pgbouncer';
 import { COUNTER_TOTALS_SQL, TICKET_COUNTS_SQL, type Queryable, type TicketCounts } from './sql';
 import { sleep } from './time';
 
@@ -79,7 +81,13 @@ export async function startTestServer(
   } = {},
 ): Promise<TestServer> {
   const database = options.databaseUrl ? { url: options.databaseUrl, drop: async () => undefined } : await createTestDatabase();
-  const db = createDatabase({ ...TEST_DATABASE_CONFIG, ...options.database, url: database.url });
+  // npm run test:pgbouncer (globalSetupPgbouncer.ts): the server reaches its database through
+  // PgBouncer, the session settings made the role's settings in that database first; `sql` stays direct.
+  const poolerUrl = process.env[POOLER_ENV];
+  const dbOptions: Config['database'] = { ...TEST_DATABASE_CONFIG, ...options.database, ...(poolerUrl ? { pooler: 'pgbouncer' as const } : {}) };
+  const appUrl = poolerUrl ? databaseUrl(poolerUrl, decodeURIComponent(new URL(database.url).pathname.slice(1))) : database.url;
+  if (poolerUrl) await applySessionSettings(database.url, appUrl, dbOptions);
+  const db = createDatabase({ ...dbOptions, url: appUrl });
   const logger = options.logger ?? createLogger({ env: 'test', level: process.env.TEST_LOG_LEVEL });
   const server: TesseraServer = await createServer({
     // Group claims on, as in production, unless TESSERA_TEST_CLAIM_BATCH_MAX says otherwise: every
