@@ -12,7 +12,7 @@ import { counterTotals, ticketCounts } from '../helpers/sql';
 import { sleep, until } from '../helpers/time';
 import { sendClaim } from './client';
 import { checkHistory, History, idleInTransaction } from './history';
-import { failoverAsync, failoverSync, type FailoverFigures } from './failover';
+import { failoverAsync, failoverFrozen, failoverSwitchover, failoverSync, type FailoverFigures } from './failover';
 import { FaultyReceiver } from './receiver';
 import { gql } from './client';
 import {
@@ -53,7 +53,7 @@ export interface ScenarioResult {
   violations: string[];
   notes: string[];
   seconds: number;
-  /** The failover drill's figures (j, k). */
+  /** The failover drill's figures (j–m). */
   failover?: FailoverFigures;
 }
 
@@ -836,10 +836,12 @@ export const SCENARIOS = [
   waitlistOffers,
   failoverSync,
   failoverAsync,
+  failoverSwitchover,
+  failoverFrozen,
 ];
 
 /** Names `npm run chaos -- --only=` takes besides the letters. */
-export const SCENARIO_GROUPS: Record<string, string[]> = { failover: ['j', 'k'] };
+export const SCENARIO_GROUPS: Record<string, string[]> = { failover: ['j', 'k', 'l', 'm'] };
 
 export function verdictLine(r: ScenarioResult): string {
   if (r.skipped) return `SKIP ${r.id}. ${r.name}: ${r.skipped}`;

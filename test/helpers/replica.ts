@@ -2,13 +2,13 @@
 // and `pg_ctl` of the machine's PostgreSQL (Debian's /usr/lib/postgresql/<v>/bin, or PG_BIN). As
 // root they run as the OS user `postgres`, as PostgreSQL requires. Machines without those binaries
 // (the embedded PostgreSQL has no pg_basebackup) get null, and the replica tests say they skipped.
-// Besides reading from the standby (test/replicas.test.ts), the pair serves the failover tests
-// (test/hosts.test.ts, the drill in test/chaos/failover.ts) and the bench's synchronous-commit runs:
-// the standby made synchronous or asynchronous, the primary killed, the standby promoted.
+// Besides reading from the standby (test/replicas.test.ts), the pair serves the failover test of
+// test/hosts.test.ts and the bench's synchronous-commit runs: the standby made synchronous or
+// asynchronous, the primary killed, the standby promoted. (The failover drill, test/chaos/failover.ts,
+// runs a Patroni cluster instead: test/chaos/patroni.ts.)
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { appendFileSync, chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
@@ -32,53 +32,10 @@ export interface ReplicaPair {
 export interface ReplicaPairOptions {
   /** fsync on both servers (default off: the tests need no durability across an OS crash; the bench does). */
   fsync?: boolean;
-  /**
-   * The replication link's one-way delay (default 0: the standby connects to the primary directly).
-   * Above 0 the standby streams through a proxy in this process that holds every chunk this long,
-   * as a network between two zones or regions does; killPrimary() cuts the link with the primary,
-   * and what had not crossed it yet never arrives.
-   */
-  linkDelayMs?: number;
 }
 
-/** A TCP proxy to `targetPort` that delays every chunk by `delayMs` each way, in order. */
-async function delayedLink(targetPort: number, delayMs: number): Promise<{ port: number; sever(): void; close(): void }> {
-  const sockets = new Set<Socket>();
-  const server = createServer((down) => {
-    const up = connect(targetPort, '127.0.0.1');
-    const end = () => {
-      for (const s of [up, down]) {
-        s.destroy();
-        sockets.delete(s);
-      }
-    };
-    for (const [from, to] of [
-      [down, up],
-      [up, down],
-    ] as const) {
-      sockets.add(from);
-      // Timers of one duration fire in the order they were set: the stream stays in order.
-      from.on('data', (chunk) => setTimeout(() => to.destroyed || to.write(chunk), delayMs));
-      from.on('close', end);
-      from.on('error', end);
-    }
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const sever = () => {
-    for (const s of sockets) s.destroy(); // chunks still on their way are dropped with the sockets
-    sockets.clear();
-  };
-  return {
-    port: (server.address() as AddressInfo).port,
-    sever,
-    close() {
-      sever();
-      server.close();
-    },
-  };
-}
-
-function binaries(): string | null {
+/** The newest PostgreSQL binaries with pg_basebackup on this machine (PG_BIN, or Debian's /usr/lib/postgresql/<v>/bin). */
+export function postgresBinaries(): string | null {
   if (process.env.PG_BIN) return existsSync(path.join(process.env.PG_BIN, 'pg_basebackup')) ? process.env.PG_BIN : null;
   const root = '/usr/lib/postgresql';
   if (!existsSync(root)) return null;
@@ -88,7 +45,7 @@ function binaries(): string | null {
 
 /** Starts a primary and a standby streaming from it; null when this machine has no PostgreSQL binaries. */
 export async function startReplicaPair(options: ReplicaPairOptions = {}): Promise<ReplicaPair | null> {
-  const bin = binaries();
+  const bin = postgresBinaries();
   if (!bin) return null;
   const root = process.getuid?.() === 0;
   const user = root ? { uid: Number(execFileSync('id', ['-u', 'postgres']).toString()), gid: Number(execFileSync('id', ['-g', 'postgres']).toString()) } : undefined;
@@ -104,9 +61,7 @@ export async function startReplicaPair(options: ReplicaPairOptions = {}): Promis
   const standby = path.join(dir, 'standby');
   const settings = (port: number) =>
     `\nport = ${port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '${dir}'\nwal_level = replica\nmax_wal_senders = 5\nfsync = ${options.fsync ? 'on' : 'off'}\nautovacuum = off\n`;
-  let link: Awaited<ReturnType<typeof delayedLink>> | null = null;
   const stop = () => {
-    link?.close();
     for (const data of [standby, primary]) if (existsSync(path.join(data, 'postmaster.pid'))) spawnSync(path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', 'stop'], { ...(user ?? {}), timeout: 30_000 });
     rmSync(dir, { recursive: true, force: true });
   };
@@ -116,11 +71,6 @@ export async function startReplicaPair(options: ReplicaPairOptions = {}): Promis
     run('pg_ctl', ['-D', primary, '-l', path.join(dir, 'primary.log'), '-w', 'start']);
     run('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primaryPort), '-U', 'postgres', '-D', standby, '-R', '-X', 'stream']);
     appendFileSync(path.join(standby, 'postgresql.conf'), settings(standbyPort));
-    if (options.linkDelayMs) {
-      link = await delayedLink(primaryPort, options.linkDelayMs);
-      // After pg_basebackup's own line in postgresql.auto.conf: the last setting wins.
-      appendFileSync(path.join(standby, 'postgresql.auto.conf'), `primary_conninfo = 'host=127.0.0.1 port=${link.port} user=postgres application_name=standby'\n`);
-    }
     run('pg_ctl', ['-D', standby, '-l', path.join(dir, 'standby.log'), '-w', 'start']);
   } catch (error) {
     stop();
@@ -149,7 +99,6 @@ export async function startReplicaPair(options: ReplicaPairOptions = {}): Promis
       }
     },
     killPrimary() {
-      link?.sever(); // the primary's machine and its network go together
       const pidFile = path.join(primary, 'postmaster.pid');
       const postmaster = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
       // Every process of the server, read before any dies (an orphaned backend could still commit).
