@@ -99,6 +99,7 @@ export function isTransientDbError(error: unknown): boolean {
  * i.e. for a claim with an idempotency key.
  */
 export function isConnectionLost(error: unknown): boolean {
+  if (isConnectTimeout(error)) return false; // never connected: nothing was sent
   const info = pgErrorInfo(error);
   if (info.code === PG.ADMIN_SHUTDOWN || info.code === PG.CRASH_SHUTDOWN || info.code === PG.CANNOT_CONNECT_NOW) return true;
   if (info.kind === 'ConnectionClosed' || info.kind === 'DatabaseNotReachable') return true;
@@ -106,6 +107,15 @@ export function isConnectionLost(error: unknown): boolean {
   const prismaCode = (error as { code?: unknown } | null)?.code;
   if (prismaCode === 'P1017' || prismaCode === 'P1001') return true; // server closed the connection / unreachable
   return /Connection terminated|not queryable|ECONNRESET|ECONNREFUSED|server closed the connection/i.test(message);
+}
+
+/**
+ * True when no connection could be made in time (pg's connect timeout, pg-pool's acquire timeout):
+ * nothing was sent, so nothing happened — and asking again at once would wait as long again.
+ */
+export function isConnectTimeout(error: unknown): boolean {
+  const message = error instanceof Error ? error.message : '';
+  return /due to connection timeout|timeout exceeded when trying to connect/i.test(message);
 }
 
 /** Runs `run`, again up to `retries` times after a deadlock (a victim was rolled back: always safe to ask again). */

@@ -145,9 +145,10 @@ export class AllocationService {
           return result;
         } catch (error) {
           // A deadlock victim was rolled back, certainly: always safe to ask again. A lost
-          // connection may have committed: safe only when the key can find what it did.
+          // connection may have committed: safe only when the key can find what it did, and only
+          // while the server answers (not when the pool gave up on it: stallWatch.ts).
           const deadlock = pgErrorInfo(error).code === PG.DEADLOCK_DETECTED;
-          const retryable = deadlock || (request.idempotencyKey !== null && isConnectionLost(error));
+          const retryable = deadlock || (request.idempotencyKey !== null && isConnectionLost(error) && this.db.unresponsive() === null);
           if (!retryable || attempt >= CONNECTION_LOST_RETRIES) throw error;
           await sleep(25 * (attempt + 1) + randomInt(25));
         }

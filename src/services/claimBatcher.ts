@@ -14,7 +14,7 @@ import { randomPickStart } from '../db/pickTickets';
 import { claimGroup, readGroup, type FirstLook, type GroupRequest } from '../db/claimGroup';
 import { claimOne, readOne } from '../db/claimOne';
 import type { Database } from '../db/client';
-import { isConnectionLost } from '../db/pgErrors';
+import { isConnectionLost, isConnectTimeout } from '../db/pgErrors';
 
 export type Submitted = Omit<GroupRequest, 'holderRank' | 'partnerRank' | 'start'>;
 
@@ -105,9 +105,12 @@ export class ClaimBatcher {
       .then((answers) => batch.forEach((w, i) => w.resolve(answers[i]!)))
       .catch((error: unknown) => {
         // The statement failed as a whole. If the connection died it may have committed: a keyed
-        // request can ask again (its key finds what was done); one without a key must not.
+        // request can ask again (its key finds what was done); one without a key must not. No
+        // connection in time, or a server found not answering (stallWatch.ts): asking again now
+        // would only wait as long again — the answer is UNAVAILABLE, and the client's retry later.
         const lost = isConnectionLost(error);
-        for (const w of batch) w.resolve(lost && w.request.idempotencyKey === null ? { kind: 'FAILED', error } : { kind: 'RETRY' });
+        const now = isConnectTimeout(error) || this.db.unresponsive() !== null;
+        for (const w of batch) w.resolve(now || (lost && w.request.idempotencyKey === null) ? { kind: 'FAILED', error } : { kind: 'RETRY' });
       })
       .finally(() => {
         this.inFlight -= 1;
