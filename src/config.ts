@@ -101,6 +101,7 @@ const EnvSchema = z.object({
   REFUSAL_FLUSH_MS: intFrom('REFUSAL_FLUSH_MS', 5000, 100, 600_000),
   API_KEY_CACHE_TTL_MS: intFrom('API_KEY_CACHE_TTL_MS', 5000, 0, 3_600_000),
   CLAIM_BATCH_MAX: intFrom('CLAIM_BATCH_MAX', 32, 1, 1000),
+  CLAIM_STATEMENTS_IN_FLIGHT: intFrom('CLAIM_STATEMENTS_IN_FLIGHT', 2, 1, 1000),
   REDIS_URL: z
     .string()
     .optional()
@@ -175,6 +176,8 @@ export interface Config {
   readonly apiKeyCacheTtlMs: number;
   /** Most claims one group statement serves; 1 turns group claims off. */
   readonly claimBatchMax: number;
+  /** Most first-look claim statements (alone or in groups) one process runs at once; the rest wait and go together. */
+  readonly claimStatementsInFlight: number;
   /** Rate limits and the shared store for them (and, later, live updates). */
   readonly redisUrl: string | undefined;
   readonly rateLimit: { readonly pointsPerSecond: number; readonly burstPoints: number; readonly authFailuresPerMinute: number };
@@ -305,6 +308,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     refusalFlushMs: e.REFUSAL_FLUSH_MS,
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
     claimBatchMax: e.CLAIM_BATCH_MAX,
+    claimStatementsInFlight: e.CLAIM_STATEMENTS_IN_FLIGHT,
     redisUrl: e.REDIS_URL ? e.REDIS_URL : undefined,
     rateLimit: Object.freeze({
       pointsPerSecond: e.RATE_LIMIT_POINTS_PER_SECOND,

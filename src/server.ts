@@ -50,7 +50,7 @@ export interface TesseraServer {
 }
 
 type ServerConfig = Pick<Config, 'env' | 'adminApiKey' | 'shutdownGraceMs'> &
-  Partial<Pick<Config, 'holdSweepIntervalMs' | 'refusalFlushMs' | 'readReplicas' | 'apiKeyCacheTtlMs' | 'claimBatchMax' | 'rateLimit' | 'graphql' | 'corsOrigins' | 'metricsToken' | 'webhooks' | 'trustProxy' | 'websocket'>>;
+  Partial<Pick<Config, 'holdSweepIntervalMs' | 'refusalFlushMs' | 'readReplicas' | 'apiKeyCacheTtlMs' | 'claimBatchMax' | 'claimStatementsInFlight' | 'rateLimit' | 'graphql' | 'corsOrigins' | 'metricsToken' | 'webhooks' | 'trustProxy' | 'websocket'>>;
 
 /** What the tests and main.ts leave out takes these values (the documented defaults). */
 const DEFAULT_LIMITS = {
@@ -82,6 +82,7 @@ export async function createServer(options: {
     adminApiKey: config.adminApiKey,
     apiKeyCacheTtlMs: config.apiKeyCacheTtlMs ?? 0,
     claimBatchMax: config.claimBatchMax ?? 1,
+    claimStatementsInFlight: config.claimStatementsInFlight ?? 2,
     webhooks,
     metrics,
     logger,
