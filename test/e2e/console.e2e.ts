@@ -207,6 +207,8 @@ test("a BALLOT campaign's page counts entries live, draws on confirmation and sh
     expect(entered.body.data!.enterBallot.error).toBeNull();
   }
   await page.getByTestId('ballot-count').getByText('5 entries').waitFor({ timeout: 10_000 });
+  // The list is fetched after the count is shown (its own page query): wait for its fifth row.
+  await page.getByTestId('ballot-entries').locator('tr').nth(4).waitFor({ timeout: 10_000 });
   expect(await page.getByTestId('ballot-entries').locator('tr').count()).toBe(5);
 
   // Draw: asked first, then the seed (which matches the commitment), the digest, and the ranking.

@@ -7,7 +7,29 @@
 import { connectDirectly, connectThroughPooler, freePort, scratchDatabase, ServerProcess } from '../chaos/harness';
 import { databaseUrl, SERVER_ENV, withClient } from '../helpers/env';
 import { pgbouncerPath, POOLER_ENV } from '../helpers/pgbouncer';
-import { CLAIM, startTestServer, type ClaimPayload } from '../helpers/testServer';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { detectPooler } from '../../src/db/pooler';
+import { CLAIM, startTestServer, TEST_DATABASE_CONFIG, type ClaimPayload } from '../helpers/testServer';
+
+/** `npm start` with `env` (DATABASE_URL etc.), until it exits or `ms` pass: its exit code and what it wrote. */
+function startAndWait(env: Record<string, string>, ms: number): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      cwd: path.resolve(__dirname, '../..'),
+      env: { ...process.env, ADMIN_API_KEY: 'pooler-admin-key-0123456789', PORT: '0', NODE_ENV: 'production', DATABASE_DIRECT_URL: '', DATABASE_POOLER: '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGTERM'), ms);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
 
 if (pgbouncerPath() === null) {
   const message =
@@ -58,6 +80,22 @@ if (pgbouncerPath() === null) {
       await server.stop();
     }
   });
+
+  test('DATABASE_URL at PgBouncer is recognised without DATABASE_POOLER (it refuses the start-up parameters); PostgreSQL itself is not taken for one', async () => {
+    const auto = { ...TEST_DATABASE_CONFIG, pooler: null };
+    await expect(detectPooler(databaseUrl(poolerUrl(), 'postgres'), auto)).resolves.toBe('pgbouncer');
+    await expect(detectPooler(databaseUrl(process.env[SERVER_ENV]!, 'postgres'), auto)).resolves.toBe('none');
+  });
+
+  test('npm start refuses, with one clear line, a DATABASE_URL at PgBouncer without DATABASE_DIRECT_URL (detected, and configured)', async () => {
+    const runs: Array<Record<string, string>> = [{ DATABASE_URL: databaseUrl(poolerUrl(), 'postgres') }, { DATABASE_URL: databaseUrl(poolerUrl(), 'postgres'), DATABASE_POOLER: 'pgbouncer' }];
+    for (const env of runs) {
+      const { code, output } = await startAndWait(env, 30_000);
+      expect(code).toBe(1);
+      expect(output).toMatch(/DATABASE_URL points at PgBouncer in transaction mode .*DATABASE_DIRECT_URL is not set/);
+      expect(output).not.toMatch(/Tessera is ready/);
+    }
+  }, 90_000);
 
   test('a Tessera process (npm start) gets DATABASE_URL through PgBouncer and DATABASE_DIRECT_URL direct, and runs with its timeouts', async () => {
     const db = await scratchDatabase(process.env[SERVER_ENV]!, 'pooler');
