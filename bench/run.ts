@@ -268,52 +268,43 @@ async function main(): Promise<void> {
         `${ratio(spread.requestsPerSecond, hot.requestsPerSecond)} hot  ${spreadCheck}`,
     );
 
+    /**
+     * One hot and one spread claim run at 64 connections against `url`, each verified and recorded as
+     * `claimTicket <name>, 64 connections, <label>`, with `versus` (ratios) when given.
+     */
+    const hotAndSpread = async (url: string, label: string, versus?: (name: 'hot' | 'spread', r: LoadResult) => string) => {
+      const out: Partial<Record<'hot' | 'spread', LoadResult>> = {};
+      for (const [name, bodiesOf] of [
+        ['hot', (run: string) => [CLAIM(pool, run)]],
+        ['spread', (run: string) => cool.map((id) => CLAIM(id, run))],
+      ] as const) {
+        await vacuum(sql);
+        const run = nextRun();
+        const bodies = bodiesOf(run);
+        const r = await httpLoad({ url, key: partnerKey, body: bodies[0]!, bodies, connections: 64, seconds: SECONDS, okPattern: CLAIMED });
+        const check = await verify(sql, r, run, name === 'hot' ? [pool] : cool, 64, `claims ${name}, ${label}`, failures);
+        record(`claimTicket ${name}, 64 connections, ${label}`, versus ? `${perSecond(http(r))}  ${versus(name, r)}  ${check}` : perSecond(http(r)));
+        out[name] = r;
+      }
+      return out as Record<'hot' | 'spread', LoadResult>;
+    };
+
     // Behind PgBouncer 1.18 in transaction mode (issue 28): a second instance on the same database
     // through a PgBouncer the bench starts (DATABASE_POOLER=pgbouncer, the session settings as role
     // settings, no named prepared statements), the same hot and spread runs, against the floor and
     // against the runs straight to PostgreSQL above.
     const pooled = await pgbouncerPhase(serverUrl, dbUrl, serverEnv, async (pooledServer) => {
       await httpLoad({ url: pooledServer.url, key: partnerKey, body: CLAIM(pool, nextRun()), connections: 64, seconds: WARMUP_SECONDS });
-      const out: Partial<Record<'hot' | 'spread', LoadResult>> = {};
-      for (const [name, bodiesOf] of [
-        ['hot', (run: string) => [CLAIM(pool, run)]],
-        ['spread', (run: string) => cool.map((id) => CLAIM(id, run))],
-      ] as const) {
-        await vacuum(sql);
-        const run = nextRun();
-        const bodies = bodiesOf(run);
-        const r = await httpLoad({ url: pooledServer.url, key: partnerKey, body: bodies[0]!, bodies, connections: 64, seconds: SECONDS, okPattern: CLAIMED });
-        const check = await verify(sql, r, run, name === 'hot' ? [pool] : cool, 64, `claims ${name} behind PgBouncer`, failures);
-        const direct = name === 'hot' ? hot : spread;
-        record(
-          `claimTicket ${name}, 64 connections, behind PgBouncer (transaction mode)`,
-          `${perSecond(http(r))}  ${ratio(r.requestsPerSecond, floor[64]!.claimsPerSecond)} floor  ${ratio(r.requestsPerSecond, direct.requestsPerSecond)} straight to PostgreSQL  ${check}`,
-        );
-        out[name] = r;
-      }
-      return out as Record<'hot' | 'spread', LoadResult>;
+      return hotAndSpread(pooledServer.url, 'behind PgBouncer (transaction mode)', (name, r) =>
+        `${ratio(r.requestsPerSecond, floor[64]!.claimsPerSecond)} floor  ${ratio(r.requestsPerSecond, (name === 'hot' ? hot : spread).requestsPerSecond)} straight to PostgreSQL`,
+      );
     });
 
     // The claim path with webhooks configured (issue 15's bar): ten enabled endpoints of another
     // partner, so every claim appends its event to the outbox and the dispatcher drains it, while
     // none is routed to them (deliveries are the dispatcher's work, not the claim's). Adjacent runs
     // with the endpoints disabled are the comparison, so the machine's drift falls on both alike.
-    const webhooks = await webhookPhase(sql, async (label) => {
-      const out: Partial<Record<'hot' | 'spread', LoadResult>> = {};
-      for (const [name, bodiesOf] of [
-        ['hot', (run: string) => [CLAIM(pool, run)]],
-        ['spread', (run: string) => cool.map((id) => CLAIM(id, run))],
-      ] as const) {
-        await vacuum(sql);
-        const run = nextRun();
-        const bodies = bodiesOf(run);
-        const r = await httpLoad({ url: server.url, key: partnerKey, body: bodies[0]!, bodies, connections: 64, seconds: SECONDS, okPattern: CLAIMED });
-        await verify(sql, r, run, name === 'hot' ? [pool] : cool, 64, `claims ${name}, ${label}`, failures);
-        record(`claimTicket ${name}, 64 connections, ${label}`, perSecond(http(r)));
-        out[name] = r;
-      }
-      return out as Record<'hot' | 'spread', LoadResult>;
-    });
+    const webhooks = await webhookPhase(sql, (label) => hotAndSpread(server.url, label));
     for (const name of ['hot', 'spread'] as const) {
       record(`claimTicket ${name}: with ten webhook endpoints ÷ without (adjacent runs)`, ratio(webhooks.on[name].requestsPerSecond, webhooks.off[name].requestsPerSecond));
     }
