@@ -7,6 +7,7 @@ import { createDatabase, type Database } from '../src/db/client';
 import { readDurability } from '../src/db/durability';
 import { parseHosts } from '../src/db/hosts';
 import { migrate } from '../src/db/migrate';
+import { ServerProcess } from './chaos/harness';
 import { freePort } from './helpers/process';
 import { startReplicaPair, type ReplicaPair } from './helpers/replica';
 import { TEST_DATABASE_CONFIG } from './helpers/testServer';
@@ -75,6 +76,20 @@ describe('a pool on several hosts', () => {
     await db.pool.query('INSERT INTO failover_probe VALUES (1)');
     // Prisma, on the same pool, too.
     expect(await db.prisma.$queryRawUnsafe('SELECT n FROM failover_probe')).toEqual([{ n: 1 }]);
+  }, 120_000);
+
+  test('npm start with the standby listed first: the start-up checks and the durability line find the primary (issue 28)', async () => {
+    if (!pair) return console.warn('skipped: no PostgreSQL binaries with pg_basebackup on this machine (set PG_BIN)');
+    const url = `postgresql://postgres@127.0.0.1:${port(pair.standbyUrl)},127.0.0.1:${port(pair.primaryUrl)}/postgres?target_session_attrs=read-write`;
+    const server = new ServerProcess(await freePort(), { DATABASE_URL: url, LOG_LEVEL: 'info', NODE_ENV: 'production', WEBHOOK_SECRET_KEY: Buffer.alloc(32, 1).toString('base64') });
+    try {
+      await server.start();
+      await until(() => /claims are acknowledged once the primary has them/.test(server.log), { message: 'the durability line', timeoutMs: 20_000, intervalMs: 100 });
+      expect(server.log).toMatch(/session settings in force: statement_timeout 5000ms/);
+      expect(server.log).not.toMatch(/could not read the replication settings/);
+    } finally {
+      await server.stop();
+    }
   }, 120_000);
 
   test('after the primary is killed and the standby promoted, the same pool writes on the promoted server', async () => {
