@@ -51,8 +51,8 @@ export function poolConfig(options: DatabaseOptions, hosts = hostSelector(option
     // Prisma's pg adapter waits forever for a connection by default; an exhausted pool must fail fast.
     connectionTimeoutMillis: options.poolTimeoutMs,
     idleTimeoutMillis: 30_000,
-    // An idle connection to a host that vanished is found out within ~20 s (Node probes every second,
-    // ten times, after the delay); one with a query outstanding is the stall watch's (stallWatch.ts).
+    // An idle connection to a host that vanished is found out by TCP keepalives, probing from 10 s
+    // after it went quiet; one with a query outstanding is the stall watch's (stallWatch.ts).
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
     // The session settings (db/sessionSettings.ts: timeouts, READ COMMITTED, generic plans, no JIT):
