@@ -29,18 +29,24 @@ export const LOG_BUFFER_BYTES = 1 << 20;
 /** Log lines dropped since the process started, by reason (read by metrics.ts). */
 export const droppedLogLines = { full: 0, closed: 0 };
 
-let stdoutClosed = false;
-let guarded = false;
+/**
+ * The guard's state, kept on stdout itself rather than in this module: the streams are the
+ * process's, and a module evaluated again (Jest does, once per test file) must find the guard
+ * already there instead of adding another pair of listeners (the 11th warned of a leak).
+ */
+const streams: { guarded: boolean; stdoutClosed: boolean } = ((process.stdout as unknown as Record<symbol, typeof streams | undefined>)[
+  Symbol.for('tessera.standardStreams')
+] ??= { guarded: false, stdoutClosed: false });
 
 /**
  * Keeps an EPIPE (or any error) on stdout or stderr from crashing the process: a stream without an
  * 'error' listener throws its error. Once stdout has failed, log lines are counted as dropped.
  */
 export function guardStandardStreams(): void {
-  if (guarded) return;
-  guarded = true;
+  if (streams.guarded) return;
+  streams.guarded = true;
   process.stdout.on('error', () => {
-    stdoutClosed = true;
+    streams.stdoutClosed = true;
   });
   process.stderr.on('error', () => undefined);
 }
@@ -58,14 +64,14 @@ function writeWaiting(): void {
   const lines = waitingLines;
   waiting = '';
   waitingLines = 0;
-  if (stdoutClosed || process.stdout.destroyed) droppedLogLines.closed += lines;
+  if (streams.stdoutClosed || process.stdout.destroyed) droppedLogLines.closed += lines;
   else process.stdout.write(text);
 }
 
 /** pino's destination: Node's stdout, bounded, never blocking, one write per turn of the event loop. */
 const destination = {
   write(line: string): void {
-    if (stdoutClosed || process.stdout.destroyed) {
+    if (streams.stdoutClosed || process.stdout.destroyed) {
       droppedLogLines.closed += 1;
       return;
     }
@@ -147,7 +153,7 @@ export function createLogger(options: { level?: string; env: string }): Logger {
  */
 export async function drainStdout(ms = 1000): Promise<void> {
   writeWaiting();
-  if (stdoutClosed || process.stdout.writableLength === 0) return;
+  if (streams.stdoutClosed || process.stdout.writableLength === 0) return;
   await new Promise<void>((resolve) => {
     const done = () => {
       clearTimeout(timer);
