@@ -184,29 +184,37 @@ async function expectExactlyAcknowledged(sql: Pool, campaignId: string, acknowle
   expect(stats.allocated).toBe(acknowledged.size);
 }
 
+/**
+ * A test database, a freezable proxy in front of its server, a Tessera test server whose DATABASE_URL
+ * `hosts` makes of the proxy's port and the server's own host:port, and a direct pool for the checks;
+ * all torn down after the describe block.
+ */
+function frozenSetUp(hosts: (url: ReturnType<typeof parts>, proxyPort: number) => string) {
+  const it = {} as { database: { url: string; drop(): Promise<void> }; proxy: FreezableProxy; server: TestServer; sql: Pool };
+  beforeAll(async () => {
+    it.database = await createTestDatabase();
+    it.sql = new Pool({ connectionString: it.database.url, max: 4 });
+    it.sql.on('error', () => undefined);
+    const url = parts(it.database.url);
+    it.proxy = await startFreezableProxy(url.target);
+    it.server = await startTestServer({ databaseUrl: hosts(url, it.proxy.port) });
+  }, 60_000);
+  afterAll(async () => {
+    await it.proxy?.close();
+    await it.server?.stop();
+    await it.sql?.end();
+    await it.database?.drop();
+  });
+  return it;
+}
+
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 
 describe('two hosts, the first one freezes', () => {
-  let database: { url: string; drop(): Promise<void> };
-  let proxy: FreezableProxy;
-  let server: TestServer;
-  let sql: Pool;
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    sql = new Pool({ connectionString: database.url, max: 4 });
-    sql.on('error', () => undefined);
-    const url = parts(database.url);
-    proxy = await startFreezableProxy(url.target);
-    server = await startTestServer({ databaseUrl: url.withHosts(`127.0.0.1:${proxy.port},${url.hostPort}`, { target_session_attrs: 'read-write' }) });
-  }, 60_000);
-  afterAll(async () => {
-    await proxy?.close();
-    await server?.stop();
-    await sql?.end();
-    await database?.drop();
-  });
+  const setUp = frozenSetUp((url, proxyPort) => url.withHosts(`127.0.0.1:${proxyPort},${url.hostPort}`, { target_session_attrs: 'read-write' }));
 
   test('claims are acknowledged on the next host well within 30 s, none waits past its bound, every acknowledged claim is stored once', async () => {
+    const { server, sql, proxy } = setUp;
     const partner = await server.createPartner('Frozen');
     const campaignId = await server.openCampaignWith(3000);
     const health = pollHealth(server.url);
@@ -290,26 +298,10 @@ describe('two hosts, the first one freezes', () => {
 });
 
 describe('one host, and it freezes', () => {
-  let database: { url: string; drop(): Promise<void> };
-  let proxy: FreezableProxy;
-  let server: TestServer;
-  let sql: Pool;
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    sql = new Pool({ connectionString: database.url, max: 4 });
-    sql.on('error', () => undefined);
-    const url = parts(database.url);
-    proxy = await startFreezableProxy(url.target);
-    server = await startTestServer({ databaseUrl: url.withHosts(`127.0.0.1:${proxy.port}`) });
-  }, 60_000);
-  afterAll(async () => {
-    await proxy?.close();
-    await server?.stop();
-    await sql?.end();
-    await database?.drop();
-  });
+  const setUp = frozenSetUp((url, proxyPort) => url.withHosts(`127.0.0.1:${proxyPort}`));
 
   test('claims fail fast with 503 UNAVAILABLE, /healthz says 503, and both work again once the server is back', async () => {
+    const { server, sql, proxy } = setUp;
     const partner = await server.createPartner('Frozen alone');
     const campaignId = await server.openCampaignWith(1000);
     const health = pollHealth(server.url);
