@@ -196,7 +196,9 @@ test('a lapse racing 50 claims returns each ticket exactly once: nothing before 
     );
     const taken = answers.filter((x) => x.allocation);
     expect(taken.length).toBe(30);
-    for (const x of answers.filter((y) => y.error)) expect(['ALL_ALLOTTED', 'SOLD_OUT']).toContain(x.error!.code);
+    // ALL_HELD too: a claim that meets the sweeper returning the lapsed tickets (rows locked, then
+    // taken by other claims) may answer "retry" — never SOLD_OUT early; the 30 taken say nothing was lost.
+    for (const x of answers.filter((y) => y.error)) expect(['ALL_ALLOTTED', 'ALL_HELD', 'SOLD_OUT']).toContain(x.error!.code);
     const early = await server.sql.query('SELECT count(*)::int AS n FROM allocations WHERE campaign_id = $1 AND allocated_at < $2', [campaignId, lapsesAt]);
     expect(early.rows[0].n).toBe(0);
     expect(await ticketsLiveTwice(server.sql, campaignId)).toEqual([]);
