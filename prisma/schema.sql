@@ -298,9 +298,9 @@ CREATE TABLE webhook_events (
 
 -- Constraints
 
-ALTER TABLE allocations ADD CONSTRAINT allocations_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES campaigns(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+ALTER TABLE allocations ADD CONSTRAINT allocations_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES campaigns(id) ON UPDATE RESTRICT ON DELETE RESTRICT;
 
-ALTER TABLE allocations ADD CONSTRAINT allocations_campaign_id_ticket_id_fkey FOREIGN KEY (campaign_id, ticket_id) REFERENCES tickets(campaign_id, id) ON UPDATE CASCADE ON DELETE RESTRICT;
+ALTER TABLE allocations ADD CONSTRAINT allocations_campaign_id_ticket_id_fkey FOREIGN KEY (campaign_id, ticket_id) REFERENCES tickets(campaign_id, id) ON UPDATE RESTRICT ON DELETE RESTRICT;
 
 ALTER TABLE allocations ADD CONSTRAINT allocations_confirmed_only_when_active CHECK (((confirmed_at IS NULL) OR (status = ANY (ARRAY['ACTIVE'::allocation_status, 'RELEASED'::allocation_status]))));
 
@@ -312,15 +312,15 @@ ALTER TABLE allocations ADD CONSTRAINT allocations_idempotency_key_length CHECK 
 
 ALTER TABLE allocations ADD CONSTRAINT allocations_key_has_request CHECK (((idempotency_key IS NULL) = (request_hash IS NULL)));
 
-ALTER TABLE allocations ADD CONSTRAINT allocations_partner_id_fkey FOREIGN KEY (partner_id) REFERENCES partners(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+ALTER TABLE allocations ADD CONSTRAINT allocations_partner_id_fkey FOREIGN KEY (partner_id) REFERENCES partners(id) ON UPDATE RESTRICT ON DELETE RESTRICT;
 
 ALTER TABLE allocations ADD CONSTRAINT allocations_pkey PRIMARY KEY (campaign_id, id);
 
 ALTER TABLE allocations ADD CONSTRAINT allocations_released_at CHECK (((status = 'RELEASED'::allocation_status) = (released_at IS NOT NULL)));
 
-ALTER TABLE allotments ADD CONSTRAINT allotments_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES campaigns(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+ALTER TABLE allotments ADD CONSTRAINT allotments_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES campaigns(id) ON UPDATE RESTRICT ON DELETE RESTRICT;
 
-ALTER TABLE allotments ADD CONSTRAINT allotments_partner_id_fkey FOREIGN KEY (partner_id) REFERENCES partners(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+ALTER TABLE allotments ADD CONSTRAINT allotments_partner_id_fkey FOREIGN KEY (partner_id) REFERENCES partners(id) ON UPDATE RESTRICT ON DELETE RESTRICT;
 
 ALTER TABLE allotments ADD CONSTRAINT allotments_pkey PRIMARY KEY (campaign_id, partner_id);
 
@@ -328,9 +328,9 @@ ALTER TABLE allotments ADD CONSTRAINT allotments_size_non_negative CHECK ((size 
 
 ALTER TABLE audit_log ADD CONSTRAINT audit_log_pkey PRIMARY KEY (id);
 
-ALTER TABLE ballot_entries ADD CONSTRAINT ballot_entries_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES campaigns(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+ALTER TABLE ballot_entries ADD CONSTRAINT ballot_entries_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES campaigns(id) ON UPDATE RESTRICT ON DELETE RESTRICT;
 
-ALTER TABLE ballot_entries ADD CONSTRAINT ballot_entries_partner_id_fkey FOREIGN KEY (partner_id) REFERENCES partners(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+ALTER TABLE ballot_entries ADD CONSTRAINT ballot_entries_partner_id_fkey FOREIGN KEY (partner_id) REFERENCES partners(id) ON UPDATE RESTRICT ON DELETE RESTRICT;
 
 ALTER TABLE ballot_entries ADD CONSTRAINT ballot_entries_pkey PRIMARY KEY (campaign_id, id);
 
@@ -338,7 +338,7 @@ ALTER TABLE ballot_entries ADD CONSTRAINT ballot_entries_quantity CHECK (((quant
 
 ALTER TABLE ballot_ranks ADD CONSTRAINT ballot_ranks_pkey PRIMARY KEY (campaign_id, rank);
 
-ALTER TABLE ballots ADD CONSTRAINT ballots_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES campaigns(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+ALTER TABLE ballots ADD CONSTRAINT ballots_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES campaigns(id) ON UPDATE RESTRICT ON DELETE RESTRICT;
 
 ALTER TABLE ballots ADD CONSTRAINT ballots_pkey PRIMARY KEY (campaign_id);
 
@@ -364,9 +364,9 @@ ALTER TABLE partner_counters ADD CONSTRAINT partner_counters_pkey PRIMARY KEY (c
 
 ALTER TABLE partner_quota_credits ADD CONSTRAINT partner_quota_credits_pkey PRIMARY KEY (campaign_id, id);
 
-ALTER TABLE partner_quotas ADD CONSTRAINT partner_quotas_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES campaigns(id) ON UPDATE CASCADE ON DELETE CASCADE;
+ALTER TABLE partner_quotas ADD CONSTRAINT partner_quotas_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES campaigns(id) ON UPDATE RESTRICT ON DELETE CASCADE;
 
-ALTER TABLE partner_quotas ADD CONSTRAINT partner_quotas_partner_id_fkey FOREIGN KEY (partner_id) REFERENCES partners(id) ON UPDATE CASCADE ON DELETE CASCADE;
+ALTER TABLE partner_quotas ADD CONSTRAINT partner_quotas_partner_id_fkey FOREIGN KEY (partner_id) REFERENCES partners(id) ON UPDATE RESTRICT ON DELETE CASCADE;
 
 ALTER TABLE partner_quotas ADD CONSTRAINT partner_quotas_pkey PRIMARY KEY (campaign_id, partner_id);
 
@@ -382,21 +382,21 @@ ALTER TABLE partners ADD CONSTRAINT partners_rate_limit_positive CHECK (((rate_l
 
 ALTER TABLE refusal_counters ADD CONSTRAINT refusal_counters_pkey PRIMARY KEY (campaign_id, minute, code);
 
-ALTER TABLE tickets ADD CONSTRAINT tickets_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES campaigns(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+ALTER TABLE tickets ADD CONSTRAINT tickets_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES campaigns(id) ON UPDATE RESTRICT ON DELETE RESTRICT;
 
 ALTER TABLE tickets ADD CONSTRAINT tickets_code_length CHECK (((char_length(code) >= 1) AND (char_length(code) <= 128)));
 
 ALTER TABLE tickets ADD CONSTRAINT tickets_pkey PRIMARY KEY (campaign_id, id);
 
-ALTER TABLE waitlist_entries ADD CONSTRAINT waitlist_entries_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES campaigns(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+ALTER TABLE waitlist_entries ADD CONSTRAINT waitlist_entries_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES campaigns(id) ON UPDATE RESTRICT ON DELETE RESTRICT;
 
-ALTER TABLE waitlist_entries ADD CONSTRAINT waitlist_entries_partner_id_fkey FOREIGN KEY (partner_id) REFERENCES partners(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+ALTER TABLE waitlist_entries ADD CONSTRAINT waitlist_entries_partner_id_fkey FOREIGN KEY (partner_id) REFERENCES partners(id) ON UPDATE RESTRICT ON DELETE RESTRICT;
 
 ALTER TABLE waitlist_entries ADD CONSTRAINT waitlist_entries_pkey PRIMARY KEY (campaign_id, id);
 
 ALTER TABLE waitlist_entries ADD CONSTRAINT waitlist_entries_quantity CHECK (((quantity >= 1) AND (quantity <= 100)));
 
-ALTER TABLE webhook_deliveries ADD CONSTRAINT webhook_deliveries_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES webhook_endpoints(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+ALTER TABLE webhook_deliveries ADD CONSTRAINT webhook_deliveries_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES webhook_endpoints(id) ON UPDATE RESTRICT ON DELETE RESTRICT;
 
 ALTER TABLE webhook_deliveries ADD CONSTRAINT webhook_deliveries_pkey PRIMARY KEY (id);
 
@@ -404,7 +404,7 @@ ALTER TABLE webhook_endpoints ADD CONSTRAINT webhook_endpoints_deleted_disabled 
 
 ALTER TABLE webhook_endpoints ADD CONSTRAINT webhook_endpoints_events CHECK ((cardinality(events) >= 1));
 
-ALTER TABLE webhook_endpoints ADD CONSTRAINT webhook_endpoints_partner_id_fkey FOREIGN KEY (partner_id) REFERENCES partners(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+ALTER TABLE webhook_endpoints ADD CONSTRAINT webhook_endpoints_partner_id_fkey FOREIGN KEY (partner_id) REFERENCES partners(id) ON UPDATE RESTRICT ON DELETE RESTRICT;
 
 ALTER TABLE webhook_endpoints ADD CONSTRAINT webhook_endpoints_pkey PRIMARY KEY (id);
 
@@ -705,41 +705,47 @@ CREATE OR REPLACE FUNCTION public.tessera_campaign_counts(p_campaign_ids uuid[])
  LANGUAGE plpgsql
 AS $function$
 #variable_conflict use_column
+DECLARE
+    p_id UUID;
 BEGIN
+    -- One query per campaign, naming it alone: on Citus each is routed to the node holding the
+    -- campaign (a query over several campaigns' shards cannot join them); every campaign's figures
+    -- come from one snapshot of their own.
+    FOREACH p_id IN ARRAY COALESCE(p_campaign_ids, '{}') LOOP
     RETURN QUERY
     WITH campaign AS MATERIALIZED (
         SELECT cp.id, cp.release_policy::text AS policy, cp.sold_out_at AS recorded
-          FROM campaigns cp WHERE cp.id = ANY(p_campaign_ids)
+          FROM campaigns cp WHERE cp.id = p_id
     ),
     counts AS (
         SELECT c.campaign_id, sum(c.total) AS total, sum(c.allocated) AS allocated, sum(c.held) AS held, sum(c.void) AS void
           FROM campaign_counters c
-         WHERE c.campaign_id = ANY(p_campaign_ids)
+         WHERE c.campaign_id = p_id
          GROUP BY c.campaign_id
     ),
     live_allotments AS MATERIALIZED (
         SELECT l.campaign_id, l.partner_id FROM allotments l
-         WHERE l.campaign_id = ANY(p_campaign_ids) AND l.lapsed_at IS NULL AND (l.lapses_at IS NULL OR l.lapses_at > clock_timestamp())
+         WHERE l.campaign_id = p_id AND l.lapsed_at IS NULL AND (l.lapses_at IS NULL OR l.lapses_at > clock_timestamp())
     ),
     -- Holds past their expiry that the sweeper has not written yet; `drawn`: from a live allotment.
     lapsed AS (
         SELECT a.campaign_id, count(*) AS n,
                count(*) FILTER (WHERE a.from_allotment AND (a.campaign_id, a.partner_id) IN (SELECT x.campaign_id, x.partner_id FROM live_allotments x)) AS drawn
           FROM allocations a
-         WHERE a.campaign_id = ANY(p_campaign_ids) AND a.status = 'HELD' AND a.expires_at <= clock_timestamp()
+         WHERE a.campaign_id = p_id AND a.status = 'HELD' AND a.expires_at <= clock_timestamp()
          GROUP BY a.campaign_id
     ),
     set_aside AS (
         SELECT t.campaign_id, count(*) AS n
           FROM tickets t JOIN live_allotments l ON l.campaign_id = t.campaign_id AND l.partner_id = t.allotted_to
-         WHERE t.status = 'ALLOTTED'
+         WHERE t.campaign_id = p_id AND t.status = 'ALLOTTED'
          GROUP BY t.campaign_id
     ),
     -- WAITLIST_FIRST: on their way to the waitlist, counted as held.
     on_the_way AS (
         SELECT t.campaign_id, count(*) AS n
           FROM tickets t
-         WHERE t.campaign_id = ANY(p_campaign_ids)
+         WHERE t.campaign_id = p_id
            AND (t.status = 'RETURNED'
                 OR (t.status = 'ALLOTTED'
                     AND (SELECT k.policy FROM campaign k WHERE k.id = t.campaign_id) = 'WAITLIST_FIRST'
@@ -771,27 +777,31 @@ BEGIN
            j.sold_out,
            COALESCE(j.recorded, CASE WHEN j.sold_out THEN
                CASE WHEN j.policy = 'VOID'
-                    THEN (SELECT a.allocated_at FROM allocations a WHERE a.campaign_id = j.id ORDER BY a.sequence DESC LIMIT 1)
+                    THEN (SELECT a.allocated_at FROM allocations a WHERE a.campaign_id = p_id ORDER BY a.sequence DESC LIMIT 1)
                     ELSE (SELECT max(COALESCE(a.confirmed_at, a.allocated_at)) FROM allocations a
-                           WHERE a.campaign_id = j.id AND a.status = 'ACTIVE')
+                           WHERE a.campaign_id = p_id AND a.status = 'ACTIVE')
                END
            END)
       FROM judged j;
+    END LOOP;
 END
 $function$;
 
 CREATE OR REPLACE FUNCTION public.tessera_campaign_event_data(p_campaign_id uuid, p_status text)
  RETURNS jsonb
- LANGUAGE sql
+ LANGUAGE plpgsql
 AS $function$
-    SELECT jsonb_build_object('campaign', jsonb_build_object(
+BEGIN
+    -- PL/pgSQL, not SQL: Citus cannot plan a query of distributed tables inside a SQL function.
+    RETURN (SELECT jsonb_build_object('campaign', jsonb_build_object(
                'id', p_campaign_id,
                'status', p_status,
                'stats', jsonb_build_object(
                    'total', f.total, 'allocated', f.allocated, 'held', f.held, 'allotted', f.allotted,
                    'available', f.available, 'void', f.void, 'fillRate', f.fill_rate, 'soldOut', f.sold_out,
                    'soldOutAt', to_char(f.sold_out_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))))
-      FROM tessera_campaign_counts(ARRAY[p_campaign_id]) f;
+      FROM tessera_campaign_counts(ARRAY[p_campaign_id]) f);
+END
 $function$;
 
 CREATE OR REPLACE FUNCTION public.tessera_campaign_sequence()
@@ -1086,20 +1096,33 @@ CREATE OR REPLACE FUNCTION public.tessera_count_allocations()
  RETURNS trigger
  LANGUAGE plpgsql
 AS $function$
+DECLARE
+    deltas tessera_allocation_delta[];
+    ids UUID[];
+    ns BIGINT[];
 BEGIN
-    PERFORM tessera_apply_allocation_delta(array_agg(d))
-       FROM (SELECT (campaign_id, partner_id, status, date_trunc('minute', COALESCE(confirmed_at, allocated_at), 'UTC'), 1)::tessera_allocation_delta AS d
-               FROM rows_in WHERE status IN ('ACTIVE', 'HELD')
-             UNION ALL
-             SELECT (campaign_id, partner_id, status, date_trunc('minute', COALESCE(confirmed_at, allocated_at), 'UTC'), -1)::tessera_allocation_delta
-               FROM rows_out WHERE status IN ('ACTIVE', 'HELD')) x;
+    -- The transition tables are read by queries of their own, into arrays, and the counters are
+    -- written from those: on Citus the trigger runs on the shard, where a query that names a
+    -- distributed or reference table cannot also read a transition table (docs/SCALING.md, "Citus").
+    SELECT array_agg(d) INTO deltas
+      FROM (SELECT (campaign_id, partner_id, status, date_trunc('minute', COALESCE(confirmed_at, allocated_at), 'UTC'), 1)::tessera_allocation_delta AS d
+              FROM rows_in WHERE status IN ('ACTIVE', 'HELD')
+            UNION ALL
+            SELECT (campaign_id, partner_id, status, date_trunc('minute', COALESCE(confirmed_at, allocated_at), 'UTC'), -1)::tessera_allocation_delta
+              FROM rows_out WHERE status IN ('ACTIVE', 'HELD')) x;
+    PERFORM tessera_apply_allocation_delta(deltas);
+    SELECT array_agg(x.campaign_id), array_agg(x.n) INTO ids, ns
+      FROM (SELECT n.campaign_id, count(*) AS n
+              FROM rows_in n
+              JOIN rows_out o ON o.campaign_id = n.campaign_id AND o.id = n.id
+             WHERE o.status IN ('ACTIVE', 'HELD') AND n.status IN ('RELEASED', 'EXPIRED')
+             GROUP BY n.campaign_id) x;
+    IF ids IS NULL THEN RETURN NULL; END IF;
     INSERT INTO campaign_counters AS c (campaign_id, slot, void)
-    SELECT n.campaign_id, pg_backend_pid(), count(*)
-      FROM rows_in n
-      JOIN rows_out o ON o.campaign_id = n.campaign_id AND o.id = n.id
-      JOIN campaigns cp ON cp.id = n.campaign_id
-     WHERE o.status IN ('ACTIVE', 'HELD') AND n.status IN ('RELEASED', 'EXPIRED') AND cp.release_policy = 'VOID'
-     GROUP BY n.campaign_id
+    SELECT u.campaign_id, pg_backend_pid(), u.n
+      FROM unnest(ids, ns) AS u(campaign_id, n)
+      JOIN campaigns cp ON cp.id = u.campaign_id
+     WHERE cp.release_policy = 'VOID'
     ON CONFLICT (campaign_id, slot) DO UPDATE SET void = c.void + EXCLUDED.void;
     RETURN NULL;
 END
@@ -1129,16 +1152,24 @@ CREATE OR REPLACE FUNCTION public.tessera_count_tickets()
  RETURNS trigger
  LANGUAGE plpgsql
 AS $function$
+DECLARE
+    ids UUID[];
+    ns BIGINT[];
 BEGIN
+    -- The transition table is read by a query of its own, into arrays, and the counters are written
+    -- from those: on Citus the trigger runs on the shard, where a query that names a distributed
+    -- table cannot also read a transition table (docs/SCALING.md, "Citus").
     IF TG_OP = 'INSERT' THEN
-        INSERT INTO campaign_counters AS c (campaign_id, slot, total)
-        SELECT campaign_id, pg_backend_pid(), count(*) FROM rows_in GROUP BY campaign_id
-        ON CONFLICT (campaign_id, slot) DO UPDATE SET total = c.total + EXCLUDED.total;
+        SELECT array_agg(x.campaign_id), array_agg(x.n) INTO ids, ns
+          FROM (SELECT campaign_id, count(*) AS n FROM rows_in GROUP BY campaign_id) x;
     ELSE
-        INSERT INTO campaign_counters AS c (campaign_id, slot, total)
-        SELECT campaign_id, pg_backend_pid(), -count(*) FROM rows_out GROUP BY campaign_id
-        ON CONFLICT (campaign_id, slot) DO UPDATE SET total = c.total + EXCLUDED.total;
+        SELECT array_agg(x.campaign_id), array_agg(-x.n) INTO ids, ns
+          FROM (SELECT campaign_id, count(*) AS n FROM rows_out GROUP BY campaign_id) x;
     END IF;
+    IF ids IS NULL THEN RETURN NULL; END IF;
+    INSERT INTO campaign_counters AS c (campaign_id, slot, total)
+    SELECT u.campaign_id, pg_backend_pid(), u.n FROM unnest(ids, ns) AS u(campaign_id, n)
+    ON CONFLICT (campaign_id, slot) DO UPDATE SET total = c.total + EXCLUDED.total;
     RETURN NULL;
 END
 $function$;
@@ -1773,14 +1804,23 @@ CREATE OR REPLACE FUNCTION public.tessera_record_allocation_events()
  RETURNS trigger
  LANGUAGE plpgsql
 AS $function$
+DECLARE
+    types TEXT[];
+    campaign_ids UUID[];
+    partner_ids UUID[];
+    allocation_ids UUID[];
+    expiries TIMESTAMPTZ[];
+    steps INTEGER[];
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.enabled) THEN
         RETURN NULL;
     END IF;
-    -- created_at orders an allocation's events for delivery: the confirmation's two events, written
-    -- by one insert, could read the same microsecond, so the second is set one microsecond later.
-    INSERT INTO webhook_events (type, campaign_id, partner_id, allocation_id, expires_at, created_at)
-    SELECT e.type, n.campaign_id, n.partner_id, n.id, n.expires_at, clock_timestamp() + (e.step - 1) * interval '1 microsecond'
+    -- The transition tables are read by a query of their own, into arrays, and the events written
+    -- from those: on Citus the trigger runs on the shard, where a query that names a distributed
+    -- table cannot also read a transition table (docs/SCALING.md, "Citus").
+    SELECT array_agg(e.type ORDER BY n.id, e.step), array_agg(n.campaign_id ORDER BY n.id, e.step), array_agg(n.partner_id ORDER BY n.id, e.step),
+           array_agg(n.id ORDER BY n.id, e.step), array_agg(n.expires_at ORDER BY n.id, e.step), array_agg(e.step ORDER BY n.id, e.step)
+      INTO types, campaign_ids, partner_ids, allocation_ids, expiries, steps
       FROM rows_in n
       JOIN rows_out o ON o.campaign_id = n.campaign_id AND o.id = n.id
      CROSS JOIN LATERAL (VALUES
@@ -1789,8 +1829,15 @@ BEGIN
                       WHEN o.status = 'HELD' AND n.status = 'EXPIRED' THEN 'HOLD_EXPIRED' END),
              (2, CASE WHEN o.status = 'HELD' AND n.status = 'ACTIVE' THEN 'ALLOCATION_CREATED' END)
            ) AS e(step, type)
-     WHERE e.type IS NOT NULL
-     ORDER BY n.id, e.step;
+     WHERE e.type IS NOT NULL;
+    IF types IS NULL THEN RETURN NULL; END IF;
+    -- created_at orders an allocation's events for delivery: the confirmation's two events, written
+    -- by one insert, could read the same microsecond, so the second is set one microsecond later.
+    INSERT INTO webhook_events (type, campaign_id, partner_id, allocation_id, expires_at, created_at)
+    SELECT u.type, u.campaign_id, u.partner_id, u.allocation_id, u.expires_at, clock_timestamp() + (u.step - 1) * interval '1 microsecond'
+      FROM unnest(types, campaign_ids, partner_ids, allocation_ids, expiries, steps)
+           WITH ORDINALITY AS u(type, campaign_id, partner_id, allocation_id, expires_at, step, ord)
+     ORDER BY u.ord;
     RETURN NULL;
 END
 $function$;
@@ -1799,15 +1846,19 @@ CREATE OR REPLACE FUNCTION public.tessera_record_sold_out(p_campaign_id uuid)
  RETURNS void
  LANGUAGE plpgsql
 AS $function$
+DECLARE
+    f RECORD;
 BEGIN
     -- Already recorded: nothing to compute (a release of a campaign that sold out long ago).
     IF (SELECT cp.sold_out_at IS NOT NULL FROM campaigns cp WHERE cp.id = p_campaign_id) THEN
         RETURN;
     END IF;
-    UPDATE campaigns cp
-       SET sold_out_at = f.sold_out_at
-      FROM tessera_campaign_counts(ARRAY[p_campaign_id]) f
-     WHERE cp.id = p_campaign_id AND f.campaign_id = cp.id AND f.sold_out AND cp.sold_out_at IS NULL;
+    -- Read, then written: on Citus the campaign (a reference table) cannot be updated from a query
+    -- of the distributed counters in one statement.
+    SELECT x.sold_out, x.sold_out_at INTO f FROM tessera_campaign_counts(ARRAY[p_campaign_id]) x;
+    IF f.sold_out THEN
+        UPDATE campaigns cp SET sold_out_at = f.sold_out_at WHERE cp.id = p_campaign_id AND cp.sold_out_at IS NULL;
+    END IF;
 END
 $function$;
 

@@ -13,6 +13,7 @@ import { durabilityNote, readDurability } from './db/durability';
 import { appliedSummary, migrate } from './db/migrate';
 import { parseHosts } from './db/hosts';
 import { isTransientDbError } from './db/pgErrors';
+import { detectCitus } from './db/distribute';
 import { detectPooler, PoolerWithoutDirectUrlError, type Pooler } from './db/pooler';
 import { applySessionSettings, checkSessionSettings } from './db/sessionSettings';
 import { createLogger, drainStdout, type Logger } from './logger';
@@ -122,7 +123,7 @@ async function onSomeHost<T>(url: string, work: () => Promise<T>): Promise<T> {
  * a warning names each one that is not in force.
  */
 async function checkPool(db: Database, config: Config, pooler: Pooler, logger: Logger): Promise<void> {
-  const check = await onSomeHost(db.options.url, () => checkSessionSettings(db.pool, config.database));
+  const check = await onSomeHost(db.options.url, () => checkSessionSettings(db.pool, db.options));
   const source = pooler === 'pgbouncer' ? 'role settings of this database (behind PgBouncer)' : 'connection start-up parameters';
   logger.info({ ...check.inForce, from: source }, `session settings in force: statement_timeout ${check.inForce.statement_timeout}, lock_timeout ${check.inForce.lock_timeout}, idle_in_transaction_session_timeout ${check.inForce.idle_in_transaction_session_timeout}`);
   for (const w of check.wrong) {
@@ -140,7 +141,9 @@ async function serve(config: Config, logger: Logger, url: string, pooler: Pooler
   const onDatabaseError = (err: Error & { code?: string }) => logger.warn({ code: err.code, error: err.message }, 'database connection error');
   const onUnresponsive = (host: string, error: Error) =>
     logger.error({ host: host.replace(/\/\/[^@/]*@/, '//'), error: error.message }, 'the database server stopped answering: its connections are closed and new ones try the next host');
-  const db = createDatabase({ ...config.database, pooler, url, onError: onDatabaseError, onUnresponsive });
+  const citus = await detectCitus(url);
+  if (citus) logger.info('Citus coordinator: tables distributed by campaign, claims one by one (docs/SCALING.md, "Citus")');
+  const db = createDatabase({ ...config.database, pooler, url, citus, onError: onDatabaseError, onUnresponsive });
   try {
     await checkPool(db, config, pooler, logger);
   } catch (error) {

@@ -81,8 +81,11 @@ export async function createServer(options: {
     live,
     adminApiKey: config.adminApiKey,
     apiKeyCacheTtlMs: config.apiKeyCacheTtlMs ?? 0,
-    claimBatchMax: config.claimBatchMax ?? 1,
-    claimStatementsInFlight: config.claimStatementsInFlight ?? 2,
+    // On Citus a group statement over several campaigns would span shards: claims go one by one
+    // (docs/SCALING.md, "Citus") until groups are formed per shard.
+    claimBatchMax: db.options.citus ? 1 : (config.claimBatchMax ?? 1),
+    // One claim per statement on Citus: as many statements in flight as a group would have held claims.
+    claimStatementsInFlight: db.options.citus ? db.options.poolSize : (config.claimStatementsInFlight ?? 2),
     webhooks,
     metrics,
     logger,

@@ -1,31 +1,15 @@
-// Ready for Citus: scripts/citus.sql runs against a migrated database (with stand-ins for Citus's
-// create_*_table functions that record what it asks for), every table is placed, and the catalog
-// obeys Citus's rules for what the script asks: primary and unique keys of distributed tables
-// include the distribution column; foreign keys between distributed tables include it on both
-// sides; no reference table points at a distributed one. Citus itself cannot be installed here.
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
+// Ready for Citus, on one server: the placement the migrator applies on a Citus coordinator
+// (src/db/distribute.ts) covers every table, and the catalog obeys Citus's rules for it: primary and
+// unique keys of distributed tables include the distribution column; foreign keys between
+// distributed tables include it on both sides; no reference table points at a distributed one. The
+// placement itself, on a real cluster: test/citus/distribution.citus.ts (npm run test:citus).
+import { BOOKKEEPING_TABLES as BOOKKEEPING, DISTRIBUTION_COLUMN, PLACEMENT } from '../src/db/distribute';
 import { withClient } from './helpers/env';
 import { createTestDatabase } from './helpers/testServer';
 
-const SCRIPT = readFileSync(path.join(__dirname, '..', 'scripts', 'citus.sql'), 'utf8');
-/** The migrator's own tables (src/db/migrate.ts): they stay local on the coordinator, where it runs. */
-const BOOKKEEPING = ['_prisma_migrations', '_tessera_functions'];
-
-/** Stand-ins with Citus's parameter names; they only record the placement asked for. */
-const STAND_INS = `
-CREATE TABLE citus_placement (table_name text PRIMARY KEY, kind text NOT NULL, distribution_column text, colocate_with text);
-CREATE FUNCTION create_reference_table(table_name regclass) RETURNS void LANGUAGE sql
-  AS $$ INSERT INTO citus_placement VALUES (table_name::text, 'reference', NULL, NULL) $$;
-CREATE FUNCTION create_distributed_table(table_name regclass, distribution_column text, colocate_with text DEFAULT 'default') RETURNS void LANGUAGE sql
-  AS $$ INSERT INTO citus_placement VALUES (table_name::text, 'distributed', distribution_column, colocate_with) $$;
-`;
-
-interface Placement { table_name: string; kind: 'reference' | 'distributed'; distribution_column: string | null; colocate_with: string | null }
 interface Key { table_name: string; index_name: string; columns: string[] }
 interface ForeignKey { name: string; from_table: string; from_columns: string[]; to_table: string; to_columns: string[] }
 
-let placements: Map<string, Placement>;
 let tables: string[];
 let uniqueKeys: Key[];
 let foreignKeys: ForeignKey[];
@@ -61,31 +45,20 @@ beforeAll(async () => {
            FROM pg_constraint con JOIN pg_class f ON f.oid = con.conrelid JOIN pg_class t ON t.oid = con.confrelid
           WHERE con.contype = 'f'`,
       ));
-      await c.query(STAND_INS);
-      await c.query(SCRIPT);
-      const { rows } = await c.query<Placement>('SELECT * FROM citus_placement');
-      placements = new Map(rows.map((row) => [row.table_name, row]));
     });
   } finally {
     await db.drop();
   }
 });
 
-const distributed = (table: string) => placements.get(table)?.kind === 'distributed';
+const distributed = (table: string) => PLACEMENT.get(table)?.kind === 'distributed';
 
-test('scripts/citus.sql places every table of the schema, and distributes the campaign-scoped ones by campaign_id', () => {
-  expect([...placements.keys()].sort()).toEqual(tables);
-  for (const table of ['tickets', 'allocations']) {
-    expect(placements.get(table)).toMatchObject({ kind: 'distributed', distribution_column: 'campaign_id' });
-  }
-  expect(placements.get('campaigns')?.kind).toBe('reference');
-  expect(placements.get('partners')?.kind).toBe('reference');
-  for (const placement of placements.values()) {
-    if (placement.kind !== 'distributed') continue;
-    expect(placement.distribution_column).toBe('campaign_id');
-    // Colocated with tickets, so a claim's joins and triggers stay on one shard.
-    if (placement.table_name !== 'tickets') expect(placement.colocate_with).toBe('tickets');
-  }
+test('PLACEMENT (src/db/distribute.ts) places every table of the schema, and distributes the campaign-scoped ones', () => {
+  expect([...PLACEMENT.keys()].sort()).toEqual(tables);
+  for (const table of ['tickets', 'allocations']) expect(PLACEMENT.get(table)?.kind).toBe('distributed');
+  expect(PLACEMENT.get('campaigns')?.kind).toBe('reference');
+  expect(PLACEMENT.get('partners')?.kind).toBe('reference');
+  expect(DISTRIBUTION_COLUMN).toBe('campaign_id');
 });
 
 test('every primary and unique key of a distributed table includes campaign_id', () => {

@@ -34,41 +34,47 @@ CREATE OR REPLACE FUNCTION "tessera_campaign_counts"(p_campaign_ids UUID[])
   LANGUAGE plpgsql VOLATILE
 AS $$
 #variable_conflict use_column
+DECLARE
+    p_id UUID;
 BEGIN
+    -- One query per campaign, naming it alone: on Citus each is routed to the node holding the
+    -- campaign (a query over several campaigns' shards cannot join them); every campaign's figures
+    -- come from one snapshot of their own.
+    FOREACH p_id IN ARRAY COALESCE(p_campaign_ids, '{}') LOOP
     RETURN QUERY
     WITH campaign AS MATERIALIZED (
         SELECT cp.id, cp.release_policy::text AS policy, cp.sold_out_at AS recorded
-          FROM campaigns cp WHERE cp.id = ANY(p_campaign_ids)
+          FROM campaigns cp WHERE cp.id = p_id
     ),
     counts AS (
         SELECT c.campaign_id, sum(c.total) AS total, sum(c.allocated) AS allocated, sum(c.held) AS held, sum(c.void) AS void
           FROM campaign_counters c
-         WHERE c.campaign_id = ANY(p_campaign_ids)
+         WHERE c.campaign_id = p_id
          GROUP BY c.campaign_id
     ),
     live_allotments AS MATERIALIZED (
         SELECT l.campaign_id, l.partner_id FROM allotments l
-         WHERE l.campaign_id = ANY(p_campaign_ids) AND l.lapsed_at IS NULL AND (l.lapses_at IS NULL OR l.lapses_at > clock_timestamp())
+         WHERE l.campaign_id = p_id AND l.lapsed_at IS NULL AND (l.lapses_at IS NULL OR l.lapses_at > clock_timestamp())
     ),
     -- Holds past their expiry that the sweeper has not written yet; `drawn`: from a live allotment.
     lapsed AS (
         SELECT a.campaign_id, count(*) AS n,
                count(*) FILTER (WHERE a.from_allotment AND (a.campaign_id, a.partner_id) IN (SELECT x.campaign_id, x.partner_id FROM live_allotments x)) AS drawn
           FROM allocations a
-         WHERE a.campaign_id = ANY(p_campaign_ids) AND a.status = 'HELD' AND a.expires_at <= clock_timestamp()
+         WHERE a.campaign_id = p_id AND a.status = 'HELD' AND a.expires_at <= clock_timestamp()
          GROUP BY a.campaign_id
     ),
     set_aside AS (
         SELECT t.campaign_id, count(*) AS n
           FROM tickets t JOIN live_allotments l ON l.campaign_id = t.campaign_id AND l.partner_id = t.allotted_to
-         WHERE t.status = 'ALLOTTED'
+         WHERE t.campaign_id = p_id AND t.status = 'ALLOTTED'
          GROUP BY t.campaign_id
     ),
     -- WAITLIST_FIRST: on their way to the waitlist, counted as held.
     on_the_way AS (
         SELECT t.campaign_id, count(*) AS n
           FROM tickets t
-         WHERE t.campaign_id = ANY(p_campaign_ids)
+         WHERE t.campaign_id = p_id
            AND (t.status = 'RETURNED'
                 OR (t.status = 'ALLOTTED'
                     AND (SELECT k.policy FROM campaign k WHERE k.id = t.campaign_id) = 'WAITLIST_FIRST'
@@ -100,11 +106,12 @@ BEGIN
            j.sold_out,
            COALESCE(j.recorded, CASE WHEN j.sold_out THEN
                CASE WHEN j.policy = 'VOID'
-                    THEN (SELECT a.allocated_at FROM allocations a WHERE a.campaign_id = j.id ORDER BY a.sequence DESC LIMIT 1)
+                    THEN (SELECT a.allocated_at FROM allocations a WHERE a.campaign_id = p_id ORDER BY a.sequence DESC LIMIT 1)
                     ELSE (SELECT max(COALESCE(a.confirmed_at, a.allocated_at)) FROM allocations a
-                           WHERE a.campaign_id = j.id AND a.status = 'ACTIVE')
+                           WHERE a.campaign_id = p_id AND a.status = 'ACTIVE')
                END
            END)
       FROM judged j;
+    END LOOP;
 END
 $$;

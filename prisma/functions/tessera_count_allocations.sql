@@ -18,20 +18,33 @@
 CREATE OR REPLACE FUNCTION "tessera_count_allocations"() RETURNS trigger
   LANGUAGE plpgsql
 AS $$
+DECLARE
+    deltas tessera_allocation_delta[];
+    ids UUID[];
+    ns BIGINT[];
 BEGIN
-    PERFORM tessera_apply_allocation_delta(array_agg(d))
-       FROM (SELECT (campaign_id, partner_id, status, date_trunc('minute', COALESCE(confirmed_at, allocated_at), 'UTC'), 1)::tessera_allocation_delta AS d
-               FROM rows_in WHERE status IN ('ACTIVE', 'HELD')
-             UNION ALL
-             SELECT (campaign_id, partner_id, status, date_trunc('minute', COALESCE(confirmed_at, allocated_at), 'UTC'), -1)::tessera_allocation_delta
-               FROM rows_out WHERE status IN ('ACTIVE', 'HELD')) x;
+    -- The transition tables are read by queries of their own, into arrays, and the counters are
+    -- written from those: on Citus the trigger runs on the shard, where a query that names a
+    -- distributed or reference table cannot also read a transition table (docs/SCALING.md, "Citus").
+    SELECT array_agg(d) INTO deltas
+      FROM (SELECT (campaign_id, partner_id, status, date_trunc('minute', COALESCE(confirmed_at, allocated_at), 'UTC'), 1)::tessera_allocation_delta AS d
+              FROM rows_in WHERE status IN ('ACTIVE', 'HELD')
+            UNION ALL
+            SELECT (campaign_id, partner_id, status, date_trunc('minute', COALESCE(confirmed_at, allocated_at), 'UTC'), -1)::tessera_allocation_delta
+              FROM rows_out WHERE status IN ('ACTIVE', 'HELD')) x;
+    PERFORM tessera_apply_allocation_delta(deltas);
+    SELECT array_agg(x.campaign_id), array_agg(x.n) INTO ids, ns
+      FROM (SELECT n.campaign_id, count(*) AS n
+              FROM rows_in n
+              JOIN rows_out o ON o.campaign_id = n.campaign_id AND o.id = n.id
+             WHERE o.status IN ('ACTIVE', 'HELD') AND n.status IN ('RELEASED', 'EXPIRED')
+             GROUP BY n.campaign_id) x;
+    IF ids IS NULL THEN RETURN NULL; END IF;
     INSERT INTO campaign_counters AS c (campaign_id, slot, void)
-    SELECT n.campaign_id, pg_backend_pid(), count(*)
-      FROM rows_in n
-      JOIN rows_out o ON o.campaign_id = n.campaign_id AND o.id = n.id
-      JOIN campaigns cp ON cp.id = n.campaign_id
-     WHERE o.status IN ('ACTIVE', 'HELD') AND n.status IN ('RELEASED', 'EXPIRED') AND cp.release_policy = 'VOID'
-     GROUP BY n.campaign_id
+    SELECT u.campaign_id, pg_backend_pid(), u.n
+      FROM unnest(ids, ns) AS u(campaign_id, n)
+      JOIN campaigns cp ON cp.id = u.campaign_id
+     WHERE cp.release_policy = 'VOID'
     ON CONFLICT (campaign_id, slot) DO UPDATE SET void = c.void + EXCLUDED.void;
     RETURN NULL;
 END

@@ -9,16 +9,24 @@
 CREATE OR REPLACE FUNCTION "tessera_count_tickets"() RETURNS trigger
   LANGUAGE plpgsql
 AS $$
+DECLARE
+    ids UUID[];
+    ns BIGINT[];
 BEGIN
+    -- The transition table is read by a query of its own, into arrays, and the counters are written
+    -- from those: on Citus the trigger runs on the shard, where a query that names a distributed
+    -- table cannot also read a transition table (docs/SCALING.md, "Citus").
     IF TG_OP = 'INSERT' THEN
-        INSERT INTO campaign_counters AS c (campaign_id, slot, total)
-        SELECT campaign_id, pg_backend_pid(), count(*) FROM rows_in GROUP BY campaign_id
-        ON CONFLICT (campaign_id, slot) DO UPDATE SET total = c.total + EXCLUDED.total;
+        SELECT array_agg(x.campaign_id), array_agg(x.n) INTO ids, ns
+          FROM (SELECT campaign_id, count(*) AS n FROM rows_in GROUP BY campaign_id) x;
     ELSE
-        INSERT INTO campaign_counters AS c (campaign_id, slot, total)
-        SELECT campaign_id, pg_backend_pid(), -count(*) FROM rows_out GROUP BY campaign_id
-        ON CONFLICT (campaign_id, slot) DO UPDATE SET total = c.total + EXCLUDED.total;
+        SELECT array_agg(x.campaign_id), array_agg(-x.n) INTO ids, ns
+          FROM (SELECT campaign_id, count(*) AS n FROM rows_out GROUP BY campaign_id) x;
     END IF;
+    IF ids IS NULL THEN RETURN NULL; END IF;
+    INSERT INTO campaign_counters AS c (campaign_id, slot, total)
+    SELECT u.campaign_id, pg_backend_pid(), u.n FROM unnest(ids, ns) AS u(campaign_id, n)
+    ON CONFLICT (campaign_id, slot) DO UPDATE SET total = c.total + EXCLUDED.total;
     RETURN NULL;
 END
 $$;

@@ -7,14 +7,18 @@
 CREATE OR REPLACE FUNCTION "tessera_record_sold_out"(p_campaign_id UUID) RETURNS VOID
   LANGUAGE plpgsql VOLATILE
 AS $$
+DECLARE
+    f RECORD;
 BEGIN
     -- Already recorded: nothing to compute (a release of a campaign that sold out long ago).
     IF (SELECT cp.sold_out_at IS NOT NULL FROM campaigns cp WHERE cp.id = p_campaign_id) THEN
         RETURN;
     END IF;
-    UPDATE campaigns cp
-       SET sold_out_at = f.sold_out_at
-      FROM tessera_campaign_counts(ARRAY[p_campaign_id]) f
-     WHERE cp.id = p_campaign_id AND f.campaign_id = cp.id AND f.sold_out AND cp.sold_out_at IS NULL;
+    -- Read, then written: on Citus the campaign (a reference table) cannot be updated from a query
+    -- of the distributed counters in one statement.
+    SELECT x.sold_out, x.sold_out_at INTO f FROM tessera_campaign_counts(ARRAY[p_campaign_id]) x;
+    IF f.sold_out THEN
+        UPDATE campaigns cp SET sold_out_at = f.sold_out_at WHERE cp.id = p_campaign_id AND cp.sold_out_at IS NULL;
+    END IF;
 END
 $$;

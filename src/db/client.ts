@@ -36,6 +36,8 @@ export type DatabaseOptions = Config['database'] & {
   onError?: (error: Error) => void;
   /** Called once for each server the pool gives up on because it stopped answering (stallWatch.ts). */
   onUnresponsive?: (url: string, error: Error) => void;
+  /** The database is a Citus coordinator (src/db/distribute.ts): plans are Citus's to choose (sessionSettings.ts). */
+  citus?: boolean;
 };
 
 /** A query outstanding this long gets its server probed (stallWatch.ts); the probe gets PROBE_TIMEOUT_MS. */

@@ -10,24 +10,27 @@ import { ENDPOINTS_LISTENING } from './webhookEvents';
 export async function closeCampaign(db: Batchable, campaignId: string): Promise<boolean> {
   // Under the exclusive gate, closes of one campaign run one after the other, and this statement's
   // snapshot sees any earlier close: CAMPAIGN_CLOSED (webhookEvents.ts) is appended once, by the
-  // close that changed the status.
+  // close that changed the status; a CLOSED campaign keeps its closed_at. closed_at is this
+  // statement's start, after the gate was taken: later than every claim that committed before it
+  // (statement_timestamp(), not clock_timestamp(): Citus refuses a VOLATILE function in an UPDATE
+  // of a reference table, and anything but an IMMUTABLE one in its COALESCE or CASE).
   const [, closed] = await db.$transaction([
     lockCampaignGate(db, campaignId),
     db.$queryRaw<{ closed: boolean }[]>`
       WITH previous AS (SELECT id, status FROM campaigns WHERE id = ${campaignId}::uuid),
       closed AS (
         UPDATE campaigns c
-           SET status = 'CLOSED', closed_at = COALESCE(c.closed_at, clock_timestamp())
+           SET status = 'CLOSED', closed_at = statement_timestamp()
           FROM previous p
-         WHERE c.id = p.id
-        RETURNING c.id, p.status AS was
+         WHERE c.id = p.id AND p.status <> 'CLOSED'
+        RETURNING c.id
       ),
       evented AS (
         INSERT INTO webhook_events (type, campaign_id, data)
         SELECT 'CAMPAIGN_CLOSED', x.id, tessera_campaign_event_data(x.id, 'CLOSED') FROM closed x
-         WHERE x.was <> 'CLOSED' AND ${Prisma.raw(ENDPOINTS_LISTENING)}
+         WHERE ${Prisma.raw(ENDPOINTS_LISTENING)}
       )
-      SELECT EXISTS (SELECT 1 FROM closed) AS closed`,
+      SELECT EXISTS (SELECT 1 FROM previous) AS closed`,
   ]);
   return (closed as { closed: boolean }[])[0]?.closed === true;
 }

@@ -14,11 +14,16 @@
 // Several instances may start at once: a session advisory lock (the key Prisma's engine uses)
 // makes them apply each migration and each function change exactly once, one after the other;
 // none serves before it returns. `pendingMigrations` (/healthz) reports what is missing of both.
+//
+// 3. On a Citus coordinator, every table not yet placed is distributed or made a reference table
+//    (src/db/distribute.ts): a new database, and a migration that adds a table, alike.
 import { createHash, randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
+import { postgreSplitterOptions, splitQuery } from 'dbgate-query-splitter';
 import type { Client } from 'pg';
 import { CLAIM_FUNCTIONS } from './claimFunctions';
+import { distribute, isCitus, prepareCitusSession } from './distribute';
 import { connectClient } from './hosts';
 
 export const MIGRATIONS_DIR = path.resolve(__dirname, '../../prisma/migrations');
@@ -131,6 +136,8 @@ export async function migrate(databaseUrl: string, dir = MIGRATIONS_DIR, functio
   const client = await connectClient(databaseUrl);
   try {
     await client.query('SELECT pg_advisory_lock($1)', [PRISMA_MIGRATE_LOCK_KEY]);
+    const citus = await isCitus(client);
+    if (citus) await prepareCitusSession(client);
     await client.query(CREATE_MIGRATIONS_TABLE);
     const { rows } = await client.query<AppliedRow>(
       'SELECT migration_name, checksum, finished_at, rolled_back_at FROM "_prisma_migrations" WHERE rolled_back_at IS NULL',
@@ -162,7 +169,7 @@ export async function migrate(databaseUrl: string, dir = MIGRATIONS_DIR, functio
           'INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at) VALUES ($1, $2, $3, now())',
           [id, migration.checksum, migration.name],
         );
-        await client.query(migration.sql);
+        await runScript(client, migration.sql);
         await client.query(
           'UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1',
           [id],
@@ -175,10 +182,25 @@ export async function migrate(databaseUrl: string, dir = MIGRATIONS_DIR, functio
       done.push(migration.name);
     }
     done.push(...(await applyFunctions(client, functions)));
+    if (citus) done.push(...(await distribute(client)));
     return done;
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [PRISMA_MIGRATE_LOCK_KEY]).catch(() => undefined);
     await client.end().catch(() => undefined);
+  }
+}
+
+/**
+ * Runs a file's statements one by one, in the caller's transaction. One query string holding several
+ * commands would do on one server, but Citus sends a DDL command on a distributed table to the
+ * workers as the whole query string it came in, in a prepared statement: "cannot insert multiple
+ * commands into a prepared statement". dbgate-query-splitter knows PostgreSQL's quoting (dollar
+ * quotes, comments), so a function body stays one statement.
+ */
+async function runScript(client: Client, sql: string): Promise<void> {
+  for (const statement of splitQuery(sql, postgreSplitterOptions)) {
+    const text = typeof statement === 'string' ? statement : statement.text;
+    if (text.trim()) await client.query(text);
   }
 }
 
@@ -225,7 +247,7 @@ async function applyFunctions(client: Client, functions: Migration[]): Promise<s
   try {
     for (const f of changed) {
       try {
-        await client.query(f.sql);
+        await runScript(client, f.sql);
       } catch (error) {
         throw new Error(`${functionLabel(f.name)} failed: ${(error as Error).message}`, { cause: error });
       }

@@ -13,7 +13,7 @@ import { Prisma } from '../generated/prisma/client';
 export async function openCampaign(db: Db, campaignId: string, ballot: { commitment: string; sealed: string } | null = null): Promise<boolean> {
   const rows = await db.$queryRaw<{ opened: boolean }[]>`
     WITH opened AS (
-      UPDATE campaigns SET status = 'OPEN', opened_at = clock_timestamp()
+      UPDATE campaigns SET status = 'OPEN', opened_at = statement_timestamp()
        WHERE id = ${campaignId}::uuid AND status = 'DRAFT'
       RETURNING id
     ),

@@ -87,7 +87,7 @@ export function pickTickets(o: {
          AND ${when} AND ${releasePolicy(c)} = 'POOL'
          -- another partner's hold drawn from its live allotment returns to that allotment, not to us
          AND (NOT a.from_allotment OR a.partner_id = ${p}
-              OR NOT EXISTS (SELECT 1 FROM allotments l WHERE l.campaign_id = a.campaign_id AND l.partner_id = a.partner_id
+              OR NOT EXISTS (SELECT 1 FROM allotments l WHERE l.campaign_id = ${c} AND l.partner_id = a.partner_id
                                 AND (l.lapses_at IS NULL OR l.lapses_at > clock_timestamp())))
        ORDER BY a.expires_at, a.id
        LIMIT ${n} - (SELECT count(*) FROM own) - (SELECT count(*) FROM upper) - (SELECT count(*) FROM lower) - (SELECT count(*) FROM lapsed_allotted)

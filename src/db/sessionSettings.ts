@@ -18,6 +18,7 @@
 //     statement took 1.1 ms of its 2.4 ms here; with the generic plan a claim took 1.0 ms. Safe
 //     because every statement's plan is decided by its shape, not by one campaign's statistics
 //     (test/plan.test.ts checks the generic plans);
+//     On Citus: auto (PostgreSQL's default), below;
 //   - jit = off: PostgreSQL compiles a plan whose estimated cost passes jit_above_cost with LLVM at
 //     every execution, and the group claim's plan does (its LIMITs are parameters): JIT turned its
 //     5 ms for 32 claims into 1.3–2.1 s (2026-12-01). An OLTP statement never repays compiling it.
@@ -25,7 +26,7 @@ import type { Pool } from 'pg';
 import type { Config } from '../config';
 import { connectClient } from './hosts';
 
-type Timeouts = Pick<Config['database'], 'statementTimeoutMs' | 'lockTimeoutMs' | 'idleInTransactionTimeoutMs'>;
+type Timeouts = Pick<Config['database'], 'statementTimeoutMs' | 'lockTimeoutMs' | 'idleInTransactionTimeoutMs'> & { citus?: boolean };
 
 /** Each setting with the value Tessera wants, as PostgreSQL's SHOW prints it after a SET in these units. */
 export function sessionSettings(o: Timeouts): Array<{ name: string; value: string }> {
@@ -34,7 +35,9 @@ export function sessionSettings(o: Timeouts): Array<{ name: string; value: strin
     { name: 'lock_timeout', value: `${o.lockTimeoutMs}ms` },
     { name: 'idle_in_transaction_session_timeout', value: `${o.idleInTransactionTimeoutMs}ms` },
     { name: 'default_transaction_isolation', value: 'read committed' },
-    { name: 'plan_cache_mode', value: 'force_generic_plan' },
+    // On Citus a generic plan cannot be routed (the shard is picked from the campaign id's value),
+    // and Citus makes its custom plans the cheaper choice by itself: PostgreSQL's default there.
+    { name: 'plan_cache_mode', value: o.citus ? 'auto' : 'force_generic_plan' },
     { name: 'jit', value: 'off' },
   ];
 }

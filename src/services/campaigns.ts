@@ -107,7 +107,9 @@ export class CampaignService {
       Math.min(DEFAULT_WAITLIST_OFFER_SECONDS, maxHoldSeconds ?? DEFAULT_WAITLIST_OFFER_SECONDS);
     validate.campaignWindow(input.opensAt, input.closesAt);
     const ballot = ballotSettings(input, releasePolicy, maxHoldSeconds);
-    const campaign = await this.db.prisma.campaign.create({
+    // Written, then read: Prisma casts an enum among the returned columns to text in RETURNING,
+    // which Citus refuses on a reference table (docs/SCALING.md, "Citus").
+    const { id } = await this.db.prisma.campaign.create({
       data: {
         name,
         perHolderLimit,
@@ -119,8 +121,9 @@ export class CampaignService {
         opensAt: input.opensAt ?? null,
         closesAt: input.closesAt ?? null,
       },
-      select: CAMPAIGN_FIELDS,
+      select: { id: true },
     });
+    const campaign = await this.db.prisma.campaign.findUniqueOrThrow({ where: { id }, select: CAMPAIGN_FIELDS });
     ctx.loaders.campaign.prime(campaign.id, campaign);
     return campaign;
   }

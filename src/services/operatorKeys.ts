@@ -36,7 +36,10 @@ export class OperatorKeyService implements Pick<Authenticator, 'findOperatorByPr
   async create(input: { name: string; role: OperatorRole }): Promise<{ key: OperatorKeyModel; apiKey: string }> {
     const name = validate.text('name', input.name, validate.LIMITS.nameLength);
     const issued = issueApiKey('operator');
-    const key = await this.db.prisma.operatorKey.create({ data: { name, role: input.role, keyPrefix: issued.prefix, keyHash: issued.hash }, select: OPERATOR_FIELDS });
+    // Written, then read: an enum among the written row's returned columns is cast to text in
+    // RETURNING, which Citus refuses on a reference table (docs/SCALING.md, "Citus").
+    const { id } = await this.db.prisma.operatorKey.create({ data: { name, role: input.role, keyPrefix: issued.prefix, keyHash: issued.hash }, select: { id: true } });
+    const key = await this.db.prisma.operatorKey.findUniqueOrThrow({ where: { id }, select: OPERATOR_FIELDS });
     this.keys.added(issued.prefix);
     return { key, apiKey: issued.apiKey };
   }
@@ -45,11 +48,8 @@ export class OperatorKeyService implements Pick<Authenticator, 'findOperatorByPr
   async revoke(id: string): Promise<OperatorKeyModel> {
     const current = validate.isUuid(id) ? await this.db.prisma.operatorKey.findUnique({ where: { id: id.toLowerCase() }, select: { revokedAt: true } }) : null;
     if (!current) throw notFound('Operator key', id);
-    const row = await this.db.prisma.operatorKey.update({
-      where: { id: id.toLowerCase() },
-      data: { revokedAt: current.revokedAt ?? new Date() },
-      select: { ...OPERATOR_FIELDS, keyPrefix: true },
-    });
+    await this.db.prisma.operatorKey.update({ where: { id: id.toLowerCase() }, data: { revokedAt: current.revokedAt ?? new Date() }, select: { id: true } });
+    const row = await this.db.prisma.operatorKey.findUniqueOrThrow({ where: { id: id.toLowerCase() }, select: { ...OPERATOR_FIELDS, keyPrefix: true } });
     const { keyPrefix, ...key } = row;
     this.keys.removed(keyPrefix);
     this.live?.keyChanged(key.id);

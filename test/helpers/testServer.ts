@@ -9,6 +9,7 @@ import { createDatabase, type Database } from '../../src/db/client';
 import { applySessionSettings } from '../../src/db/sessionSettings';
 import { createLogger, type Logger } from '../../src/logger';
 import { createServer, type TesseraServer } from '../../src/server';
+import { citusNodes, cloneCitusDatabase, dropCitusDatabase } from './citus';
 import { databaseUrl, RUN_ENV, SERVER_ENV, TEMPLATE_ENV, withClient } from './env';
 import { ADMIN_KEY, graphqlData, postGraphQL, type GraphQLResponse } from './graphql';
 import { POOLER_ENV } from './pgbouncer';
@@ -44,6 +45,13 @@ export async function createTestDatabase(options: { migrated?: boolean } = {}): 
   if (!serverUrl || !template || !run) throw new Error('test/helpers/globalSetup.ts did not run');
   const name = `tessera_test_${run}_${randomBytes(4).toString('hex')}`;
   const admin = databaseUrl(serverUrl, 'postgres');
+  const citus = citusNodes();
+  if (citus) {
+    // npm run test:citus: the database on every node of the cluster (test/helpers/citus.ts).
+    if (options.migrated === false) throw new Error('test:citus makes migrated databases only');
+    await cloneCitusDatabase(citus, template, name);
+    return { url: databaseUrl(serverUrl, name), drop: () => dropCitusDatabase(citus, name) };
+  }
   for (let attempt = 1; ; attempt += 1) {
     try {
       await withClient(admin, (c) => c.query(`CREATE DATABASE "${name}" TEMPLATE "${options.migrated === false ? 'template0' : template}"`));
@@ -87,7 +95,7 @@ export async function startTestServer(
   const dbOptions: Config['database'] = { ...TEST_DATABASE_CONFIG, ...options.database, ...(poolerUrl ? { pooler: 'pgbouncer' as const } : {}) };
   const appUrl = poolerUrl ? databaseUrl(poolerUrl, decodeURIComponent(new URL(database.url).pathname.slice(1))) : database.url;
   if (poolerUrl) await applySessionSettings(database.url, appUrl, dbOptions);
-  const db = createDatabase({ ...dbOptions, url: appUrl });
+  const db = createDatabase({ ...dbOptions, url: appUrl, citus: citusNodes() !== null });
   const logger = options.logger ?? createLogger({ env: 'test', level: process.env.TEST_LOG_LEVEL });
   const server: TesseraServer = await createServer({
     // Group claims on, as in production, unless TESSERA_TEST_CLAIM_BATCH_MAX says otherwise: every
