@@ -1,6 +1,5 @@
 // npm run test:citus: the cluster itself — or, on a machine without one, the one line saying so.
 import { CITUS_ENV, citusNodes } from '../helpers/citus';
-import { withClient } from '../helpers/env';
 import { CITUS_SKIP_ENV } from '../helpers/globalSetupCitus';
 
 const skip = process.env[CITUS_SKIP_ENV];
@@ -12,4 +11,3 @@ if (skip) {
     expect(nodes.length).toBe(3);
   });
 }
-void withClient;
