@@ -10,7 +10,7 @@
 const base = require('./jest.config');
 
 /** Suites of `npm test` that run unchanged on Citus, then the Citus-only ones in test/citus/. */
-const SUITES = [];
+const SUITES = ['idempotency.test.ts', 'ballotClaims.test.ts', 'webhooksApi.test.ts', 'webhookDelivery.test.ts', 'operatorReads.test.ts', 'observability.test.ts'];
 
 /** @type {import('jest').Config} */
 module.exports = {

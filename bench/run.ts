@@ -42,6 +42,7 @@ import { childrenOf, untilEveryWorkerServes } from '../test/helpers/process';
 import { startReplicaPair } from '../test/helpers/replica';
 import { ticketsLiveTwice } from '../test/helpers/sql';
 import { INTEGRATION } from './ceilings/integration';
+import { citusBench } from './citus';
 import { ADMIN_KEY, ChildServer, codeVersion, freePort, gql, httpLoad, pgbenchVersion, ROOT, sequentialLatency, Server, type LoadResult } from './harness';
 import { GROUP_SIZE, SqlClaims, type SqlClaimResult } from './sqlClaims';
 import { sealSecret } from '../src/webhooks/secrets';
@@ -51,7 +52,7 @@ const { verifyBallot } = createRequire(__filename)('../bin/verify-ballot.js') as
   verifyBallot(ballot: unknown, entries: unknown[]): { ok: boolean; summary?: string; mismatch?: string };
 };
 
-const KNOWN = new Set(['--quick', '--no-pgbench']);
+const KNOWN = new Set(['--quick', '--no-pgbench', '--citus']);
 for (const a of process.argv.slice(2)) {
   if (!KNOWN.has(a)) {
     console.error(`bench: unknown option ${a} (known: ${[...KNOWN].join(' ')})`);
@@ -112,6 +113,11 @@ const sqlRate = (r: SqlClaimResult) => ({ rps: r.claimsPerSecond, p50: r.p50, p9
 const integrity = { lost: 0, duplicated: 0 };
 
 async function main(): Promise<void> {
+  // --citus: only the comparison with a Citus cluster (bench/citus.ts).
+  if (process.argv.includes('--citus')) {
+    process.exitCode = (await citusBench({ quick })) > 0 ? 1 : 0;
+    return;
+  }
   const loadAtStart = os.loadavg()[0]!;
   let embedded: EmbeddedDatabase | undefined;
   let serverUrl = process.env.DATABASE_URL;

@@ -1092,6 +1092,32 @@ SELECT 1 AS ord, g.verdict, g.prior_campaign_id, g.prior_allocation_id,
 END
 $function$;
 
+CREATE OR REPLACE FUNCTION public.tessera_confirm_hold(p_campaign_id uuid, p_allocation_id uuid, p_partner_id uuid, p_holder text)
+ RETURNS TABLE(verdict text, confirmed allocations)
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    v_now TIMESTAMPTZ;
+BEGIN
+    SELECT g.verdict INTO verdict FROM tessera_claim_gate(p_campaign_id, p_partner_id, p_holder, NULL, 0, 0) g;
+    IF verdict <> 'OK' THEN
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    v_now := clock_timestamp();
+    UPDATE allocations a
+       SET status = 'ACTIVE', confirmed_at = v_now, expires_at = NULL
+     WHERE a.campaign_id = p_campaign_id AND a.id = p_allocation_id
+       AND a.status = 'HELD' AND a.expires_at > v_now
+    RETURNING a.* INTO confirmed;
+    IF confirmed.id IS NOT NULL THEN
+        UPDATE tickets t SET status = 'ALLOCATED'
+         WHERE t.campaign_id = p_campaign_id AND t.id = confirmed.ticket_id AND t.status = 'HELD';
+    END IF;
+    RETURN NEXT;
+END
+$function$;
+
 CREATE OR REPLACE FUNCTION public.tessera_count_allocations()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -1188,6 +1214,7 @@ DECLARE
     n_winners INTEGER;
     digest TEXT;
     limits JSONB;
+    v_now TIMESTAMPTZ;
 BEGIN
     PERFORM pg_advisory_xact_lock(1, hashtext(p_campaign_id::text));
     SELECT * INTO c FROM campaigns WHERE id = p_campaign_id;
@@ -1231,7 +1258,7 @@ BEGIN
     UPDATE ballot_entries e
        SET rank = r.rank,
            won_in_draw = (w.id IS NOT NULL),
-           status = CASE WHEN w.id IS NOT NULL THEN 'WON' ELSE 'LOST' END::ballot_entry_status
+           status = CASE WHEN w.id IS NOT NULL THEN 'WON'::ballot_entry_status ELSE 'LOST'::ballot_entry_status END
       FROM tessera_ballot_candidates r LEFT JOIN tessera_ballot_winners w ON w.id = r.id
      WHERE e.campaign_id = p_campaign_id AND e.id = r.id;
 
@@ -1248,9 +1275,10 @@ BEGIN
       FROM (SELECT k AS partner_id FROM jsonb_object_keys(pool - '00000000-0000-0000-0000-000000000000') AS k
             UNION SELECT k FROM jsonb_object_keys(caps) AS k) p;
 
+    v_now := clock_timestamp();
     UPDATE ballots
        SET seed = p_seed, entries_digest = digest, entry_count = n_entries, tickets = n_tickets,
-           winners = n_winners, partner_limits = limits, drawn_at = clock_timestamp()
+           winners = n_winners, partner_limits = limits, drawn_at = v_now
      WHERE campaign_id = p_campaign_id;
 
     INSERT INTO webhook_events (type, campaign_id, data)
@@ -1324,6 +1352,8 @@ CREATE OR REPLACE FUNCTION public.tessera_expire_holds(p_batch integer)
 AS $function$
 DECLARE
     c UUID;
+    policy TEXT;
+    v_now TIMESTAMPTZ;
     swept INTEGER := 0;
     n INTEGER;
 BEGIN
@@ -1333,9 +1363,12 @@ BEGIN
          LIMIT 100
     LOOP
         PERFORM pg_advisory_xact_lock_shared(1, hashtext(c::text));
+        -- tessera_returned_ticket's rule, in the statement (the policy never changes).
+        policy := (SELECT cp.release_policy::text FROM campaigns cp WHERE cp.id = c);
+        v_now := clock_timestamp();
         WITH expired AS (
-            SELECT a.campaign_id, a.id, a.ticket_id FROM allocations a
-             WHERE a.campaign_id = c AND a.status = 'HELD' AND a.expires_at <= clock_timestamp()
+            SELECT a.id FROM allocations a
+             WHERE a.campaign_id = c AND a.status = 'HELD' AND a.expires_at <= v_now
              ORDER BY a.expires_at
              LIMIT p_batch
              FOR UPDATE SKIP LOCKED
@@ -1343,30 +1376,67 @@ BEGIN
         lapsed AS (
             UPDATE allocations a SET status = 'EXPIRED'
               FROM expired e
-             WHERE a.campaign_id = e.campaign_id AND a.id = e.id AND a.status = 'HELD'
-            RETURNING a.campaign_id, a.ticket_id, a.partner_id, a.from_allotment
+             WHERE a.campaign_id = c AND a.id = e.id AND a.status = 'HELD'
+            RETURNING a.ticket_id, a.partner_id, a.from_allotment
         ),
         destined AS (
-            SELECT l.campaign_id, l.ticket_id, l.partner_id, tessera_returned_ticket(l.campaign_id, l.partner_id, l.from_allotment) AS status
+            SELECT l.ticket_id, l.partner_id,
+                   CASE WHEN policy = 'VOID' THEN 'VOID'::ticket_status
+                        WHEN l.from_allotment AND EXISTS (SELECT 1 FROM allotments x
+                                                           WHERE x.campaign_id = c AND x.partner_id = l.partner_id
+                                                             AND (x.lapses_at IS NULL OR x.lapses_at > v_now)) THEN 'ALLOTTED'::ticket_status
+                        WHEN policy = 'WAITLIST_FIRST' THEN 'RETURNED'::ticket_status
+                        ELSE 'AVAILABLE'::ticket_status END AS status
               FROM lapsed l
         )
         UPDATE tickets t
            SET status = d.status, allotted_to = CASE WHEN d.status = 'ALLOTTED' THEN d.partner_id END
           FROM destined d
-         WHERE t.campaign_id = d.campaign_id AND t.id = d.ticket_id AND t.status = 'HELD';
+         WHERE t.campaign_id = c AND t.id = d.ticket_id AND t.status = 'HELD';
         GET DIAGNOSTICS n = ROW_COUNT;
         swept := swept + n;
     END LOOP;
 
-    -- Fold the quota credits into `live`. Deleting before updating, the same order as
-    -- setPartnerQuota: credits, then the quota row.
-    WITH folded AS (
-        DELETE FROM partner_quota_credits RETURNING campaign_id, partner_id
-    )
-    UPDATE partner_quotas q SET live = q.live - f.n
-      FROM (SELECT campaign_id, partner_id, count(*) AS n FROM folded GROUP BY campaign_id, partner_id) f
-     WHERE q.campaign_id = f.campaign_id AND q.partner_id = f.partner_id;
+    -- Fold the quota credits into `live`, campaign by campaign. Deleting before updating, the same
+    -- order as setPartnerQuota: credits, then the quota row.
+    FOR c IN SELECT DISTINCT k.campaign_id FROM partner_quota_credits k LOOP
+        WITH folded AS (
+            DELETE FROM partner_quota_credits k WHERE k.campaign_id = c RETURNING k.partner_id
+        )
+        UPDATE partner_quotas q SET live = q.live - f.n
+          FROM (SELECT folded.partner_id, count(*) AS n FROM folded GROUP BY folded.partner_id) f
+         WHERE q.campaign_id = c AND q.partner_id = f.partner_id;
+    END LOOP;
     RETURN swept;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.tessera_extend_hold(p_campaign_id uuid, p_allocation_id uuid, p_ttl_seconds integer)
+ RETURNS SETOF allocations
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    longest INTERVAL;
+    held allocations%ROWTYPE;
+    v_now TIMESTAMPTZ;
+    v_expires TIMESTAMPTZ;
+BEGIN
+    SELECT make_interval(secs => cp.max_hold_seconds) INTO longest FROM campaigns cp WHERE cp.id = p_campaign_id;
+    SELECT * INTO held FROM allocations a
+     WHERE a.campaign_id = p_campaign_id AND a.id = p_allocation_id AND a.status = 'HELD'
+       FOR UPDATE;
+    v_now := clock_timestamp();
+    IF held.id IS NULL OR held.expires_at <= v_now THEN
+        RETURN;
+    END IF;
+    v_expires := GREATEST(held.expires_at, v_now + make_interval(secs => p_ttl_seconds));
+    IF longest IS NOT NULL AND v_expires > held.allocated_at + longest THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+    UPDATE allocations a SET expires_at = v_expires
+     WHERE a.campaign_id = p_campaign_id AND a.id = p_allocation_id AND a.status = 'HELD'
+    RETURNING a.*;
 END
 $function$;
 
@@ -1475,6 +1545,13 @@ DECLARE
     freed INTEGER;
     left_over BOOLEAN;
     lapsed INTEGER := 0;
+    to_status ticket_status;
+    ids BIGINT[];
+    drawn_live INTEGER;
+    v_now TIMESTAMPTZ;
+    v_data JSONB;
+    cp_status TEXT;
+    n_returned INTEGER;
 BEGIN
     FOR r IN
         SELECT l.campaign_id, l.partner_id FROM allotments l
@@ -1489,19 +1566,14 @@ BEGIN
            FOR UPDATE SKIP LOCKED;
         CONTINUE WHEN NOT FOUND;
 
-        WITH free AS (
-            UPDATE tickets t
-               SET status = (SELECT CASE WHEN cp.release_policy = 'WAITLIST_FIRST' THEN 'RETURNED' ELSE 'AVAILABLE' END::ticket_status
-                               FROM campaigns cp WHERE cp.id = r.campaign_id),
-                   allotted_to = NULL
-             WHERE t.campaign_id = r.campaign_id
-               AND t.id = ANY(ARRAY(SELECT x.id FROM tickets x
-                                     WHERE x.campaign_id = r.campaign_id AND x.status = 'ALLOTTED' AND x.allotted_to = r.partner_id
-                                       FOR UPDATE SKIP LOCKED))
-               AND t.status = 'ALLOTTED'
-            RETURNING 1
-        )
-        SELECT count(*) INTO freed FROM free;
+        to_status := CASE WHEN (SELECT cp.release_policy FROM campaigns cp WHERE cp.id = r.campaign_id) = 'WAITLIST_FIRST'
+                          THEN 'RETURNED'::ticket_status ELSE 'AVAILABLE'::ticket_status END;
+        ids := ARRAY(SELECT x.id FROM tickets x
+                      WHERE x.campaign_id = r.campaign_id AND x.status = 'ALLOTTED' AND x.allotted_to = r.partner_id
+                        FOR UPDATE SKIP LOCKED);
+        UPDATE tickets t SET status = to_status, allotted_to = NULL
+         WHERE t.campaign_id = r.campaign_id AND t.id = ANY(ids) AND t.status = 'ALLOTTED';
+        GET DIAGNOSTICS freed = ROW_COUNT;
         left_over := EXISTS (SELECT 1 FROM tickets x
                               WHERE x.campaign_id = r.campaign_id AND x.status = 'ALLOTTED' AND x.allotted_to = r.partner_id);
 
@@ -1513,30 +1585,34 @@ BEGIN
         IF NOT left_over THEN
             freed := freed + (SELECT count(*) FROM tickets t
                                JOIN allocations a ON a.campaign_id = t.campaign_id AND a.ticket_id = t.id
-                              WHERE t.campaign_id = r.campaign_id AND t.allotted_to = r.partner_id
+                              WHERE t.campaign_id = r.campaign_id AND a.campaign_id = r.campaign_id
+                                AND t.allotted_to = r.partner_id
                                 AND NOT a.from_allotment AND a.status IN ('ACTIVE', 'HELD'));
+            v_now := clock_timestamp();
+            drawn_live := (SELECT count(*) FROM allocations a
+                            WHERE a.campaign_id = r.campaign_id AND a.partner_id = r.partner_id AND a.from_allotment
+                              AND (a.status = 'ACTIVE' OR (a.status = 'HELD' AND a.expires_at > v_now)));
+        ELSE
+            v_now := clock_timestamp();
         END IF;
         UPDATE allotments l
            SET returned = COALESCE(l.returned, 0) + freed,
-               lapsed_at = CASE WHEN left_over THEN NULL ELSE clock_timestamp() END,
-               size = CASE WHEN left_over THEN l.size
-                           ELSE COALESCE(l.returned, 0) + freed
-                                + (SELECT count(*) FROM allocations a
-                                    WHERE a.campaign_id = r.campaign_id AND a.partner_id = r.partner_id AND a.from_allotment
-                                      AND (a.status = 'ACTIVE' OR (a.status = 'HELD' AND a.expires_at > clock_timestamp()))) END,
-               updated_at = clock_timestamp()
+               lapsed_at = CASE WHEN left_over THEN NULL ELSE v_now END,
+               size = CASE WHEN left_over THEN l.size ELSE COALESCE(l.returned, 0) + freed + drawn_live END,
+               updated_at = v_now
          WHERE l.campaign_id = r.campaign_id AND l.partner_id = r.partner_id;
         CONTINUE WHEN left_over;
 
         lapsed := lapsed + 1;
         IF EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.enabled) THEN
+            -- Read first, then passed: a statement that names a table and calls the function would
+            -- run the function on a shard, where it cannot query (Citus).
+            cp_status := (SELECT cp.status::text FROM campaigns cp WHERE cp.id = r.campaign_id);
+            n_returned := (SELECT l.returned FROM allotments l WHERE l.campaign_id = r.campaign_id AND l.partner_id = r.partner_id);
+            v_data := tessera_campaign_event_data(r.campaign_id, cp_status)
+                      || jsonb_build_object('partnerId', r.partner_id, 'returned', n_returned);
             INSERT INTO webhook_events (type, campaign_id, partner_id, data, created_at)
-            SELECT 'ALLOTMENT_LAPSED', r.campaign_id, r.partner_id,
-                   tessera_campaign_event_data(r.campaign_id, cp.status::text)
-                     || jsonb_build_object('partnerId', r.partner_id, 'returned', l.returned),
-                   clock_timestamp()
-              FROM campaigns cp, allotments l
-             WHERE cp.id = r.campaign_id AND l.campaign_id = r.campaign_id AND l.partner_id = r.partner_id;
+            VALUES ('ALLOTMENT_LAPSED', r.campaign_id, r.partner_id, v_data, clock_timestamp());
         END IF;
     END LOOP;
     RETURN lapsed;
@@ -1551,6 +1627,9 @@ AS $function$
 DECLARE
     c UUID;
     s TEXT;
+    policy TEXT;
+    ids UUID[];
+    v_now TIMESTAMPTZ;
 BEGIN
     SELECT w.campaign_id INTO c FROM waitlist_entries w
      WHERE w.id = p_entry_id AND (p_partner_id IS NULL OR w.partner_id = p_partner_id);
@@ -1562,7 +1641,8 @@ BEGIN
     PERFORM pg_advisory_xact_lock_shared(1, hashtext(c::text));
     SELECT w.status::text INTO s FROM waitlist_entries w WHERE w.campaign_id = c AND w.id = p_entry_id FOR UPDATE;
     IF s = 'WAITING' THEN
-        UPDATE waitlist_entries w SET status = 'LEFT', ended_at = clock_timestamp()
+        v_now := clock_timestamp();
+        UPDATE waitlist_entries w SET status = 'LEFT', ended_at = v_now
          WHERE w.campaign_id = c AND w.id = p_entry_id;
         verdict := 'OK'; RETURN NEXT; RETURN;
     END IF;
@@ -1570,26 +1650,35 @@ BEGIN
         verdict := 'NOT_WAITLISTED'; RETURN NEXT; RETURN;
     END IF;
 
+    v_now := clock_timestamp();
+    ids := ARRAY(SELECT x.id FROM allocations x
+                  WHERE x.campaign_id = c AND x.waitlist_entry_id = p_entry_id
+                    AND x.status = 'HELD' AND x.expires_at > v_now
+                    FOR UPDATE SKIP LOCKED);
+    -- tessera_returned_ticket's rule, in the statement (the policy never changes).
+    policy := (SELECT cp.release_policy::text FROM campaigns cp WHERE cp.id = c);
+    v_now := clock_timestamp();
     WITH declined AS (
-        UPDATE allocations a SET status = 'RELEASED', released_at = clock_timestamp(), expires_at = NULL
-         WHERE a.campaign_id = c
-           AND a.id = ANY(ARRAY(SELECT x.id FROM allocations x
-                                 WHERE x.campaign_id = c AND x.waitlist_entry_id = p_entry_id
-                                   AND x.status = 'HELD' AND x.expires_at > clock_timestamp()
-                                   FOR UPDATE SKIP LOCKED))
-           AND a.status = 'HELD'
-        RETURNING a.campaign_id, a.ticket_id, a.partner_id, a.from_allotment
+        UPDATE allocations a SET status = 'RELEASED', released_at = v_now, expires_at = NULL
+         WHERE a.campaign_id = c AND a.id = ANY(ids) AND a.status = 'HELD'
+        RETURNING a.ticket_id, a.partner_id, a.from_allotment
     ),
     returned AS (
         UPDATE tickets t
-           SET status = tessera_returned_ticket(d.campaign_id, d.partner_id, d.from_allotment)
+           SET status = CASE WHEN policy = 'VOID' THEN 'VOID'::ticket_status
+                             WHEN d.from_allotment AND EXISTS (SELECT 1 FROM allotments x
+                                                                WHERE x.campaign_id = c AND x.partner_id = d.partner_id
+                                                                  AND (x.lapses_at IS NULL OR x.lapses_at > v_now)) THEN 'ALLOTTED'::ticket_status
+                             WHEN policy = 'WAITLIST_FIRST' THEN 'RETURNED'::ticket_status
+                             ELSE 'AVAILABLE'::ticket_status END
           FROM declined d
-         WHERE t.campaign_id = d.campaign_id AND t.id = d.ticket_id AND t.status = 'HELD'
+         WHERE t.campaign_id = c AND t.id = d.ticket_id AND t.status = 'HELD'
         RETURNING 1
     )
     SELECT count(*) INTO released FROM returned;
     -- An offer whose holds had all been confirmed or had lapsed meanwhile: the entry settled with them.
-    UPDATE waitlist_entries w SET status = 'LEFT', ended_at = clock_timestamp()
+    v_now := clock_timestamp();
+    UPDATE waitlist_entries w SET status = 'LEFT', ended_at = v_now
      WHERE w.campaign_id = c AND w.id = p_entry_id AND w.status = 'OFFERED';
     verdict := 'OK'; RETURN NEXT;
 END
@@ -1628,6 +1717,7 @@ DECLARE
     e RECORD;
     verdict TEXT;
     expires TIMESTAMPTZ;
+    v_now TIMESTAMPTZ;
     offered INTEGER := 0;
 BEGIN
     SELECT * INTO cp FROM campaigns WHERE id = p_campaign_id;
@@ -1660,7 +1750,8 @@ BEGIN
             CONTINUE WHEN verdict <> 'OK';
             -- The entry's row lock before anything is written for it: a leaveWaitlist that holds it
             -- (or has just committed) makes it no longer WAITING, and it is passed over.
-            UPDATE waitlist_entries w SET status = 'OFFERED', offered_at = clock_timestamp()
+            v_now := clock_timestamp();
+            UPDATE waitlist_entries w SET status = 'OFFERED', offered_at = v_now
              WHERE w.campaign_id = p_campaign_id AND w.id = e.id AND w.status = 'WAITING';
             CONTINUE WHEN NOT FOUND;
 
@@ -1729,6 +1820,7 @@ DECLARE
     total INTEGER;
     promoted INTEGER;
     wanted INTEGER;
+    remembered JSONB;
 BEGIN
     SELECT * INTO b FROM ballots WHERE campaign_id = p_campaign_id;
     IF NOT FOUND OR b.drawn_at IS NULL
@@ -1768,10 +1860,10 @@ BEGIN
 
     -- Nothing given: no LOST entry fits this pool under these caps. Remember both, to skip until one changes.
     -- (Only when the walk saw every ticket the unlocked count sees: none was skipped as locked.)
-    UPDATE ballots
-       SET pass_on_pool = CASE WHEN promoted = 0 AND pool = tessera_ballot_pool_counts(p_campaign_id)
-                               THEN jsonb_build_object('pool', pool, 'caps', caps) END
-     WHERE campaign_id = p_campaign_id;
+    IF promoted = 0 AND pool = tessera_ballot_pool_counts(p_campaign_id) THEN
+        remembered := jsonb_build_object('pool', pool, 'caps', caps);
+    END IF;
+    UPDATE ballots SET pass_on_pool = remembered WHERE campaign_id = p_campaign_id;
     RETURN promoted;
 END
 $function$;
@@ -1862,6 +1954,47 @@ BEGIN
 END
 $function$;
 
+CREATE OR REPLACE FUNCTION public.tessera_release_allocation(p_allocation_id uuid, p_partner_id uuid)
+ RETURNS TABLE(released allocations, offer_due boolean)
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    v_campaign UUID;
+    v_now TIMESTAMPTZ := clock_timestamp();
+    v_status ticket_status;
+BEGIN
+    -- The look-up by id reads every shard on Citus; done over one connection per node, so that this
+    -- transaction may then write the campaign (a reference table) on those connections. (A setting
+    -- of its own name on plain PostgreSQL, which nothing reads.)
+    PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
+    SELECT a.campaign_id INTO v_campaign FROM allocations a
+     WHERE a.id = p_allocation_id
+       AND (a.status = 'ACTIVE' OR (a.status = 'HELD' AND a.expires_at > v_now))
+       AND (p_partner_id IS NULL OR a.partner_id = p_partner_id);
+    IF v_campaign IS NULL THEN
+        RETURN;
+    END IF;
+    PERFORM pg_advisory_xact_lock_shared(1, hashtext(v_campaign::text));
+    PERFORM tessera_record_sold_out(v_campaign);
+    v_now := clock_timestamp();
+    UPDATE allocations a
+       SET status = 'RELEASED', released_at = v_now, expires_at = NULL
+     WHERE a.campaign_id = v_campaign AND a.id = p_allocation_id
+       AND (a.status = 'ACTIVE' OR (a.status = 'HELD' AND a.expires_at > v_now))
+       AND (p_partner_id IS NULL OR a.partner_id = p_partner_id)
+    RETURNING a.* INTO released;
+    IF released.id IS NULL THEN
+        RETURN;
+    END IF;
+    v_status := tessera_returned_ticket(v_campaign, released.partner_id, released.from_allotment);
+    UPDATE tickets t
+       SET status = v_status, allotted_to = CASE WHEN v_status = 'ALLOTTED' THEN released.partner_id END
+     WHERE t.campaign_id = v_campaign AND t.id = released.ticket_id;
+    offer_due := v_status = 'RETURNED';
+    RETURN NEXT;
+END
+$function$;
+
 CREATE OR REPLACE FUNCTION public.tessera_returned_ticket(p_campaign_id uuid, p_partner_id uuid, p_drawn boolean)
  RETURNS ticket_status
  LANGUAGE plpgsql
@@ -1888,11 +2021,14 @@ CREATE OR REPLACE FUNCTION public.tessera_settle_ballot_entry()
  RETURNS trigger
  LANGUAGE plpgsql
 AS $function$
+DECLARE
+    v_now TIMESTAMPTZ;
 BEGIN
     IF NEW.ballot_entry_id IS NULL OR NEW.status = 'ACTIVE' THEN
         RETURN NULL;
     END IF;
-    UPDATE ballot_entries e SET status = 'LAPSED', ended_at = clock_timestamp()
+    v_now := clock_timestamp();
+    UPDATE ballot_entries e SET status = 'LAPSED', ended_at = v_now
      WHERE e.campaign_id = NEW.campaign_id AND e.id = NEW.ballot_entry_id AND e.status = 'WON';
     RETURN NULL;
 END
@@ -1902,6 +2038,9 @@ CREATE OR REPLACE FUNCTION public.tessera_settle_waitlist_entry()
  RETURNS trigger
  LANGUAGE plpgsql
 AS $function$
+DECLARE
+    v_now TIMESTAMPTZ;
+    v_status TEXT; -- not of type waitlist_status: this file is applied before the migration that adds it
 BEGIN
     IF NEW.waitlist_entry_id IS NULL THEN
         RETURN NULL;
@@ -1910,15 +2049,18 @@ BEGIN
         PERFORM 1 FROM waitlist_entries w
          WHERE w.campaign_id = NEW.campaign_id AND w.id = NEW.waitlist_entry_id
            FOR UPDATE;
-        UPDATE waitlist_entries w SET status = 'ACCEPTED', ended_at = clock_timestamp()
+        v_now := clock_timestamp();
+        UPDATE waitlist_entries w SET status = 'ACCEPTED', ended_at = v_now
          WHERE w.campaign_id = NEW.campaign_id AND w.id = NEW.waitlist_entry_id AND w.status = 'OFFERED'
            AND NOT EXISTS (SELECT 1 FROM allocations a
                             WHERE a.campaign_id = NEW.campaign_id AND a.waitlist_entry_id = NEW.waitlist_entry_id
                               AND a.status <> 'ACTIVE');
     ELSE
+        v_status := CASE WHEN NEW.status = 'EXPIRED' THEN 'EXPIRED' ELSE 'LEFT' END;
+        v_now := clock_timestamp();
         UPDATE waitlist_entries w
-           SET status = CASE WHEN NEW.status = 'EXPIRED' THEN 'EXPIRED' ELSE 'LEFT' END::waitlist_status,
-               ended_at = clock_timestamp()
+           SET status = v_status::waitlist_status,
+               ended_at = v_now
          WHERE w.campaign_id = NEW.campaign_id AND w.id = NEW.waitlist_entry_id AND w.status = 'OFFERED';
     END IF;
     RETURN NULL;
@@ -1936,46 +2078,69 @@ CREATE OR REPLACE FUNCTION public.tessera_stock_events()
  LANGUAGE plpgsql
 AS $function$
 DECLARE
-    appended INTEGER;
+    appended INTEGER := 0;
+    v_ids UUID[];
+    v_thresholds INTEGER[];
+    v_sold_markers TIMESTAMPTZ[];
+    v_low_markers TIMESTAMPTZ[];
+    r RECORD;
+    was_sold_out TIMESTAMPTZ;
+    was_low TIMESTAMPTZ;
+    announce_sold_out BOOLEAN;
+    announce_low BOOLEAN;
+    v_now TIMESTAMPTZ;
+    listening BOOLEAN;
+    v_data JSONB;
 BEGIN
     -- The figures come from the counters, unlocked; only the campaigns whose markers they would
     -- change are then locked (SKIP LOCKED: one another sweeper or a close holds is left to the next
     -- sweep), and the markers are read again under the lock, so no announcement is made twice.
-    WITH figures AS (
-        SELECT cp.id, f.sold_out,
-               cp.low_stock_threshold IS NOT NULL AND f.total > 0 AND f.available <= cp.low_stock_threshold AS low
-          FROM tessera_campaign_counts(ARRAY(
-                 SELECT x.id FROM campaigns x
-                  WHERE x.status = 'OPEN' AND (x.sold_out_announced_at IS NULL OR x.low_stock_threshold IS NOT NULL OR x.low_stock_announced_at IS NOT NULL))) f
-          JOIN campaigns cp ON cp.id = f.campaign_id
-    ),
-    locked AS (
-        SELECT cp.id, cp.sold_out_announced_at AS was_sold_out, cp.low_stock_announced_at AS was_low
-          FROM campaigns cp JOIN figures f ON f.id = cp.id
-         WHERE (f.sold_out AND cp.sold_out_announced_at IS NULL) OR (f.low <> (cp.low_stock_announced_at IS NOT NULL))
-           FOR UPDATE OF cp SKIP LOCKED
-    ),
-    verdicts AS (
-        SELECT k.id, k.was_sold_out, k.was_low, f.sold_out, f.low FROM locked k JOIN figures f ON f.id = k.id
-    ),
-    changed AS (
-        UPDATE campaigns cp
-           SET sold_out_announced_at = CASE WHEN v.sold_out AND v.was_sold_out IS NULL THEN clock_timestamp() ELSE cp.sold_out_announced_at END,
-               low_stock_announced_at = CASE WHEN v.low THEN COALESCE(v.was_low, clock_timestamp()) END
-          FROM verdicts v
-         WHERE cp.id = v.id
-           AND ((v.sold_out AND v.was_sold_out IS NULL) OR (v.low AND v.was_low IS NULL) OR (NOT v.low AND v.was_low IS NOT NULL))
-        RETURNING cp.id, v.sold_out AND v.was_sold_out IS NULL AS announce_sold_out, v.low AND v.was_low IS NULL AS announce_low
-    ),
-    evented AS (
-        INSERT INTO webhook_events (type, campaign_id, data, created_at)
-        SELECT e.type, c.id, tessera_campaign_event_data(c.id, 'OPEN'), clock_timestamp() + e.step * interval '1 microsecond'
-          FROM changed c
-         CROSS JOIN LATERAL (VALUES (0, 'CAMPAIGN_LOW_STOCK', c.announce_low), (1, 'CAMPAIGN_SOLD_OUT', c.announce_sold_out)) AS e(step, type, fire)
-         WHERE e.fire AND EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.enabled)
-        RETURNING 1
-    )
-    SELECT count(*)::integer INTO appended FROM evented;
+    SELECT array_agg(x.id), array_agg(x.low_stock_threshold), array_agg(x.sold_out_announced_at), array_agg(x.low_stock_announced_at)
+      INTO v_ids, v_thresholds, v_sold_markers, v_low_markers
+      FROM campaigns x
+     WHERE x.status = 'OPEN' AND (x.sold_out_announced_at IS NULL OR x.low_stock_threshold IS NOT NULL OR x.low_stock_announced_at IS NOT NULL);
+    IF v_ids IS NULL THEN
+        RETURN 0;
+    END IF;
+    FOR r IN
+        SELECT v.id, v.sold_out, v.low
+          FROM (SELECT f.campaign_id AS id, f.sold_out,
+                       k.threshold IS NOT NULL AND f.total > 0 AND f.available <= k.threshold AS low,
+                       k.sold_marker, k.low_marker
+                  FROM tessera_campaign_counts(v_ids) f
+                  JOIN unnest(v_ids, v_thresholds, v_sold_markers, v_low_markers) AS k(id, threshold, sold_marker, low_marker)
+                    ON k.id = f.campaign_id) v
+         WHERE (v.sold_out AND v.sold_marker IS NULL) OR (v.low <> (v.low_marker IS NOT NULL))
+    LOOP
+        SELECT cp.sold_out_announced_at, cp.low_stock_announced_at INTO was_sold_out, was_low
+          FROM campaigns cp
+         WHERE cp.id = r.id
+           FOR UPDATE SKIP LOCKED;
+        CONTINUE WHEN NOT FOUND;
+        announce_sold_out := r.sold_out AND was_sold_out IS NULL;
+        announce_low := r.low AND was_low IS NULL;
+        CONTINUE WHEN NOT (announce_sold_out OR announce_low OR (NOT r.low AND was_low IS NOT NULL));
+        v_now := clock_timestamp();
+        UPDATE campaigns
+           SET sold_out_announced_at = CASE WHEN announce_sold_out THEN v_now ELSE was_sold_out END,
+               low_stock_announced_at = CASE WHEN r.low THEN COALESCE(was_low, v_now) END
+         WHERE id = r.id;
+        CONTINUE WHEN NOT (announce_sold_out OR announce_low);
+        IF listening IS NULL THEN
+            listening := EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.enabled);
+        END IF;
+        CONTINUE WHEN NOT listening;
+        v_data := tessera_campaign_event_data(r.id, 'OPEN');
+        -- LOW_STOCK first when both: a microsecond apart, so the dispatcher orders them so.
+        IF announce_low THEN
+            INSERT INTO webhook_events (type, campaign_id, data, created_at) VALUES ('CAMPAIGN_LOW_STOCK', r.id, v_data, v_now);
+            appended := appended + 1;
+        END IF;
+        IF announce_sold_out THEN
+            INSERT INTO webhook_events (type, campaign_id, data, created_at) VALUES ('CAMPAIGN_SOLD_OUT', r.id, v_data, v_now + interval '1 microsecond');
+            appended := appended + 1;
+        END IF;
+    END LOOP;
     RETURN appended;
 END
 $function$;
@@ -1987,6 +2152,7 @@ AS $function$
 DECLARE
     v_campaign UUID;
     v_status TEXT;
+    v_now TIMESTAMPTZ;
 BEGIN
     SELECT e.campaign_id INTO v_campaign FROM ballot_entries e
      WHERE e.id = p_entry_id AND (p_partner_id IS NULL OR e.partner_id = p_partner_id);
@@ -1997,7 +2163,8 @@ BEGIN
     SELECT e.status::text INTO v_status FROM ballot_entries e
      WHERE e.campaign_id = v_campaign AND e.id = p_entry_id FOR UPDATE;
     IF v_status = 'ENTERED' THEN
-        UPDATE ballot_entries e SET status = 'WITHDRAWN', withdrawn_at = clock_timestamp(), ended_at = clock_timestamp()
+        v_now := clock_timestamp();
+        UPDATE ballot_entries e SET status = 'WITHDRAWN', withdrawn_at = v_now, ended_at = v_now
          WHERE e.campaign_id = v_campaign AND e.id = p_entry_id;
         verdict := 'OK';
     ELSIF v_status = 'WITHDRAWN' THEN

@@ -23,16 +23,17 @@ CREATE TRIGGER "campaigns_allocation_sequence" AFTER INSERT OR DELETE ON "campai
 -- Campaigns made before allocations were numbered per campaign (or while this trigger was missing)
 -- get theirs here, continuing after the highest sequence they have, so each campaign's numbers stay
 -- strictly increasing across the change. Idempotent: only missing sequences are created.
+-- (One campaign per query: on Citus a correlated sub-select over a reference table is refused.)
 DO $$
 DECLARE
     c RECORD;
+    next_sequence BIGINT;
 BEGIN
     FOR c IN
-        SELECT cp.id, COALESCE((SELECT max(a.sequence) FROM allocations a WHERE a.campaign_id = cp.id), 0) + 1 AS start
-          FROM campaigns cp
-         WHERE to_regclass(tessera_allocation_sequence(cp.id)) IS NULL
+        SELECT cp.id FROM campaigns cp WHERE to_regclass(tessera_allocation_sequence(cp.id)) IS NULL
     LOOP
-        EXECUTE format('CREATE SEQUENCE %I AS bigint START WITH %s CACHE 1', tessera_allocation_sequence(c.id), c.start);
+        SELECT COALESCE(max(a.sequence), 0) + 1 INTO next_sequence FROM allocations a WHERE a.campaign_id = c.id;
+        EXECUTE format('CREATE SEQUENCE %I AS bigint START WITH %s CACHE 1', tessera_allocation_sequence(c.id), next_sequence);
     END LOOP;
 END
 $$;

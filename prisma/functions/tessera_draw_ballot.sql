@@ -22,6 +22,9 @@
 -- Verdicts: OK, DRAWN (drawn before: nothing changes), CAMPAIGN_NOT_FOUND, NOT_A_BALLOT,
 -- CAMPAIGN_NOT_OPEN (DRAFT — no seed yet — or CLOSED), SEED_MISMATCH (the seed does not hash to the
 -- commitment: nothing is drawn).
+-- (Citus: drawn_at is read into a variable before the UPDATE, and the entries' status is a constant
+-- in each branch — Citus refuses VOLATILE functions, and non-IMMUTABLE casts inside a CASE, in an
+-- UPDATE of a distributed table.)
 -- (PL/pgSQL, checked when it runs: it names tables and columns migrations after the baseline add.)
 CREATE OR REPLACE FUNCTION "tessera_draw_ballot"(p_campaign_id UUID, p_seed TEXT) RETURNS TEXT
   LANGUAGE plpgsql VOLATILE
@@ -36,6 +39,7 @@ DECLARE
     n_winners INTEGER;
     digest TEXT;
     limits JSONB;
+    v_now TIMESTAMPTZ;
 BEGIN
     PERFORM pg_advisory_xact_lock(1, hashtext(p_campaign_id::text));
     SELECT * INTO c FROM campaigns WHERE id = p_campaign_id;
@@ -79,7 +83,7 @@ BEGIN
     UPDATE ballot_entries e
        SET rank = r.rank,
            won_in_draw = (w.id IS NOT NULL),
-           status = CASE WHEN w.id IS NOT NULL THEN 'WON' ELSE 'LOST' END::ballot_entry_status
+           status = CASE WHEN w.id IS NOT NULL THEN 'WON'::ballot_entry_status ELSE 'LOST'::ballot_entry_status END
       FROM tessera_ballot_candidates r LEFT JOIN tessera_ballot_winners w ON w.id = r.id
      WHERE e.campaign_id = p_campaign_id AND e.id = r.id;
 
@@ -96,9 +100,10 @@ BEGIN
       FROM (SELECT k AS partner_id FROM jsonb_object_keys(pool - '00000000-0000-0000-0000-000000000000') AS k
             UNION SELECT k FROM jsonb_object_keys(caps) AS k) p;
 
+    v_now := clock_timestamp();
     UPDATE ballots
        SET seed = p_seed, entries_digest = digest, entry_count = n_entries, tickets = n_tickets,
-           winners = n_winners, partner_limits = limits, drawn_at = clock_timestamp()
+           winners = n_winners, partner_limits = limits, drawn_at = v_now
      WHERE campaign_id = p_campaign_id;
 
     INSERT INTO webhook_events (type, campaign_id, data)

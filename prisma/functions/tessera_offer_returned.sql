@@ -24,6 +24,8 @@
 -- Counted like a claim's inserts (src/db/countAllocations.ts): held per campaign and per partner in
 -- this backend's slot, and the quota's live. Announced as WAITLIST_OFFERED to the entry's partner's
 -- endpoints and the operator's, with the entry and its allocations (docs/WEBHOOKS.md).
+-- (Citus: offered_at is read into a variable before the entry's UPDATE — Citus refuses a VOLATILE
+-- function in an UPDATE of a distributed table; every statement names the campaign in every table.)
 -- (PL/pgSQL, checked when it runs: it names tables and columns migrations after the baseline add.)
 CREATE OR REPLACE FUNCTION "tessera_offer_returned"(p_campaign_id UUID) RETURNS INTEGER
   LANGUAGE plpgsql VOLATILE
@@ -35,6 +37,7 @@ DECLARE
     e RECORD;
     verdict TEXT;
     expires TIMESTAMPTZ;
+    v_now TIMESTAMPTZ;
     offered INTEGER := 0;
 BEGIN
     SELECT * INTO cp FROM campaigns WHERE id = p_campaign_id;
@@ -67,7 +70,8 @@ BEGIN
             CONTINUE WHEN verdict <> 'OK';
             -- The entry's row lock before anything is written for it: a leaveWaitlist that holds it
             -- (or has just committed) makes it no longer WAITING, and it is passed over.
-            UPDATE waitlist_entries w SET status = 'OFFERED', offered_at = clock_timestamp()
+            v_now := clock_timestamp();
+            UPDATE waitlist_entries w SET status = 'OFFERED', offered_at = v_now
              WHERE w.campaign_id = p_campaign_id AND w.id = e.id AND w.status = 'WAITING';
             CONTINUE WHEN NOT FOUND;
 

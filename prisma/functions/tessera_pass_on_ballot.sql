@@ -10,7 +10,9 @@
 -- each is promoted at most once.
 --
 -- A walk that gives nothing leaves the pool it found in ballots.pass_on_pool; while the pool and the
--- caps are unchanged the next sweep skips the campaign without locking anything.
+-- caps are unchanged the next sweep skips the campaign without locking anything. (What to leave is
+-- computed before the UPDATE: Citus refuses a function that reads tables in an UPDATE of a
+-- distributed table.)
 -- (PL/pgSQL, checked when it runs: it names tables and columns migrations after the baseline add.)
 CREATE OR REPLACE FUNCTION "tessera_pass_on_ballot"(p_campaign_id UUID) RETURNS INTEGER
   LANGUAGE plpgsql VOLATILE
@@ -23,6 +25,7 @@ DECLARE
     total INTEGER;
     promoted INTEGER;
     wanted INTEGER;
+    remembered JSONB;
 BEGIN
     SELECT * INTO b FROM ballots WHERE campaign_id = p_campaign_id;
     IF NOT FOUND OR b.drawn_at IS NULL
@@ -62,10 +65,10 @@ BEGIN
 
     -- Nothing given: no LOST entry fits this pool under these caps. Remember both, to skip until one changes.
     -- (Only when the walk saw every ticket the unlocked count sees: none was skipped as locked.)
-    UPDATE ballots
-       SET pass_on_pool = CASE WHEN promoted = 0 AND pool = tessera_ballot_pool_counts(p_campaign_id)
-                               THEN jsonb_build_object('pool', pool, 'caps', caps) END
-     WHERE campaign_id = p_campaign_id;
+    IF promoted = 0 AND pool = tessera_ballot_pool_counts(p_campaign_id) THEN
+        remembered := jsonb_build_object('pool', pool, 'caps', caps);
+    END IF;
+    UPDATE ballots SET pass_on_pool = remembered WHERE campaign_id = p_campaign_id;
     RETURN promoted;
 END
 $$;

@@ -10,6 +10,10 @@
 --                                          second if that caller died first;
 --   otherwise                              back to the pool: AVAILABLE.
 -- The policy never changes after creation; an allotment is live until its lapses_at.
+-- The sweeper (tessera_expire_holds) and leaveWaitlist (tessera_leave_waitlist) write this same rule
+-- inside their statements instead of calling this: on Citus those statements run on the campaign's
+-- shard, where a function they call cannot query a table. Call this from PL/pgSQL (or a statement
+-- that names no distributed table), and keep the three in step.
 -- (PL/pgSQL, checked when it runs: it names columns and a table migrations after the baseline add.)
 CREATE OR REPLACE FUNCTION "tessera_returned_ticket"(p_campaign_id UUID, p_partner_id UUID, p_drawn BOOLEAN) RETURNS ticket_status
   LANGUAGE plpgsql VOLATILE

@@ -6,15 +6,20 @@
 -- evaluated before any PL/pgSQL runs), and a hold that no ballot won returns at the first line.
 -- (The WHEN clause cannot name ballot_entry_id: this file is applied to databases whose migrations
 -- have not added it yet.)
+-- The clock is read into a variable first: Citus, where this runs on the shard, refuses a VOLATILE
+-- function in an UPDATE of a distributed table.
 -- (PL/pgSQL, checked when it runs: it names a table and a column migrations after the baseline add.)
 CREATE OR REPLACE FUNCTION "tessera_settle_ballot_entry"() RETURNS trigger
   LANGUAGE plpgsql
 AS $$
+DECLARE
+    v_now TIMESTAMPTZ;
 BEGIN
     IF NEW.ballot_entry_id IS NULL OR NEW.status = 'ACTIVE' THEN
         RETURN NULL;
     END IF;
-    UPDATE ballot_entries e SET status = 'LAPSED', ended_at = clock_timestamp()
+    v_now := clock_timestamp();
+    UPDATE ballot_entries e SET status = 'LAPSED', ended_at = v_now
      WHERE e.campaign_id = NEW.campaign_id AND e.id = NEW.ballot_entry_id AND e.status = 'WON';
     RETURN NULL;
 END

@@ -13,10 +13,15 @@
 -- two confirmations of one offer in parallel take it one after the other, and the second (reading
 -- afresh once the first has committed) sees both ACTIVE. Lock order (docs/CORRECTNESS.md §5): the
 -- allocation, then its ticket, then the entry — after whatever the statement locked first.
+-- The clock and the new status are read into variables first: Citus, where this runs on the shard,
+-- refuses a VOLATILE function (or a non-IMMUTABLE one inside a CASE) in an UPDATE of a distributed table.
 -- (PL/pgSQL, checked when it runs: it names a table and a column migrations after the baseline add.)
 CREATE OR REPLACE FUNCTION "tessera_settle_waitlist_entry"() RETURNS trigger
   LANGUAGE plpgsql
 AS $$
+DECLARE
+    v_now TIMESTAMPTZ;
+    v_status TEXT; -- not of type waitlist_status: this file is applied before the migration that adds it
 BEGIN
     IF NEW.waitlist_entry_id IS NULL THEN
         RETURN NULL;
@@ -25,15 +30,18 @@ BEGIN
         PERFORM 1 FROM waitlist_entries w
          WHERE w.campaign_id = NEW.campaign_id AND w.id = NEW.waitlist_entry_id
            FOR UPDATE;
-        UPDATE waitlist_entries w SET status = 'ACCEPTED', ended_at = clock_timestamp()
+        v_now := clock_timestamp();
+        UPDATE waitlist_entries w SET status = 'ACCEPTED', ended_at = v_now
          WHERE w.campaign_id = NEW.campaign_id AND w.id = NEW.waitlist_entry_id AND w.status = 'OFFERED'
            AND NOT EXISTS (SELECT 1 FROM allocations a
                             WHERE a.campaign_id = NEW.campaign_id AND a.waitlist_entry_id = NEW.waitlist_entry_id
                               AND a.status <> 'ACTIVE');
     ELSE
+        v_status := CASE WHEN NEW.status = 'EXPIRED' THEN 'EXPIRED' ELSE 'LEFT' END;
+        v_now := clock_timestamp();
         UPDATE waitlist_entries w
-           SET status = CASE WHEN NEW.status = 'EXPIRED' THEN 'EXPIRED' ELSE 'LEFT' END::waitlist_status,
-               ended_at = clock_timestamp()
+           SET status = v_status::waitlist_status,
+               ended_at = v_now
          WHERE w.campaign_id = NEW.campaign_id AND w.id = NEW.waitlist_entry_id AND w.status = 'OFFERED';
     END IF;
     RETURN NULL;

@@ -93,10 +93,11 @@ export async function setPartnerAllotment(
          RETURNING 1
        ),
        saved AS (
-         INSERT INTO allotments AS l (campaign_id, partner_id, size, lapses_at)
-         SELECT ${C}, ${P}, ${S}, ${L} FROM verdict WHERE verdict = 'OK'
+         -- the time given with the row: Citus takes no function in DO UPDATE SET
+         INSERT INTO allotments AS l (campaign_id, partner_id, size, lapses_at, updated_at)
+         SELECT ${C}, ${P}, ${S}, ${L}, statement_timestamp() FROM verdict WHERE verdict = 'OK'
          ON CONFLICT (campaign_id, partner_id)
-         DO UPDATE SET size = EXCLUDED.size, lapses_at = EXCLUDED.lapses_at, lapsed_at = NULL, returned = NULL, updated_at = clock_timestamp()
+         DO UPDATE SET size = EXCLUDED.size, lapses_at = EXCLUDED.lapses_at, lapsed_at = NULL, returned = NULL, updated_at = EXCLUDED.updated_at
          RETURNING 1
        )
        SELECT v.verdict, v.in_use, v.available

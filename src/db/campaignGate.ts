@@ -7,15 +7,11 @@
 import type { Prisma } from '../generated/prisma/client';
 import type { Db } from './client';
 
-// Advisory locks are per node. Claims take the gate inside their statements, which on Citus run on
-// the node holding the campaign's shards; so the exclusive side names a table of the campaign's too
-// (an index probe of campaign_counters, whatever it finds): on Citus the statement is routed to that
-// node, CTE and all, and the lock is taken there; on one server the probe costs next to nothing.
+// On Citus the gate lives on the coordinator, on both sides: a claim statement's gate CTE names no
+// table, so Citus runs it there, as it runs the sweeper's and the releases' (test/citus/ checks that
+// a close waits for a claim in flight). Tessera therefore talks to the coordinator only.
 export function lockCampaignGate(db: Db, campaignId: string): Prisma.PrismaPromise<number> {
-  return db.$executeRaw`
-    WITH gate AS MATERIALIZED (SELECT pg_advisory_xact_lock(1, hashtext(${campaignId}::uuid::text)) AS locked)
-    SELECT g.locked FROM gate g
-      LEFT JOIN (SELECT 1 FROM campaign_counters c WHERE c.campaign_id = ${campaignId}::uuid LIMIT 1) shard ON true`;
+  return db.$executeRaw`SELECT pg_advisory_xact_lock(1, hashtext(${campaignId}::uuid::text))`;
 }
 
 /** A client that can run a batch transaction (the root Prisma client). */

@@ -74,10 +74,10 @@ export async function prepareCitusSession(client: Client): Promise<void> {
  * Places every table not placed yet; returns what it placed, as `citus: <table> (<kind>)`. Foreign
  * keys between tables to be distributed are dropped and added again around the calls (Citus
  * distributes a table only when every table referencing it is distributed with it), all in one
- * transaction: a failure places nothing. Then makes every function of Tessera's known on every
- * node (claims run some inside the statements the workers execute).
+ * transaction: a failure places nothing. Runs before the function files are applied: placing a
+ * table drops the functions that take or return its row type (the migrator applies them again).
  */
-export async function distribute(client: Client): Promise<string[]> {
+export async function distributeTables(client: Client): Promise<string[]> {
   const { rows: tables } = await client.query<{ name: string; placed: boolean }>(
     `SELECT c.relname AS name, EXISTS (SELECT 1 FROM pg_dist_partition p WHERE p.logicalrelid = c.oid) AS placed
        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -120,7 +120,16 @@ export async function distribute(client: Client): Promise<string[]> {
     await client.query('ROLLBACK').catch(() => undefined);
     throw new Error(`Placing the tables on Citus failed: ${(error as Error).message}`, { cause: error });
   }
-  // Functions: propagated to the workers once; later CREATE OR REPLACE follows them there.
+  return done;
+}
+
+/**
+ * Makes every function of Tessera's known on every node (statements the workers execute call some
+ * of them); returns them as `citus: function <signature>`. Once propagated, a later CREATE OR
+ * REPLACE follows a function there.
+ */
+export async function distributeFunctions(client: Client): Promise<string[]> {
+  const done: string[] = [];
   const { rows: functions } = await client.query<{ signature: string }>(
     `SELECT p.oid::regprocedure::text AS signature FROM pg_proc p
       WHERE p.pronamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) AND p.proname LIKE 'tessera\\_%'

@@ -1,8 +1,7 @@
 // extendHold: a HELD allocation's expires_at moved to max(expires_at, now + ttl), never past
-// allocated_at + the campaign's max_hold_seconds. Like confirmHold, the check that the hold has not
-// expired and the write are one step against the database clock: clock_timestamp() in the WHERE
-// clause is evaluated again when the row is re-checked after a wait for its lock, so a hold that
-// lapsed meanwhile — or that a claim or the sweeper took over — is never extended.
+// allocated_at + the campaign's max_hold_seconds, through tessera_extend_hold (prisma/functions/:
+// the row locked and checked against the database clock, then written). If nothing was extended,
+// the allocation is read afresh to say why.
 import { Prisma } from '../generated/prisma/client';
 import type { Db } from './client';
 import { ALLOCATION_COLUMNS, toAllocation, type AllocationRow } from './allocationRow';
@@ -15,18 +14,9 @@ export async function extendHold(
   hold: Pick<AllocationModel, 'id' | 'campaignId'>,
   ttlSeconds: number,
 ): Promise<{ verdict: ExtendVerdict; allocation: AllocationModel | null }> {
-  // LEAST ignores a NULL: without a cap the new expiry stands as computed; with one, the microseconds
-  // between the WHERE clause's clock and the SET clause's can never take it past the cap.
+  // The function alone in its statement (see its header), the row's columns read from what it returns.
   const rows = await db.$queryRaw<AllocationRow[]>`
-    WITH cap AS (SELECT make_interval(secs => max_hold_seconds) AS longest FROM campaigns WHERE id = ${hold.campaignId}::uuid)
-    UPDATE allocations
-       SET expires_at = LEAST(GREATEST(expires_at, clock_timestamp() + make_interval(secs => ${ttlSeconds}::integer)),
-                              allocated_at + (SELECT longest FROM cap))
-     WHERE campaign_id = ${hold.campaignId}::uuid AND id = ${hold.id}::uuid
-       AND status = 'HELD' AND expires_at > clock_timestamp()
-       AND GREATEST(expires_at, clock_timestamp() + make_interval(secs => ${ttlSeconds}::integer))
-           <= COALESCE(allocated_at + (SELECT longest FROM cap), 'infinity')
-    RETURNING ${Prisma.raw(ALLOCATION_COLUMNS)}`;
+    SELECT ${Prisma.raw(ALLOCATION_COLUMNS)} FROM tessera_extend_hold(${hold.campaignId}::uuid, ${hold.id}::uuid, ${ttlSeconds}::integer)`;
   if (rows[0]) return { verdict: 'OK', allocation: toAllocation(rows[0]) };
   // Why not: read afresh (a new snapshot sees what the update waited for).
   const [now] = await db.$queryRaw<{ status: string; expired: boolean }[]>`

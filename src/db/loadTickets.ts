@@ -8,15 +8,20 @@ export function recordSoldOut(db: Db, campaignId: string): Prisma.PrismaPromise<
 }
 
 /**
- * Inserts the codes; returns how many were new. ON CONFLICT DO NOTHING skips codes already in the
- * campaign and codes repeated within the call (PostgreSQL sees its own inserts within the
- * statement); the caller counts what was skipped as duplicates.
+ * Inserts the codes; returns how many were new (one row, `loaded`). ON CONFLICT DO NOTHING skips
+ * codes already in the campaign and codes repeated within the call (PostgreSQL sees its own inserts
+ * within the statement); the caller counts what was skipped as duplicates. Counted from RETURNING,
+ * not the command tag: Citus's tag counts the rows it sent, skipped ones included.
  */
-export function loadTickets(db: Db, campaignId: string, codes: string[]): Prisma.PrismaPromise<number> {
-  return db.$executeRaw`
-    INSERT INTO tickets (campaign_id, code)
-    SELECT ${campaignId}::uuid, code FROM unnest(${codes}::text[]) AS code
-    ON CONFLICT (campaign_id, code) DO NOTHING`;
+export function loadTickets(db: Db, campaignId: string, codes: string[]): Prisma.PrismaPromise<Array<{ loaded: number }>> {
+  return db.$queryRaw`
+    WITH inserted AS (
+      INSERT INTO tickets (campaign_id, code)
+      SELECT ${campaignId}::uuid, code FROM unnest(${codes}::text[]) AS code
+      ON CONFLICT (campaign_id, code) DO NOTHING
+      RETURNING 1
+    )
+    SELECT count(*)::int AS loaded FROM inserted`;
 }
 
 /**

@@ -15,15 +15,16 @@
 // makes them apply each migration and each function change exactly once, one after the other;
 // none serves before it returns. `pendingMigrations` (/healthz) reports what is missing of both.
 //
-// 3. On a Citus coordinator, every table not yet placed is distributed or made a reference table
-//    (src/db/distribute.ts): a new database, and a migration that adds a table, alike.
+// On a Citus coordinator, between the two steps every table not yet placed is distributed or made a
+// reference table, and after them every function is propagated to the workers (src/db/distribute.ts):
+// a new database, and a migration that adds a table, alike.
 import { createHash, randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { postgreSplitterOptions, splitQuery } from 'dbgate-query-splitter';
 import type { Client } from 'pg';
 import { CLAIM_FUNCTIONS } from './claimFunctions';
-import { distribute, isCitus, prepareCitusSession } from './distribute';
+import { distributeFunctions, distributeTables, isCitus, prepareCitusSession } from './distribute';
 import { connectClient } from './hosts';
 
 export const MIGRATIONS_DIR = path.resolve(__dirname, '../../prisma/migrations');
@@ -181,8 +182,9 @@ export async function migrate(databaseUrl: string, dir = MIGRATIONS_DIR, functio
       }
       done.push(migration.name);
     }
+    if (citus) done.push(...(await distributeTables(client)));
     done.push(...(await applyFunctions(client, functions)));
-    if (citus) done.push(...(await distribute(client)));
+    if (citus) done.push(...(await distributeFunctions(client)));
     return done;
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [PRISMA_MIGRATE_LOCK_KEY]).catch(() => undefined);
@@ -239,7 +241,13 @@ async function applyFunctions(client: Client, functions: Migration[]): Promise<s
   await client.query(CREATE_FUNCTIONS_TABLE);
   const { rows } = await client.query<{ name: string; checksum: string }>('SELECT name, checksum FROM "_tessera_functions"');
   const recorded = new Map(rows.map((row) => [row.name, row.checksum]));
-  const changed = functions.filter((f) => recorded.get(f.name) !== f.checksum);
+  // Recorded but gone (dropped by hand, or with a table's row type when Citus placed the table):
+  // applied again.
+  const { rows: present } = await client.query<{ name: string }>(
+    'SELECT DISTINCT proname AS name FROM pg_proc WHERE pronamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())',
+  );
+  const exists = new Set(present.map((row) => row.name));
+  const changed = functions.filter((f) => recorded.get(f.name) !== f.checksum || !exists.has(f.name));
   const onDisk = new Set(functions.map((f) => f.name));
   const deleted = rows.map((row) => row.name).filter((name) => !onDisk.has(name));
   if (changed.length === 0 && deleted.length === 0) return [];

@@ -5,6 +5,9 @@
 // lease) is left to that attempt: clearing its lease would let a second dispatcher send it at once.
 // The endpoint is locked FOR SHARE, so a deleteWebhook running now either comes first (nothing is
 // updated) or waits and then fails this delivery with the rest (deleteWebhookEndpoint.ts).
+// The time is read once, in that CTE (now(): the transaction's, as before), and the CASEs compare
+// columns only: Citus refuses a function inside a CASE of an UPDATE (webhook_deliveries is a
+// reference table there); it computes the CTE once and sends its result to every copy.
 import { Prisma } from '../generated/prisma/client';
 import type { Db } from './client';
 import { DELIVERY_COLUMNS, type DeliveryRow } from './webhookRows';
@@ -13,7 +16,7 @@ import { DELIVERY_COLUMNS, type DeliveryRow } from './webhookRows';
 export async function redeliverWebhook(db: Db, deliveryId: string): Promise<DeliveryRow | null> {
   const rows = await db.$queryRaw<DeliveryRow[]>`
     WITH endpoint AS (
-      SELECT e.id FROM webhook_endpoints e
+      SELECT e.id, now() AS now FROM webhook_endpoints e
         JOIN webhook_deliveries x ON x.endpoint_id = e.id
        WHERE x.id = ${deliveryId}::uuid AND e.deleted_at IS NULL
          FOR SHARE OF e
@@ -21,8 +24,8 @@ export async function redeliverWebhook(db: Db, deliveryId: string): Promise<Deli
     UPDATE webhook_deliveries d
        SET status = 'PENDING',
            -- (SET reads the row as it was: these test the old status and lease)
-           next_attempt_at = CASE WHEN d.status = 'PENDING' AND d.lease_until > now() THEN d.next_attempt_at ELSE now() END,
-           lease_until = CASE WHEN d.status = 'PENDING' AND d.lease_until > now() THEN d.lease_until END
+           next_attempt_at = CASE WHEN d.status = 'PENDING' AND d.lease_until > e.now THEN d.next_attempt_at ELSE e.now END,
+           lease_until = CASE WHEN d.status = 'PENDING' AND d.lease_until > e.now THEN d.lease_until END
       FROM endpoint e
      WHERE d.id = ${deliveryId}::uuid AND d.endpoint_id = e.id
     RETURNING ${Prisma.raw(DELIVERY_COLUMNS)}`;

@@ -147,14 +147,19 @@ export async function countEntries(db: Db, campaignId: string, partnerId: string
   return Number(row?.n ?? 0);
 }
 
-/** waitlistLength (WAITING entries) and offers out (OFFERED entries), per campaign. */
+/**
+ * waitlistLength (WAITING entries) and offers out (OFFERED entries), per campaign (0 and 0 for one
+ * without entries). One grouped query by campaign_id: on Citus each shard counts its own campaigns.
+ */
 export async function waitlistFigures(db: Db, campaignIds: readonly string[]): Promise<Map<string, { waiting: number; offered: number }>> {
   const rows = await db.$queryRaw<{ campaign_id: string; waiting: bigint; offered: bigint }[]>`
-    SELECT c.id AS campaign_id,
-           (SELECT count(*) FROM waitlist_entries w WHERE w.campaign_id = c.id AND w.status = 'WAITING') AS waiting,
-           (SELECT count(*) FROM waitlist_entries w WHERE w.campaign_id = c.id AND w.status = 'OFFERED') AS offered
-      FROM unnest(${campaignIds}::uuid[]) AS c(id)`;
-  return new Map(rows.map((r) => [r.campaign_id, { waiting: Number(r.waiting), offered: Number(r.offered) }]));
+    SELECT w.campaign_id, count(*) FILTER (WHERE w.status = 'WAITING') AS waiting, count(*) FILTER (WHERE w.status = 'OFFERED') AS offered
+      FROM waitlist_entries w
+     WHERE w.campaign_id = ANY(${[...campaignIds]}::uuid[]) AND w.status IN ('WAITING', 'OFFERED')
+     GROUP BY w.campaign_id`;
+  const figures = new Map(campaignIds.map((id) => [id, { waiting: 0, offered: 0 }]));
+  for (const r of rows) figures.set(r.campaign_id, { waiting: Number(r.waiting), offered: Number(r.offered) });
+  return figures;
 }
 
 /** The allocations offered to each entry, in sequence order (any status they have reached since). */

@@ -15,7 +15,14 @@
 // event to its endpoints, and leaseDue says so of a delivery queued before the revocation, which the
 // dispatcher then fails unsent (docs/WEBHOOKS.md). Both read partners.revoked_at itself, not the
 // key cache: a revocation holds from the next drain and the next lease on every instance.
-import type { Pool, PoolClient } from 'pg';
+//
+// On Citus (src/db/distribute.ts: webhook_events distributed by campaign, webhook_deliveries a
+// reference table) two statements take another shape, found out once per pool (onCitus): the drain
+// takes each campaign's events with a statement naming that campaign (a DELETE … FOR UPDATE over
+// every shard is refused), all in the one transaction; the lease picks its deliveries with a SELECT,
+// then leases them by id (Citus refuses clock_timestamp() in an UPDATE of a reference table, and
+// fails to run the picking CTEs inside one). Plain PostgreSQL keeps its one statement each.
+import { types, type CustomTypesConfig, type Pool, type PoolClient } from 'pg';
 
 /** The allocation's status each allocation event reports. */
 const STATUS_OF: Record<string, string> = {
@@ -56,10 +63,53 @@ interface EndpointRow {
   scope: string[] | null;
 }
 
-const DRAIN_SQL = `
+/**
+ * The events taken, at most $1 (SKIP LOCKED), in one statement; on Citus $2 names the campaign (see
+ * drainEvents). created_at comes back as PostgreSQL prints it (RAW_TIMESTAMPTZ): Citus refuses
+ * created_at::text in the RETURNING of a distributed table.
+ */
+const drainSql = (oneCampaign: boolean) => {
+  const campaign = oneCampaign ? 'campaign_id = $2 AND ' : '';
+  const only = oneCampaign ? 'WHERE campaign_id = $2 ' : '';
+  return `
 DELETE FROM webhook_events
- WHERE ctid = ANY (ARRAY(SELECT ctid FROM webhook_events LIMIT $1 FOR UPDATE SKIP LOCKED))
-RETURNING id, type, campaign_id, partner_id, allocation_id, expires_at, data, created_at, created_at::text AS created_at_exact`;
+ WHERE ${campaign}ctid = ANY (ARRAY(SELECT ctid FROM webhook_events ${only}LIMIT $1 FOR UPDATE SKIP LOCKED))
+RETURNING id, type, campaign_id, partner_id, allocation_id, expires_at, data, created_at`;
+};
+const DRAIN_SQL = drainSql(false);
+const DRAIN_CAMPAIGN_SQL = drainSql(true);
+
+const TIMESTAMPTZ = 1184;
+const parseTimestamptz = types.getTypeParser(TIMESTAMPTZ);
+/** Every timestamptz as its text: the drain parses created_at and expires_at itself (toEvent). */
+const RAW_TIMESTAMPTZ: CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === TIMESTAMPTZ ? (value: string) => value : types.getTypeParser(oid, format as 'text')) as CustomTypesConfig['getTypeParser'],
+};
+
+type RawEventRow = Omit<EventRow, 'created_at' | 'created_at_exact' | 'expires_at'> & { created_at: string; expires_at: string | null };
+
+const toEvent = (r: RawEventRow): EventRow => ({
+  ...r,
+  expires_at: r.expires_at === null ? null : (parseTimestamptz(r.expires_at) as Date),
+  created_at: parseTimestamptz(r.created_at) as Date,
+  created_at_exact: r.created_at,
+});
+
+const citusPools = new WeakMap<Pool, Promise<boolean>>();
+
+/** Whether `pool`'s database is a Citus coordinator: asked once per pool (a failed question is asked again). */
+function onCitus(pool: Pool): Promise<boolean> {
+  let known = citusPools.get(pool);
+  if (!known) {
+    known = pool
+      .query<{ citus: boolean }>("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS citus")
+      .then((r) => r.rows[0]!.citus);
+    citusPools.set(pool, known);
+    known.catch(() => citusPools.delete(pool));
+  }
+  return known;
+}
 
 /**
  * Whether `endpoint` receives `event`: its type is asked for, it is the operator's, the partner's
@@ -97,11 +147,24 @@ function bodyOf(event: EventRow, allocation: AllocationFacts | undefined): strin
 
 /** Drains up to `limit` events into deliveries; returns how many events it took. */
 export async function drainEvents(pool: Pool, limit: number): Promise<number> {
+  const citus = await onCitus(pool);
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
+    // Citus: the campaigns with events (one read of every shard, unlocked), then each campaign's
+    // events by a statement routed to its shard. An event appended meanwhile waits for the next drain.
+    const campaigns = citus ? (await client.query<{ campaign_id: string }>('SELECT DISTINCT campaign_id FROM webhook_events')).rows : [];
+    if (citus && campaigns.length === 0) return 0;
     await client.query('BEGIN');
-    const { rows: events } = await client.query<EventRow>(DRAIN_SQL, [limit]);
+    const events: EventRow[] = [];
+    if (!citus) {
+      events.push(...(await client.query<RawEventRow>({ text: DRAIN_SQL, values: [limit], types: RAW_TIMESTAMPTZ })).rows.map(toEvent));
+    }
+    for (const { campaign_id } of campaigns) {
+      if (events.length >= limit) break;
+      const { rows } = await client.query<RawEventRow>({ text: DRAIN_CAMPAIGN_SQL, values: [limit - events.length, campaign_id], types: RAW_TIMESTAMPTZ });
+      events.push(...rows.map(toEvent));
+    }
     if (events.length > 0) await insertDeliveries(client, events);
     await client.query('COMMIT');
     return events.length;
@@ -193,6 +256,39 @@ UPDATE webhook_deliveries d
 RETURNING d.id, d.endpoint_id, d.event_id, d.body, d.attempts, e.url, e.secret_sealed, e.enabled,
           EXISTS (SELECT 1 FROM partners p WHERE p.id = e.partner_id AND p.revoked_at IS NOT NULL) AS partner_revoked`;
 
+/**
+ * Citus: LEASE_SQL's choice as a read (statement_timestamp() for the clock, no row locks: the leasers
+ * take turns under the advisory lock, and LEASE_BY_ID checks each row again as it leases it).
+ */
+const PICK_SQL = `
+WITH busy AS (
+  SELECT endpoint_id, count(*) AS n FROM webhook_deliveries
+   WHERE status = 'PENDING' AND lease_until > statement_timestamp()
+   GROUP BY endpoint_id
+),
+candidates AS (
+  SELECT d.id, d.next_attempt_at, row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) + COALESCE(b.n, 0) AS rank
+    FROM webhook_deliveries d LEFT JOIN busy b ON b.endpoint_id = d.endpoint_id
+   WHERE d.status = 'PENDING' AND d.next_attempt_at <= statement_timestamp()
+     AND (d.lease_until IS NULL OR d.lease_until <= statement_timestamp())
+     AND COALESCE(b.n, 0) < $2
+     AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p
+                      WHERE p.endpoint_id = d.endpoint_id AND p.allocation_id = d.allocation_id AND p.status = 'PENDING'
+                        AND (p.event_created_at, p.id) < (d.event_created_at, d.id))
+   ORDER BY d.next_attempt_at
+   LIMIT $1 * 4
+)
+SELECT c.id FROM candidates c WHERE c.rank <= $2 ORDER BY c.next_attempt_at LIMIT $1`;
+
+/** Citus: leases the deliveries PICK_SQL chose ($1) that are still due and unleased. */
+const LEASE_BY_ID_SQL = `
+UPDATE webhook_deliveries d
+   SET lease_until = statement_timestamp() + make_interval(secs => $2::double precision / 1000), attempts = d.attempts + 1
+  FROM webhook_endpoints e LEFT JOIN partners p ON p.id = e.partner_id
+ WHERE d.id = ANY ($1::uuid[]) AND e.id = d.endpoint_id
+   AND d.status = 'PENDING' AND (d.lease_until IS NULL OR d.lease_until <= statement_timestamp())
+RETURNING d.id, d.endpoint_id, d.event_id, d.body, d.attempts, e.url, e.secret_sealed, e.enabled, p.revoked_at IS NOT NULL AS partner_revoked`;
+
 /** The advisory lock's class (createWebhookEndpoint.ts lists the classes in use): the leasers' turn. */
 const LEASE_LOCK = 5;
 
@@ -201,15 +297,22 @@ const LEASE_LOCK = 5;
  * leases (from any instance) beyond that cap.
  */
 export async function leaseDue(pool: Pool, o: { limit: number; perEndpoint: number; leaseMs: number }): Promise<LeasedDelivery[]> {
+  const citus = await onCitus(pool);
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
     await client.query('BEGIN');
     // Taken before the statement, whose snapshot then holds every lease an earlier turn committed.
     await client.query('SELECT pg_advisory_xact_lock($1::integer, 0)', [LEASE_LOCK]);
-    const { rows } = await client.query<LeasedDelivery>(LEASE_SQL, [o.limit, o.leaseMs, o.perEndpoint]);
+    let leased: LeasedDelivery[];
+    if (citus) {
+      const { rows: picked } = await client.query<{ id: string }>(PICK_SQL, [o.limit, o.perEndpoint]);
+      leased = picked.length === 0 ? [] : (await client.query<LeasedDelivery>(LEASE_BY_ID_SQL, [picked.map((r) => r.id), o.leaseMs])).rows;
+    } else {
+      leased = (await client.query<LeasedDelivery>(LEASE_SQL, [o.limit, o.leaseMs, o.perEndpoint])).rows;
+    }
     await client.query('COMMIT');
-    return rows;
+    return leased;
   } catch (error) {
     await client.query('ROLLBACK').catch((rollback: Error) => (broken = rollback));
     throw error;
@@ -218,7 +321,11 @@ export async function leaseDue(pool: Pool, o: { limit: number; perEndpoint: numb
   }
 }
 
-/** An attempt's outcome: DELIVERED, PENDING again at `nextAttemptAt`, or FAILED for good. */
+/**
+ * An attempt's outcome: DELIVERED, PENDING again at `nextAttemptAt`, or FAILED for good. delivered_at
+ * is the statement's start (statement_timestamp(): Citus refuses clock_timestamp() in an UPDATE of a
+ * reference table), set only by a delivery's statement (nor a function inside a CASE).
+ */
 export async function recordAttempt(
   pool: Pool,
   id: string,
@@ -227,8 +334,7 @@ export async function recordAttempt(
   await pool.query(
     `UPDATE webhook_deliveries
         SET status = $2::webhook_delivery_status, last_status_code = $3, last_error = $4, lease_until = NULL,
-            next_attempt_at = COALESCE($5, next_attempt_at),
-            delivered_at = CASE WHEN $2 = 'DELIVERED' THEN clock_timestamp() ELSE delivered_at END
+            next_attempt_at = COALESCE($5, next_attempt_at)${outcome.status === 'DELIVERED' ? ', delivered_at = statement_timestamp()' : ''}
       WHERE id = $1 AND status = 'PENDING'`,
     [id, outcome.status, outcome.statusCode, outcome.error, outcome.nextAttemptAt ?? null],
   );

@@ -235,7 +235,7 @@ export class CampaignService {
     const valid = validate.codes(codes);
     const campaign = await this.requireLoadable(campaignId);
     const prisma = this.db.prisma;
-    const [, loaded] = await prisma.$transaction([recordSoldOut(prisma, campaign.id), loadTickets(prisma, campaign.id, valid)]);
+    const [, [{ loaded }]] = await prisma.$transaction([recordSoldOut(prisma, campaign.id), loadTickets(prisma, campaign.id, valid)]);
     return { loaded, duplicates: valid.length - loaded, campaign: this.fresh(ctx, campaign) };
   }
 

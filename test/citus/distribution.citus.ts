@@ -9,6 +9,7 @@ import { DISTRIBUTION_COLUMN, PLACEMENT } from '../../src/db/distribute';
 import { migrate, MIGRATIONS_DIR } from '../../src/db/migrate';
 import { CITUS_SKIP_ENV } from '../helpers/globalSetupCitus';
 import { ADMIN_KEY, assertPoolInvariants, CLAIM, startTestServer, type ClaimPayload, type TestServer } from '../helpers/testServer';
+import { untilSessionsWaitForLock } from '../helpers/time';
 
 const skip = process.env[CITUS_SKIP_ENV];
 const describeCitus = skip ? describe.skip : describe;
@@ -101,5 +102,27 @@ describeCitus('Tessera on Citus', () => {
       [campaignId],
     );
     expect(order.rows[0].after).toBe(true);
+  });
+
+  test('the gate is one lock on the coordinator: close waits for a claim in flight there, and that claim commits before close returns', async () => {
+    const partner = await server.createPartner();
+    const campaignId = await server.openCampaignWith(3);
+    const inFlight = await server.sql.connect();
+    try {
+      // A claim in flight holds the gate shared (from the coordinator, where Tessera's claims run it).
+      await inFlight.query('BEGIN');
+      await inFlight.query(`SELECT * FROM tessera_claim_gate($1, $2, 'slow', NULL, 1, 1)`, [campaignId, partner.id]);
+      let closeDone = false;
+      const close = server.gql(ADMIN_KEY, 'mutation($id: ID!) { closeCampaign(id: $id) { campaign { status } } }', { id: campaignId }).then((r) => {
+        closeDone = true;
+        return r;
+      });
+      await untilSessionsWaitForLock(server.sql, 1, { message: 'closeCampaign to wait for the claim gate on the coordinator' });
+      expect(closeDone).toBe(false);
+      await inFlight.query('COMMIT');
+      expect((await close).body).toEqual({ data: { closeCampaign: { campaign: { status: 'CLOSED' } } } });
+    } finally {
+      inFlight.release();
+    }
   });
 });

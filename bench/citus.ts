@@ -1,0 +1,190 @@
+// `npm run bench -- --citus`: claims spread over 64 campaigns on a Citus cluster (CITUS_URL: its
+// coordinator; docs/SCALING.md, "Citus") against the same on plain PostgreSQL (DATABASE_URL, else the
+// bench's embedded server), in the same run, one after the other, each on a fresh database migrated
+// by Tessera itself (on Citus: distributed by the migrator). Then where the time went: the CPU each
+// PostgreSQL node and the Tessera process used per claim, read from /proc around each run.
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Client } from 'pg';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/db/embedded';
+import { migrate } from '../src/db/migrate';
+import { createCitusDatabase, dropCitusDatabase, findCitus } from '../test/helpers/citus';
+import { ADMIN_KEY, freePort, gql, httpLoad, ROOT, Server, type LoadResult } from './harness';
+
+const CAMPAIGNS = 64;
+const TICKETS = 2_000;
+const CONNECTIONS = 64;
+const DATABASE = 'tessera_bench_citus';
+const CLAIMED = '"allocation":{"id"';
+
+interface Target {
+  label: string;
+  /** Each node's URL (database `postgres`): one for plain PostgreSQL, the coordinator first on Citus. */
+  nodes: string[];
+  create(): Promise<string>;
+  drop(): Promise<void>;
+}
+
+interface Figures {
+  result: LoadResult;
+  /** CPU seconds per node (by port) and of the Tessera process during the run. */
+  cpu: Map<string, number>;
+  stored: number;
+  twice: number;
+}
+
+const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+
+/** The postmaster's pid of the PostgreSQL server at `url`, from its data directory's postmaster.pid. */
+async function postmasterPid(url: string): Promise<number | null> {
+  const c = new Client({ connectionString: url });
+  await c.connect();
+  try {
+    const dir = (await c.query<{ d: string }>("SELECT current_setting('data_directory') AS d")).rows[0]!.d;
+    return Number(readFileSync(path.join(dir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  } catch {
+    return null;
+  } finally {
+    await c.end();
+  }
+}
+
+/** CPU seconds (user + system) of `pid` and its children that still run, plus those its finished children left. */
+function cpuSeconds(pid: number): number {
+  let total = 0;
+  const stat = (p: number) => {
+    const line = readFileSync(`/proc/${p}/stat`, 'utf8');
+    return line.slice(line.lastIndexOf(')') + 2).split(' ');
+  };
+  try {
+    const own = stat(pid);
+    // utime, stime, cutime, cstime: fields 14-17 (1-based) of /proc/pid/stat; after the comm field, 12-15.
+    total += Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14]);
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    for (const child of children) {
+      try {
+        const s = stat(child);
+        total += Number(s[11]) + Number(s[12]);
+      } catch {
+        /* gone */
+      }
+    }
+  } catch {
+    return 0;
+  }
+  return total / CLK_TCK;
+}
+
+async function measure(target: Target, seconds: number): Promise<Figures> {
+  const url = await target.create();
+  const migrated = await migrate(url);
+  console.log(`${target.label}: migrated (${migrated.filter((m) => m.startsWith('citus:')).length} Citus placements)`);
+  const server = new Server(await freePort(), { DATABASE_URL: url, RATE_LIMIT_POINTS_PER_SECOND: '10000000', WEB_CONCURRENCY: '1', DATABASE_POOL_SIZE: '20' });
+  await server.start();
+  const sql = new Client({ connectionString: url });
+  await sql.connect();
+  try {
+    const key = (await gql(server.url, ADMIN_KEY, 'mutation { createPartner(input: { name: "bench" }) { apiKey } }')).createPartner.apiKey as string;
+    const campaigns: string[] = [];
+    for (let i = 0; i < CAMPAIGNS; i += 1) {
+      const id = (await gql(server.url, ADMIN_KEY, `mutation { createCampaign(input: { name: "spread ${i}" }) { campaign { id } } }`)).createCampaign.campaign.id as string;
+      await gql(server.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${id}", count: ${TICKETS}) { loaded } }`);
+      await gql(server.url, ADMIN_KEY, `mutation { openCampaign(id: "${id}") { campaign { id } } }`);
+      campaigns.push(id);
+    }
+    const run = `bench-citus-${Date.now()}`;
+    const bodies = campaigns.map((id) => JSON.stringify({ query: `mutation { claimTicket(input: { campaignId: "${id}", holder: "${run}" }) { allocation { id } error { code } } }` }));
+    // Warm-up: the first claims of each campaign (and Node's JIT) are not what is measured.
+    await httpLoad({ url: server.url, key, body: bodies[0]!, bodies, connections: CONNECTIONS, seconds: 1, okPattern: CLAIMED });
+    const pids = new Map<string, number>();
+    for (const node of target.nodes) {
+      const pid = await postmasterPid(node);
+      if (pid) pids.set(new URL(node).port || '5432', pid);
+    }
+    if (server.pid) pids.set('tessera', server.pid);
+    const before = new Map([...pids].map(([k, pid]) => [k, cpuSeconds(pid)]));
+    const result = await httpLoad({ url: server.url, key, body: bodies[0]!, bodies, connections: CONNECTIONS, seconds, okPattern: CLAIMED });
+    const cpu = new Map([...pids].map(([k, pid]) => [k, cpuSeconds(pid) - before.get(k)!]));
+    const stored = (await sql.query('SELECT count(*)::int AS n FROM allocations WHERE holder = $1', [run])).rows[0].n as number;
+    const twice = (
+      await sql.query(
+        `SELECT count(*)::int AS n FROM (SELECT campaign_id, ticket_id FROM allocations WHERE campaign_id = ANY($1::uuid[]) AND status IN ('HELD', 'ACTIVE')
+          GROUP BY campaign_id, ticket_id HAVING count(*) > 1) d`,
+        [campaigns],
+      )
+    ).rows[0].n as number;
+    return { result, cpu, stored, twice };
+  } finally {
+    await sql.end();
+    await server.stop();
+    await target.drop();
+  }
+}
+
+export async function citusBench(o: { quick: boolean }): Promise<number> {
+  const seconds = o.quick ? 3 : 8;
+  const found = await findCitus(process.env.CITUS_URL);
+  if ('skip' in found) {
+    console.log(`bench --citus: ${found.skip}`);
+    return 0;
+  }
+  let embedded: EmbeddedDatabase | undefined;
+  let plainUrl = process.env.DATABASE_URL;
+  if (!plainUrl) {
+    embedded = await startEmbeddedPostgres({ dir: path.join(ROOT, '.tessera/bench-pgdata'), port: 54379 });
+    plainUrl = embedded.url;
+  }
+  const plainAdmin = new URL(plainUrl);
+  plainAdmin.pathname = '/postgres';
+  const plainDb = new URL(plainUrl);
+  plainDb.pathname = `/${DATABASE}`;
+  const admin = async (sqlText: string) => {
+    const c = new Client({ connectionString: plainAdmin.toString() });
+    await c.connect();
+    await c.query(sqlText).finally(() => c.end());
+  };
+  const plain: Target = {
+    label: 'plain PostgreSQL',
+    nodes: [plainAdmin.toString()],
+    create: async () => {
+      await admin(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`);
+      await admin(`CREATE DATABASE ${DATABASE}`);
+      return plainDb.toString();
+    },
+    drop: () => admin(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`),
+  };
+  const coordinator = new URL(found.nodes[0]!);
+  coordinator.pathname = `/${DATABASE}`;
+  const citus: Target = {
+    label: `Citus (coordinator + ${found.nodes.length - 1} workers)`,
+    nodes: found.nodes,
+    create: async () => {
+      await dropCitusDatabase(found.nodes, DATABASE);
+      await createCitusDatabase(found.nodes, DATABASE);
+      return coordinator.toString();
+    },
+    drop: () => dropCitusDatabase(found.nodes, DATABASE),
+  };
+  console.log(`bench --citus: claimTicket spread over ${CAMPAIGNS} campaigns (${TICKETS} tickets each), ${CONNECTIONS} connections, ${seconds} s each`);
+  let failures = 0;
+  const figures: Array<[Target, Figures]> = [];
+  try {
+    for (const target of [plain, citus]) figures.push([target, await measure(target, seconds)]);
+  } finally {
+    if (embedded) await embedded.release();
+  }
+  const plainRate = figures[0]![1].result.requestsPerSecond;
+  for (const [target, f] of figures) {
+    const r = f.result;
+    const claims = Math.max(1, r.ok);
+    const where = [...f.cpu].map(([k, s]) => `${k === 'tessera' ? 'Tessera' : `:${k}`} ${((s * 1000) / claims).toFixed(2)} ms`).join(', ');
+    console.log(
+      `${target.label.padEnd(40)} ${Math.round(r.requestsPerSecond).toLocaleString('en-US')}/s  p50 ${r.p50.toFixed(1)} ms  p99 ${r.p99.toFixed(1)} ms  ` +
+        `${(r.requestsPerSecond / plainRate).toFixed(2)}× plain  (${r.ok} acknowledged, ${f.stored} stored, ${f.twice} tickets twice, ${r.non2xx + r.errors} errors)`,
+    );
+    console.log(`${''.padEnd(40)} CPU per claim: ${where}`);
+    if (f.twice > 0 || f.stored < r.ok || r.ok === 0) failures += 1;
+  }
+  return failures;
+}
