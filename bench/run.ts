@@ -560,8 +560,8 @@ async function fillTo(sql: Client, campaignId: string, fill: number, total: numb
     `WITH picked AS MATERIALIZED (SELECT id FROM tickets WHERE campaign_id = $1 AND status = 'AVAILABLE' ORDER BY random() LIMIT $2),
           claimed AS (UPDATE tickets t SET status = 'ALLOCATED' FROM picked p
                        WHERE t.campaign_id = $1 AND t.id = p.id AND t.status = 'AVAILABLE' RETURNING t.campaign_id, t.id),
-          allocated AS (INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, status, sequence)
-                        SELECT campaign_id, id, $3, 'bulk-fill', 'ACTIVE', tessera_next_sequence(campaign_id) FROM claimed
+          allocated AS (INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, status)
+                        SELECT campaign_id, id, $3, 'bulk-fill', 'ACTIVE' FROM claimed
                         RETURNING campaign_id, partner_id, status, allocated_at),
           ${COUNT_ALLOCATED}
      SELECT count(*) FROM allocated`,

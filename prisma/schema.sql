@@ -576,10 +576,10 @@ BEGIN
         RETURNING t.id
     ),
     allocated AS (
-        INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, metadata, status, sequence,
-                                 allocated_at, expires_at, request_index, from_allotment, ballot_entry_id)
-        SELECT p_campaign_id, k.ticket_id, k.partner_id, e.holder, e.metadata, 'HELD', tessera_next_sequence(p_campaign_id),
-               clock_timestamp(), p_expires, k.request_index, k.from_allotment, k.entry_id
+        INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, metadata, status,
+                                 expires_at, request_index, from_allotment, ballot_entry_id)
+        SELECT p_campaign_id, k.ticket_id, k.partner_id, e.holder, e.metadata, 'HELD',
+               p_expires, k.request_index, k.from_allotment, k.entry_id
           FROM picked k JOIN ballot_entries e ON e.campaign_id = p_campaign_id AND e.id = k.entry_id
          ORDER BY k.rank, k.request_index
         RETURNING id, campaign_id, partner_id, status, expires_at
@@ -831,11 +831,22 @@ BEGIN
 
     IF p_idempotency_key IS NOT NULL THEN
         PERFORM pg_advisory_xact_lock(2, hashtext(p_partner_id::text || ':' || p_idempotency_key));
-        SELECT 'PRIOR', a.campaign_id, a.id INTO verdict, prior_campaign_id, prior_allocation_id
-          FROM allocations a
-         WHERE a.partner_id = p_partner_id AND a.idempotency_key = p_idempotency_key
-         ORDER BY a.request_index
-         LIMIT 1;
+        IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
+            -- One PostgreSQL: the key's claim in any campaign.
+            SELECT 'PRIOR', a.campaign_id, a.id INTO verdict, prior_campaign_id, prior_allocation_id
+              FROM allocations a
+             WHERE a.partner_id = p_partner_id AND a.idempotency_key = p_idempotency_key
+             ORDER BY a.request_index
+             LIMIT 1;
+        ELSE
+            -- Citus: in this campaign, whose node this may be running on; the coordinator looked in the
+            -- others first (tessera_prior_claim).
+            SELECT 'PRIOR', a.campaign_id, a.id INTO verdict, prior_campaign_id, prior_allocation_id
+              FROM allocations a
+             WHERE a.campaign_id = p_campaign_id AND a.partner_id = p_partner_id AND a.idempotency_key = p_idempotency_key
+             ORDER BY a.request_index
+             LIMIT 1;
+        END IF;
         IF FOUND THEN RETURN NEXT; RETURN; END IF;
     END IF;
 
@@ -951,11 +962,10 @@ taken AS (
 ),
 allocated AS (
   INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, metadata, idempotency_key,
-                           request_hash, status, sequence, allocated_at)
-  -- sequence and allocated_at side by side, so that their orders agree as closely as two
-  -- concurrent transactions allow.
-  SELECT k.campaign_id, k.id, p.partner_id, p.holder, p.metadata, p.idempotency_key, p.request_hash, 'ACTIVE',
-         tessera_next_sequence(k.campaign_id), clock_timestamp()
+                           request_hash, status)
+  -- (sequence and allocated_at: the row trigger tessera_number_allocation gives them to each row as
+  -- it is inserted, in this ORDER BY's order)
+  SELECT k.campaign_id, k.id, p.partner_id, p.holder, p.metadata, p.idempotency_key, p.request_hash, 'ACTIVE'
     FROM taken k
     JOIN picked pk ON pk.campaign_id = k.campaign_id AND pk.id = k.id
     JOIN passed p ON p.campaign_id = pk.campaign_id AND p.slot = pk.slot
@@ -1008,87 +1018,304 @@ SELECT g.ord, g.verdict, a.id, a.sequence, a.allocated_at, k.id AS ticket_id, k.
 END
 $function$;
 
-CREATE OR REPLACE FUNCTION public.tessera_claim_one(uuid, uuid, text, jsonb, text, text, integer)
+CREATE OR REPLACE FUNCTION public.tessera_claim_one(p_campaign_id uuid, p_partner_id uuid, p_holder text, p_metadata jsonb, p_idempotency_key text, p_request_hash text, p_start integer)
  RETURNS TABLE(ord integer, verdict text, prior_campaign_id uuid, prior_allocation_id uuid, id uuid, sequence bigint, allocated_at timestamp with time zone, ticket_id bigint, ticket_code text, campaign_name text, campaign_status campaign_status, campaign_opens_at timestamp with time zone, campaign_closes_at timestamp with time zone, campaign_per_holder_limit integer, campaign_created_at timestamp with time zone)
  LANGUAGE plpgsql
 AS $function$
 #variable_conflict use_column
+DECLARE
+    v_slot INTEGER := pg_backend_pid();
 BEGIN
-  RETURN QUERY WITH gate AS MATERIALIZED (
-  SELECT verdict, prior_campaign_id, prior_allocation_id
-    FROM tessera_claim_gate($1::uuid, $2::uuid, $3::text, $5::text, 1, 1)
-),
--- A partner with tickets set aside by an allotment draws on them first: the second look does that.
-own_allotted AS MATERIALIZED (
-  SELECT EXISTS (SELECT 1 FROM tickets t WHERE t.campaign_id = $1::uuid AND t.status = 'ALLOTTED' AND t.allotted_to = $2::uuid) AS found
-),
-picked AS MATERIALIZED (
-  SELECT u.id FROM (
-    SELECT a.id FROM (SELECT t.id FROM tickets t
-                       WHERE t.campaign_id = $1::uuid AND t.status = 'AVAILABLE' AND t.pick_order >= $7::integer
-                         AND (SELECT verdict FROM gate) = 'OK' AND NOT (SELECT found FROM own_allotted)
-                       ORDER BY t.pick_order LIMIT 1 FOR UPDATE SKIP LOCKED) a
-    UNION ALL
-    SELECT b.id FROM (SELECT t.id FROM tickets t
-                       WHERE t.campaign_id = $1::uuid AND t.status = 'AVAILABLE' AND t.pick_order < $7::integer
-                         AND (SELECT verdict FROM gate) = 'OK' AND NOT (SELECT found FROM own_allotted)
-                       ORDER BY t.pick_order LIMIT 1 FOR UPDATE SKIP LOCKED) b
-  ) u LIMIT 1
-),
-taken AS (
-  UPDATE tickets t SET status = 'ALLOCATED'
-   WHERE t.campaign_id = $1::uuid AND t.id = (SELECT id FROM picked) AND t.status = 'AVAILABLE'
-  RETURNING t.campaign_id, t.id, t.code
-),
-allocated AS (
-  INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, metadata, idempotency_key,
-                           request_hash, status, sequence, allocated_at)
-  SELECT k.campaign_id, k.id, $2::uuid, $3::text, $4::jsonb, $5::text, $6::text, 'ACTIVE',
-         tessera_next_sequence($1::uuid), clock_timestamp()
-    FROM taken k
-  RETURNING id, campaign_id, ticket_id, partner_id, status, sequence, allocated_at, expires_at
-),
+    ord := 1;
+    SELECT g.verdict, g.prior_campaign_id, g.prior_allocation_id INTO verdict, prior_campaign_id, prior_allocation_id
+      FROM tessera_claim_gate(p_campaign_id, p_partner_id, p_holder, p_idempotency_key, 1, 1) g;
+    IF verdict <> 'OK' THEN RETURN NEXT; RETURN; END IF;
 
-counted AS (
-  INSERT INTO campaign_counters AS c (campaign_id, slot, allocated, held)
-  SELECT a.campaign_id, pg_backend_pid(), count(*) FILTER (WHERE a.status = 'ACTIVE'), count(*) FILTER (WHERE a.status = 'HELD')
-    FROM allocated a GROUP BY a.campaign_id
-  ON CONFLICT (campaign_id, slot) DO UPDATE SET allocated = c.allocated + EXCLUDED.allocated, held = c.held + EXCLUDED.held
-),
-counted_partners AS (
-  INSERT INTO partner_counters AS c (campaign_id, partner_id, slot, active, held)
-  SELECT a.campaign_id, a.partner_id, pg_backend_pid(), count(*) FILTER (WHERE a.status = 'ACTIVE'), count(*) FILTER (WHERE a.status = 'HELD')
-    FROM allocated a GROUP BY a.campaign_id, a.partner_id
-  ON CONFLICT (campaign_id, partner_id, slot) DO UPDATE SET active = c.active + EXCLUDED.active, held = c.held + EXCLUDED.held
-),
-counted_minutes AS (
-  INSERT INTO minute_counters AS c (campaign_id, minute, slot, active)
-  SELECT a.campaign_id, date_trunc('minute', a.allocated_at, 'UTC'), pg_backend_pid(), count(*)
-    FROM allocated a WHERE a.status = 'ACTIVE' GROUP BY 1, 2
-  ON CONFLICT (campaign_id, minute, slot) DO UPDATE SET active = c.active + EXCLUDED.active
-),
-counted_quotas AS (
-  UPDATE partner_quotas q SET live = q.live + x.n
-    FROM (SELECT a.campaign_id, a.partner_id, count(*) AS n FROM allocated a GROUP BY 1, 2) x
-   WHERE q.campaign_id = x.campaign_id AND q.partner_id = x.partner_id
-),
+    -- A partner with tickets set aside by an allotment draws on them first: the second look does that.
+    IF EXISTS (SELECT 1 FROM tickets t
+                WHERE t.campaign_id = p_campaign_id AND t.status = 'ALLOTTED' AND t.allotted_to = p_partner_id) THEN
+        RETURN NEXT; RETURN;
+    END IF;
 
-evented AS (
-  INSERT INTO webhook_events (type, campaign_id, partner_id, allocation_id, expires_at)
-  SELECT CASE WHEN a.status = 'HELD' THEN 'HOLD_CREATED' ELSE 'ALLOCATION_CREATED' END,
-         a.campaign_id, a.partner_id, a.id, a.expires_at
-    FROM allocated a
-   WHERE EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.enabled)
-)
-SELECT 1 AS ord, g.verdict, g.prior_campaign_id, g.prior_allocation_id,
-       a.id, a.sequence, a.allocated_at, k.id AS ticket_id, k.code AS ticket_code,
-       cp.name AS campaign_name, cp.status AS campaign_status, cp.opens_at AS campaign_opens_at,
-       cp.closes_at AS campaign_closes_at, cp.per_holder_limit AS campaign_per_holder_limit,
-       cp.created_at AS campaign_created_at
-  FROM gate g
-  LEFT JOIN allocated a ON true
-  LEFT JOIN taken k ON true
-  LEFT JOIN campaigns cp ON a.id IS NOT NULL AND cp.id = $1::uuid;
+    SELECT t.id INTO ticket_id FROM tickets t
+     WHERE t.campaign_id = p_campaign_id AND t.status = 'AVAILABLE' AND t.pick_order >= p_start
+     ORDER BY t.pick_order LIMIT 1 FOR UPDATE SKIP LOCKED;
+    IF ticket_id IS NULL THEN
+        SELECT t.id INTO ticket_id FROM tickets t
+         WHERE t.campaign_id = p_campaign_id AND t.status = 'AVAILABLE' AND t.pick_order < p_start
+         ORDER BY t.pick_order LIMIT 1 FOR UPDATE SKIP LOCKED;
+    END IF;
+    IF ticket_id IS NULL THEN RETURN NEXT; RETURN; END IF;
+
+    -- The row is locked and was AVAILABLE when locked (a row changed meanwhile is re-checked against
+    -- the WHERE above before it is locked): nothing else can take it before this transaction ends.
+    UPDATE tickets t SET status = 'ALLOCATED'
+     WHERE t.campaign_id = p_campaign_id AND t.id = ticket_id
+    RETURNING t.code INTO ticket_code;
+
+    -- (sequence and allocated_at: the row trigger tessera_number_allocation gives them)
+    INSERT INTO allocations AS a (campaign_id, ticket_id, partner_id, holder, metadata, idempotency_key,
+                                  request_hash, status)
+    VALUES (p_campaign_id, ticket_id, p_partner_id, p_holder, p_metadata, p_idempotency_key,
+            p_request_hash, 'ACTIVE')
+    RETURNING a.id, a.sequence, a.allocated_at INTO id, sequence, allocated_at;
+
+    -- The counters, each in this backend's own slot (docs/PERFORMANCE.md, strategy C).
+    INSERT INTO campaign_counters AS c (campaign_id, slot, allocated, held) VALUES (p_campaign_id, v_slot, 1, 0)
+    ON CONFLICT (campaign_id, slot) DO UPDATE SET allocated = c.allocated + 1;
+    INSERT INTO partner_counters AS c (campaign_id, partner_id, slot, active, held) VALUES (p_campaign_id, p_partner_id, v_slot, 1, 0)
+    ON CONFLICT (campaign_id, partner_id, slot) DO UPDATE SET active = c.active + 1;
+    INSERT INTO minute_counters AS c (campaign_id, minute, slot, active)
+    VALUES (p_campaign_id, date_trunc('minute', allocated_at, 'UTC'), v_slot, 1)
+    ON CONFLICT (campaign_id, minute, slot) DO UPDATE SET active = c.active + 1;
+    -- (the gate locked the quota row, if the partner has one here, before the pick)
+    UPDATE partner_quotas q SET live = q.live + 1 WHERE q.campaign_id = p_campaign_id AND q.partner_id = p_partner_id;
+
+    IF EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.enabled) THEN
+        INSERT INTO webhook_events (type, campaign_id, partner_id, allocation_id, expires_at)
+        VALUES ('ALLOCATION_CREATED', p_campaign_id, p_partner_id, id, NULL);
+    END IF;
+
+    SELECT cp.name, cp.status, cp.opens_at, cp.closes_at, cp.per_holder_limit, cp.created_at
+      INTO campaign_name, campaign_status, campaign_opens_at, campaign_closes_at, campaign_per_holder_limit, campaign_created_at
+      FROM campaigns cp WHERE cp.id = p_campaign_id;
+    RETURN NEXT;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.tessera_claim_tickets(p_campaign_id uuid, p_partner_id uuid, p_holder text, p_metadata jsonb, p_idempotency_key text, p_request_hash text, p_quantity integer, p_hold_seconds integer, p_start integer, p_wait boolean)
+ RETURNS TABLE(verdict text, prior_campaign_id uuid, prior_allocation_id uuid, id uuid, campaign_id uuid, ticket_id bigint, partner_id uuid, holder text, metadata jsonb, idempotency_key text, request_hash text, status allocation_status, sequence bigint, allocated_at timestamp with time zone, expires_at timestamp with time zone, released_at timestamp with time zone, confirmed_at timestamp with time zone, request_index integer, ticket_code text, campaign_name text, campaign_status campaign_status, campaign_opens_at timestamp with time zone, campaign_closes_at timestamp with time zone, campaign_per_holder_limit integer, campaign_created_at timestamp with time zone, contended boolean, sold_out boolean, allotted_elsewhere boolean)
+ LANGUAGE plpgsql
+AS $function$
+#variable_conflict use_column
+DECLARE
+    v_policy TEXT; -- (text: the function is also made on databases from before release policies)
+    v_own_live BOOLEAN;
+    v_own BIGINT[] := '{}';
+    v_available BIGINT[] := '{}';
+    v_lapsed_allotted BIGINT[] := '{}';
+    v_expired_ids UUID[] := '{}';
+    v_expired_tickets BIGINT[] := '{}';
+    v_expired_drawn BOOLEAN[] := '{}';
+    v_more BIGINT[];
+    v_need INTEGER;
+    v_ended INTEGER;
+    v_taken BIGINT[];
+    v_codes TEXT[];
+    v_status allocation_status := CASE WHEN p_hold_seconds IS NULL THEN 'ACTIVE' ELSE 'HELD' END;
+    v_expires TIMESTAMPTZ;
+    v_slot INTEGER := pg_backend_pid();
+    v_listening BOOLEAN;
+    v_minute TIMESTAMPTZ;
+    v_in_minute INTEGER := 0;
+    v_cp campaigns%ROWTYPE;
+    i INTEGER;
+BEGIN
+    SELECT g.verdict, g.prior_campaign_id, g.prior_allocation_id INTO verdict, prior_campaign_id, prior_allocation_id
+      FROM tessera_claim_gate(p_campaign_id, p_partner_id, p_holder, p_idempotency_key, p_quantity, p_quantity) g;
+    IF verdict <> 'OK' THEN RETURN NEXT; RETURN; END IF;
+
+    SELECT cp.release_policy::text INTO v_policy FROM campaigns cp WHERE cp.id = p_campaign_id;
+    SELECT COALESCE(l.lapses_at IS NULL OR l.lapses_at > clock_timestamp(), false) INTO v_own_live
+      FROM allotments l WHERE l.campaign_id = p_campaign_id AND l.partner_id = p_partner_id;
+    v_own_live := COALESCE(v_own_live, false);
+
+    -- The claimer's own allotted tickets; once its allotment lapsed, under WAITLIST_FIRST they go to
+    -- the waitlist first, even the owner's.
+    IF v_own_live OR v_policy <> 'WAITLIST_FIRST' THEN
+        IF p_wait THEN
+            SELECT COALESCE(array_agg(s.id), '{}') INTO v_own FROM (
+                SELECT t.id FROM tickets t
+                 WHERE t.campaign_id = p_campaign_id AND t.status = 'ALLOTTED' AND t.allotted_to = p_partner_id
+                 ORDER BY t.pick_order LIMIT p_quantity FOR UPDATE) s;
+        ELSE
+            SELECT COALESCE(array_agg(s.id), '{}') INTO v_own FROM (
+                SELECT t.id FROM tickets t
+                 WHERE t.campaign_id = p_campaign_id AND t.status = 'ALLOTTED' AND t.allotted_to = p_partner_id
+                 ORDER BY t.pick_order LIMIT p_quantity FOR UPDATE SKIP LOCKED) s;
+        END IF;
+    END IF;
+
+    -- AVAILABLE tickets from the start, then wrapping round below it.
+    v_need := p_quantity - cardinality(v_own);
+    IF v_need > 0 THEN
+        IF p_wait THEN
+            SELECT COALESCE(array_agg(s.id), '{}') INTO v_available FROM (
+                SELECT t.id FROM tickets t
+                 WHERE t.campaign_id = p_campaign_id AND t.status = 'AVAILABLE' AND t.pick_order >= p_start
+                 ORDER BY t.pick_order LIMIT v_need FOR UPDATE) s;
+        ELSE
+            SELECT COALESCE(array_agg(s.id), '{}') INTO v_available FROM (
+                SELECT t.id FROM tickets t
+                 WHERE t.campaign_id = p_campaign_id AND t.status = 'AVAILABLE' AND t.pick_order >= p_start
+                 ORDER BY t.pick_order LIMIT v_need FOR UPDATE SKIP LOCKED) s;
+        END IF;
+        v_need := v_need - cardinality(v_available);
+    END IF;
+    IF v_need > 0 AND p_start > 0 THEN
+        IF p_wait THEN
+            SELECT COALESCE(array_agg(s.id), '{}') INTO v_more FROM (
+                SELECT t.id FROM tickets t
+                 WHERE t.campaign_id = p_campaign_id AND t.status = 'AVAILABLE' AND t.pick_order < p_start
+                 ORDER BY t.pick_order LIMIT v_need FOR UPDATE) s;
+        ELSE
+            SELECT COALESCE(array_agg(s.id), '{}') INTO v_more FROM (
+                SELECT t.id FROM tickets t
+                 WHERE t.campaign_id = p_campaign_id AND t.status = 'AVAILABLE' AND t.pick_order < p_start
+                 ORDER BY t.pick_order LIMIT v_need FOR UPDATE SKIP LOCKED) s;
+        END IF;
+        v_available := v_available || v_more;
+        v_need := v_need - cardinality(v_more);
+    END IF;
+
+    -- Other partners' allotments that have lapsed; never waits, even in the waiting look: another
+    -- partner's own pick locks these first.
+    IF v_need > 0 AND v_policy <> 'WAITLIST_FIRST' THEN
+        SELECT COALESCE(array_agg(s.id), '{}') INTO v_lapsed_allotted FROM (
+            SELECT t.id FROM tickets t
+             WHERE t.campaign_id = p_campaign_id AND t.status = 'ALLOTTED' AND t.allotted_to <> p_partner_id
+               AND t.allotted_to = ANY(ARRAY(SELECT l.partner_id FROM allotments l
+                                              WHERE l.campaign_id = p_campaign_id AND l.lapses_at <= clock_timestamp()))
+             ORDER BY t.pick_order LIMIT v_need FOR UPDATE SKIP LOCKED) s;
+        v_need := v_need - cardinality(v_lapsed_allotted);
+    END IF;
+
+    -- Expired holds (POOL only).
+    IF v_need > 0 AND v_policy = 'POOL' THEN
+        SELECT COALESCE(array_agg(s.id), '{}'), COALESCE(array_agg(s.ticket_id), '{}'), COALESCE(array_agg(s.drawn), '{}')
+          INTO v_expired_ids, v_expired_tickets, v_expired_drawn
+          FROM (SELECT a.id, a.ticket_id, a.from_allotment AND a.partner_id = p_partner_id AND v_own_live AS drawn
+                  FROM allocations a
+                 WHERE a.campaign_id = p_campaign_id AND a.status = 'HELD' AND a.expires_at <= clock_timestamp()
+                   -- another partner's hold drawn from its live allotment returns to that allotment, not to us
+                   AND (NOT a.from_allotment OR a.partner_id = p_partner_id
+                        OR NOT EXISTS (SELECT 1 FROM allotments l WHERE l.campaign_id = p_campaign_id AND l.partner_id = a.partner_id
+                                          AND (l.lapses_at IS NULL OR l.lapses_at > clock_timestamp())))
+                 ORDER BY a.expires_at, a.id
+                 LIMIT v_need
+                 FOR UPDATE OF a SKIP LOCKED) s;
+        v_need := v_need - cardinality(v_expired_ids);
+    END IF;
+
+    IF v_need = 0 THEN
+        -- The expired holds taken over are ended first.
+        IF cardinality(v_expired_ids) > 0 THEN
+            UPDATE allocations a SET status = 'EXPIRED'
+             WHERE a.campaign_id = p_campaign_id AND a.id = ANY(v_expired_ids) AND a.status = 'HELD';
+            GET DIAGNOSTICS v_ended = ROW_COUNT;
+        ELSE
+            v_ended := 0;
+        END IF;
+        IF v_ended = cardinality(v_expired_ids) THEN
+            WITH marked AS (
+                UPDATE tickets t
+                   SET status = CASE WHEN p_hold_seconds IS NULL THEN 'ALLOCATED'::ticket_status ELSE 'HELD'::ticket_status END
+                 WHERE t.campaign_id = p_campaign_id
+                   AND t.id = ANY(v_own || v_available || v_lapsed_allotted || v_expired_tickets)
+                   AND t.status = CASE WHEN t.id = ANY(v_expired_tickets) THEN 'HELD'::ticket_status
+                                       WHEN t.id = ANY(v_own || v_lapsed_allotted) THEN 'ALLOTTED'::ticket_status
+                                       ELSE 'AVAILABLE'::ticket_status END
+                RETURNING t.id, t.code
+            )
+            SELECT array_agg(m.id ORDER BY m.id), array_agg(m.code ORDER BY m.id) INTO v_taken, v_codes FROM marked m;
+        END IF;
+    END IF;
+
+    IF v_taken IS NULL THEN
+        -- Nothing taken: why.
+        contended := CASE WHEN p_wait THEN false ELSE (
+              (SELECT count(*) FROM (SELECT 1 FROM tickets x
+                 WHERE x.campaign_id = p_campaign_id AND x.status = 'AVAILABLE'
+                 ORDER BY x.pick_order LIMIT p_quantity) s)
+            -- this partner's allotted tickets, and those of allotments that have lapsed
+            + (SELECT count(*) FROM (SELECT 1 FROM tickets x
+                 WHERE x.campaign_id = p_campaign_id AND x.status = 'ALLOTTED'
+                   AND (x.allotted_to = p_partner_id
+                        OR x.allotted_to = ANY(ARRAY(SELECT l.partner_id FROM allotments l
+                                                      WHERE l.campaign_id = p_campaign_id AND l.lapses_at <= clock_timestamp())))
+                   AND (v_policy <> 'WAITLIST_FIRST' OR (x.allotted_to = p_partner_id AND v_own_live))
+                 ORDER BY x.pick_order LIMIT p_quantity) s)
+            + (SELECT count(*) FROM (SELECT 1 FROM allocations y
+                 WHERE y.campaign_id = p_campaign_id AND y.status = 'HELD' AND y.expires_at <= clock_timestamp() AND v_policy = 'POOL'
+                 ORDER BY y.expires_at LIMIT p_quantity) s)
+            ) >= p_quantity END;
+        -- A campaign without tickets is not sold out (it may be loaded while open) but has nothing to
+        -- take or to come back either: SOLD_OUT too.
+        IF NOT p_wait THEN
+            SELECT COALESCE(sum(x.total), 0) = 0
+                   OR tessera_sold_out(sum(x.total)::bigint, sum(x.allocated)::bigint, sum(x.held)::bigint, sum(x.void)::bigint, v_policy)
+              INTO sold_out
+              FROM campaign_counters x WHERE x.campaign_id = p_campaign_id;
+        END IF;
+        allotted_elsewhere :=
+            EXISTS (SELECT 1 FROM tickets x
+                     WHERE x.campaign_id = p_campaign_id AND x.status = 'ALLOTTED' AND x.allotted_to <> p_partner_id
+                       AND x.allotted_to = ANY(ARRAY(SELECT l.partner_id FROM allotments l
+                                                      WHERE l.campaign_id = p_campaign_id AND (l.lapses_at IS NULL OR l.lapses_at > clock_timestamp()))))
+            -- another partner's expired hold drawn from its live allotment goes back to that
+            -- allotment (counted as allotted, not held: see tessera_campaign_counts)
+            OR (v_policy <> 'VOID'
+                AND EXISTS (SELECT 1 FROM allocations y
+                             WHERE y.campaign_id = p_campaign_id AND y.status = 'HELD' AND y.expires_at <= clock_timestamp()
+                               AND y.from_allotment AND y.partner_id <> p_partner_id
+                               AND y.partner_id = ANY(ARRAY(SELECT l.partner_id FROM allotments l
+                                                             WHERE l.campaign_id = p_campaign_id AND (l.lapses_at IS NULL OR l.lapses_at > clock_timestamp())))));
+        RETURN NEXT;
+        RETURN;
+    END IF;
+
+    -- The allocations, one per ticket taken in ticket id order (request_index), each with its counters
+    -- and event. (sequence and allocated_at: the row trigger tessera_number_allocation gives them.)
+    SELECT * INTO v_cp FROM campaigns cp WHERE cp.id = p_campaign_id;
+    campaign_name := v_cp.name; campaign_status := v_cp.status; campaign_opens_at := v_cp.opens_at;
+    campaign_closes_at := v_cp.closes_at; campaign_per_holder_limit := v_cp.per_holder_limit; campaign_created_at := v_cp.created_at;
+    IF p_hold_seconds IS NOT NULL THEN v_expires := clock_timestamp() + make_interval(secs => p_hold_seconds); END IF;
+    v_listening := EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.enabled);
+    FOR i IN 1 .. cardinality(v_taken) LOOP
+        INSERT INTO allocations AS a (campaign_id, ticket_id, partner_id, holder, metadata, idempotency_key,
+                                      request_hash, status, expires_at, request_index, from_allotment)
+        VALUES (p_campaign_id, v_taken[i], p_partner_id, p_holder, p_metadata, p_idempotency_key, p_request_hash,
+                v_status, v_expires, i - 1,
+                v_taken[i] = ANY(v_own) AND v_own_live
+                  OR COALESCE(v_expired_drawn[array_position(v_expired_tickets, v_taken[i])], false))
+        RETURNING a.id, a.campaign_id, a.ticket_id, a.partner_id, a.holder, a.metadata, a.idempotency_key, a.request_hash,
+                  a.status, a.sequence, a.allocated_at, a.expires_at, a.released_at, a.confirmed_at, a.request_index
+             INTO id, campaign_id, ticket_id, partner_id, holder, metadata, idempotency_key, request_hash,
+                  status, sequence, allocated_at, expires_at, released_at, confirmed_at, request_index;
+        ticket_code := v_codes[i];
+        IF v_listening THEN
+            INSERT INTO webhook_events (type, campaign_id, partner_id, allocation_id, expires_at)
+            VALUES (CASE WHEN v_status = 'HELD' THEN 'HOLD_CREATED' ELSE 'ALLOCATION_CREATED' END, p_campaign_id, p_partner_id, id, v_expires);
+        END IF;
+        -- The timeline counts ACTIVE allocations per minute they became ACTIVE: one upsert per minute.
+        IF v_status = 'ACTIVE' THEN
+            IF v_minute IS DISTINCT FROM date_trunc('minute', allocated_at, 'UTC') THEN
+                IF v_in_minute > 0 THEN
+                    INSERT INTO minute_counters AS c (campaign_id, minute, slot, active) VALUES (p_campaign_id, v_minute, v_slot, v_in_minute)
+                    ON CONFLICT (campaign_id, minute, slot) DO UPDATE SET active = c.active + EXCLUDED.active;
+                END IF;
+                v_minute := date_trunc('minute', allocated_at, 'UTC');
+                v_in_minute := 0;
+            END IF;
+            v_in_minute := v_in_minute + 1;
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+    IF v_in_minute > 0 THEN
+        INSERT INTO minute_counters AS c (campaign_id, minute, slot, active) VALUES (p_campaign_id, v_minute, v_slot, v_in_minute)
+        ON CONFLICT (campaign_id, minute, slot) DO UPDATE SET active = c.active + EXCLUDED.active;
+    END IF;
+
+    -- The counters, each in this backend's own slot (docs/PERFORMANCE.md, strategy C); the gate locked
+    -- the quota row, if the partner has one here, before the pick.
+    i := cardinality(v_taken);
+    INSERT INTO campaign_counters AS c (campaign_id, slot, allocated, held)
+    VALUES (p_campaign_id, v_slot, CASE WHEN v_status = 'ACTIVE' THEN i ELSE 0 END, CASE WHEN v_status = 'HELD' THEN i ELSE 0 END)
+    ON CONFLICT (campaign_id, slot) DO UPDATE SET allocated = c.allocated + EXCLUDED.allocated, held = c.held + EXCLUDED.held;
+    INSERT INTO partner_counters AS c (campaign_id, partner_id, slot, active, held)
+    VALUES (p_campaign_id, p_partner_id, v_slot, CASE WHEN v_status = 'ACTIVE' THEN i ELSE 0 END, CASE WHEN v_status = 'HELD' THEN i ELSE 0 END)
+    ON CONFLICT (campaign_id, partner_id, slot) DO UPDATE SET active = c.active + EXCLUDED.active, held = c.held + EXCLUDED.held;
+    UPDATE partner_quotas q SET live = q.live + i WHERE q.campaign_id = p_campaign_id AND q.partner_id = p_partner_id;
 END
 $function$;
 
@@ -1684,10 +1911,30 @@ BEGIN
 END
 $function$;
 
+CREATE OR REPLACE FUNCTION public.tessera_lock_campaign_gate(p_campaign_id uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    PERFORM pg_advisory_xact_lock(1, hashtext(p_campaign_id::text));
+END
+$function$;
+
 CREATE OR REPLACE FUNCTION public.tessera_next_sequence(p_campaign_id uuid)
  RETURNS bigint
  LANGUAGE sql
 AS $function$ SELECT nextval(tessera_allocation_sequence(p_campaign_id)::regclass) $function$;
+
+CREATE OR REPLACE FUNCTION public.tessera_number_allocation()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    NEW.sequence := tessera_next_sequence(NEW.campaign_id);
+    NEW.allocated_at := clock_timestamp();
+    RETURN NEW;
+END
+$function$;
 
 CREATE OR REPLACE FUNCTION public.tessera_offer_all_returned()
  RETURNS integer
@@ -1765,10 +2012,10 @@ BEGIN
                 RETURNING t.id, t.code
             ),
             made AS (
-                INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, metadata, status, sequence,
-                                         allocated_at, expires_at, request_index, waitlist_entry_id)
-                SELECT p_campaign_id, h.id, e.partner_id, e.holder, e.metadata, 'HELD', tessera_next_sequence(p_campaign_id),
-                       clock_timestamp(), expires, (row_number() OVER (ORDER BY h.id) - 1)::integer, e.id
+                INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, metadata, status,
+                                         expires_at, request_index, waitlist_entry_id)
+                SELECT p_campaign_id, h.id, e.partner_id, e.holder, e.metadata, 'HELD',
+                       expires, (row_number() OVER (ORDER BY h.id) - 1)::integer, e.id
                   FROM offered_tickets h
                 RETURNING id, ticket_id, sequence, expires_at
             ),
@@ -1883,6 +2130,20 @@ BEGIN
         n := n + tessera_pass_on_ballot(c);
     END LOOP;
     RETURN n;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.tessera_prior_claim(p_campaign_id uuid, p_partner_id uuid, p_idempotency_key text)
+ RETURNS TABLE(prior_campaign_id uuid, prior_allocation_id uuid)
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    PERFORM pg_advisory_xact_lock(2, hashtext(p_partner_id::text || ':' || p_idempotency_key));
+    RETURN QUERY
+        SELECT a.campaign_id, a.id FROM allocations a
+         WHERE a.partner_id = p_partner_id AND a.idempotency_key = p_idempotency_key AND a.campaign_id <> p_campaign_id
+         ORDER BY a.request_index
+         LIMIT 1;
 END
 $function$;
 
@@ -2182,6 +2443,8 @@ $function$;
 CREATE TRIGGER allocations_count_changed AFTER UPDATE ON public.allocations REFERENCING OLD TABLE AS rows_out NEW TABLE AS rows_in FOR EACH STATEMENT EXECUTE FUNCTION tessera_count_allocations();
 
 CREATE TRIGGER allocations_count_live AFTER UPDATE OF status ON public.allocations FOR EACH ROW EXECUTE FUNCTION tessera_count_live();
+
+CREATE TRIGGER allocations_number BEFORE INSERT ON public.allocations FOR EACH ROW EXECUTE FUNCTION tessera_number_allocation();
 
 CREATE TRIGGER allocations_record_events AFTER UPDATE ON public.allocations REFERENCING OLD TABLE AS rows_out NEW TABLE AS rows_in FOR EACH STATEMENT EXECUTE FUNCTION tessera_record_allocation_events();
 

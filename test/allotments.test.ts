@@ -8,6 +8,7 @@ import { assertPoolInvariants, ADMIN_KEY, CLAIM, startTestServer, TEST_WEBHOOK_K
 import { startSignedReceiver } from './helpers/receiver';
 import { ticketsLiveTwice } from './helpers/sql';
 import { sleep, until, untilSessionsWaitForLock } from './helpers/time';
+import { setTimes } from './helpers/setTimes';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -224,7 +225,7 @@ test("an allotment's lapse is exact without the sweeper: from lapsesAt the remai
   await allot(campaignId, owner.id, 4, new Date(Date.now() + 60_000).toISOString());
   expect((await claim(other.apiKey, campaignId, 'q')).error?.code).toBe('ALL_ALLOTTED');
   // Lapsed now (the sweeper may not have run yet): the figures and the claims follow at once.
-  await server.sql.query("UPDATE allotments SET lapses_at = clock_timestamp() - interval '1 millisecond' WHERE campaign_id = $1", [campaignId]);
+  await setTimes(server.sql, 'allotments', { lapses_at: "clock_timestamp() - interval '1 millisecond'" }, 'campaign_id = $1', [campaignId]);
   expect((await read(ADMIN_KEY, campaignId)).stats).toMatchObject({ allotted: 0, available: 4 });
   expect((await read(ADMIN_KEY, campaignId)).allotments).toEqual([expect.objectContaining({ remaining: 0 })]);
   expect((await claim(other.apiKey, campaignId, 'q')).allocation).not.toBeNull();
@@ -269,7 +270,7 @@ test('under VOID a drawn ticket that comes back is retired and the allotment shr
   const held = (await server.gql(owner.apiKey, 'mutation($input: HoldTicketInput!) { holdTicket(input: $input) { allocation { id } } }', {
     input: { campaignId: pool, holder: 'h', ttlSeconds: 60 },
   })).body.data!.holdTicket.allocation;
-  await server.sql.query("UPDATE allocations SET expires_at = clock_timestamp() WHERE id = $1", [held.id]);
+  await setTimes(server.sql, 'allocations', { expires_at: 'clock_timestamp()' }, 'id = $1', [held.id]);
   expect((await read(ADMIN_KEY, pool)).stats).toEqual({ total: 3, allocated: 0, held: 0, allotted: 2, available: 1, void: 0 });
   await until(async () => (await server.sql.query("SELECT status::text AS s FROM allocations WHERE id = $1", [held.id])).rows[0].s === 'EXPIRED', {
     message: 'the sweeper to end the hold',

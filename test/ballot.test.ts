@@ -11,6 +11,7 @@ import { startSignedReceiver } from './helpers/receiver';
 import { ticketsLiveTwice } from './helpers/sql';
 import { assertPoolInvariants, ADMIN_KEY, CLAIM, startTestServer, TEST_WEBHOOK_KEY, type ClaimPayload, type TestServer } from './helpers/testServer';
 import { sleep, until } from './helpers/time';
+import { setTimes } from './helpers/setTimes';
 
 const { verifyBallot } = createRequire(__filename)('../bin/verify-ballot.js') as {
   verifyBallot(ballot: unknown, entries: unknown[]): { ok: boolean; summary?: string; mismatch?: string };
@@ -244,7 +245,7 @@ test('entries: validated, one per partner and holder (ALREADY_ENTERED with it), 
   expect((await campaign(campaignId)).ballot!.entryCount).toBe(2);
 
   // entriesCloseAt passed: ENTRIES_CLOSED, and nothing recorded.
-  await server.sql.query("UPDATE campaigns SET entries_close_at = clock_timestamp() - interval '1 second' WHERE id = $1", [campaignId]);
+  await setTimes(server.sql, 'campaigns', { entries_close_at: "clock_timestamp() - interval '1 second'" }, 'id = $1', [campaignId]);
   expect((await enter(partner.apiKey, { campaignId, holder: 'late' })).error?.code).toBe('ENTRIES_CLOSED');
   expect(await count()).toBe(3);
 
@@ -385,7 +386,7 @@ test('after the draw: a lapsed or released hold makes its entry LAPSED, and its 
     message: "the declined ticket to pass on",
   });
   await sleep(300);
-  await server.sql.query("UPDATE allocations SET expires_at = clock_timestamp() WHERE ballot_entry_id = ANY($1::uuid[]) AND status = 'HELD'", [lapse.map((e) => e!.id)]);
+  await setTimes(server.sql, 'allocations', { expires_at: 'clock_timestamp()' }, "ballot_entry_id = ANY($1::uuid[]) AND status = 'HELD'", [lapse.map((e) => e!.id)]);
 
   // The sweeper (100 ms here) ends the holds and passes the tickets on.
   const freed = 6 - keep!.quantity;

@@ -1,11 +1,11 @@
-// The bounded subset of `npm run chaos` that runs in npm test: every fault scenario at its quick
-// size, against real Tessera processes, each checked for zero invariant violations.
+// The bounded subset of `npm run chaos` that runs in npm test: every fault scenario but the failover
+// drill (test/failover.test.ts runs that) at its quick size, against real Tessera processes, each
+// checked for zero invariant violations. Two files, so that Jest's two workers run them side by side.
 //
 // Under npm run test:pgbouncer (TESSERA_TEST_POOLER_URL set) the Tessera processes reach PostgreSQL
 // through PgBouncer in transaction mode — the test server's (globalSetupPgbouncer.ts) and one of
 // this file's own in front of scenario c's restartable PostgreSQL — while the faults (terminated
-// backends, restarts) and the checks still go to PostgreSQL itself. The failover drill (j, k, …:
-// SCENARIO_GROUPS.failover) starts PostgreSQL servers of its own and is skipped there.
+// backends, restarts) and the checks still go to PostgreSQL itself.
 import { copyFileSync } from 'node:fs';
 import path from 'node:path';
 import { connectDirectly, connectThroughPooler, spawnEmbeddedHost } from './chaos/harness';
@@ -15,8 +15,8 @@ import { POOLER_ENV, startPgBouncerFor, type PgBouncer } from './helpers/pgbounc
 import { FIXED_WORK_TIMEOUT_MS } from './helpers/time';
 
 const poolerUrl = process.env[POOLER_ENV];
-/** Not run through PgBouncer: the failover drill (j, k, …), which starts PostgreSQL servers of its own. */
-const DIRECT_ONLY = SCENARIO_GROUPS.failover ?? [];
+/** In test/failover.test.ts: the failover drill (j, k, …), which starts PostgreSQL servers of its own. */
+const FAILOVER = SCENARIO_GROUPS.failover ?? [];
 
 let env: ScenarioEnv;
 let host: Awaited<ReturnType<typeof spawnEmbeddedHost>> & { [Symbol.asyncDispose]?: () => Promise<void> };
@@ -33,7 +33,7 @@ beforeAll(async () => {
     hostPooler = await startPgBouncerFor(host.url);
     connectThroughPooler(process.env[SERVER_ENV]!, poolerUrl);
     connectThroughPooler(host.url, hostPooler.url('postgres'));
-    console.warn(`through PgBouncer: ${poolerUrl} (test server), ${hostPooler.url('postgres')} (scenario c's PostgreSQL); skipped: ${DIRECT_ONLY.join(', ')} (the failover drill)`);
+    console.warn(`through PgBouncer: ${poolerUrl} (test server), ${hostPooler.url('postgres')} (scenario c's PostgreSQL)`);
   }
 }, FIXED_WORK_TIMEOUT_MS);
 afterAll(async () => {
@@ -49,16 +49,13 @@ afterAll(async () => {
   await host?.[Symbol.asyncDispose]?.();
 });
 
-const cases = SCENARIOS.map((scenario, i) => [String.fromCharCode(97 + i), scenario] as const);
+const cases = SCENARIOS.map((scenario, i) => [String.fromCharCode(97 + i), scenario] as const).filter(([id]) => !FAILOVER.includes(id));
 
-test.each(poolerUrl ? cases.filter(([id]) => !DIRECT_ONLY.includes(id)) : cases)(
+test.each(cases)(
   'chaos scenario %s keeps every invariant',
   async (_id, scenario) => {
     const result = await scenario(env);
     if (poolerUrl) console.log(verdictLine(result)); // the scenario's figures through PgBouncer, for the run's log
-    // The failover drill (j–m) needs the machine's PostgreSQL binaries, Patroni and etcd: a machine
-    // without them (a user's clone with only Node.js) skips it and says so.
-    if (result.skipped?.startsWith('no PostgreSQL binaries')) return console.warn(`skipped ${result.id}: ${result.skipped}`);
     expect(result.skipped).toBeUndefined();
     expect(result.claims).toBeGreaterThan(0);
     if (result.violations.length > 0) throw new Error(verdictLine(result));
@@ -67,10 +64,3 @@ test.each(poolerUrl ? cases.filter(([id]) => !DIRECT_ONLY.includes(id)) : cases)
   },
   FIXED_WORK_TIMEOUT_MS,
 );
-
-if (poolerUrl) {
-  test.skip.each(cases.filter(([id]) => DIRECT_ONLY.includes(id)))(
-    'chaos scenario %s: the failover drill, not run through PgBouncer (it starts PostgreSQL servers of its own; npm test runs it)',
-    () => undefined,
-  );
-}

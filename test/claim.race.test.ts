@@ -107,8 +107,8 @@ test('a claim answers SOLD_OUT once the locked last ticket is committed to anoth
     // Another claim's insert, counted as claim statements count what they insert.
     await inFlight.query(
       `WITH allocated AS (
-         INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, status, sequence)
-         SELECT campaign_id, id, $2, 'first', 'ACTIVE', tessera_next_sequence(campaign_id) FROM tickets WHERE campaign_id = $1
+         INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, status)
+         SELECT campaign_id, id, $2, 'first', 'ACTIVE' FROM tickets WHERE campaign_id = $1
          RETURNING campaign_id, partner_id, status, allocated_at),
        ${COUNT_ALLOCATED}
        SELECT 1`,

@@ -6,6 +6,7 @@ import { assertPoolInvariants, ADMIN_KEY, CLAIM, startTestServer, type TestServe
 import { ticketsLiveTwice } from './helpers/sql';
 import { connectSocket, runOverSocket } from './helpers/ws';
 import { expireHolds, setHoldExpiry } from './helpers/time';
+import { setTimes } from './helpers/setTimes';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -75,7 +76,7 @@ test("maxHoldSeconds caps every extension from the hold's creation, and holdTick
   expect(ms(within.allocation!.expiresAt)).toBeGreaterThan(before.getTime());
   expect(ms(within.allocation!.expiresAt)).toBeLessThanOrEqual(ms(held.allocatedAt) + 100_000);
   // A hold at its cap: an extension that would pass it is refused; one that would not move it is not.
-  await server.sql.query("UPDATE allocations SET expires_at = allocated_at + interval '100 seconds' WHERE id = $1", [held.id]);
+  await setTimes(server.sql, 'allocations', { expires_at: "allocated_at + interval '100 seconds'" }, 'id = $1', [held.id]);
   expect((await extend(partner.apiKey, held.id, 100)).error?.code).toBe('HOLD_EXTENSION_LIMIT');
   expect((await extend(partner.apiKey, held.id, 1)).allocation?.expiresAt).toBe(new Date(ms(held.allocatedAt) + 100_000).toISOString());
 
@@ -83,7 +84,7 @@ test("maxHoldSeconds caps every extension from the hold's creation, and holdTick
   const open = await server.openCampaignWith(1);
   expect((await server.gql(ADMIN_KEY, 'query($id: ID!) { campaign(id: $id) { maxHoldSeconds } }', { id: open })).body.data!.campaign.maxHoldSeconds).toBeNull();
   const long = (await hold(partner.apiKey, open, 86_400)).allocation!;
-  await server.sql.query("UPDATE allocations SET expires_at = clock_timestamp() + interval '1 hour', allocated_at = allocated_at - interval '2 days' WHERE id = $1", [long.id]);
+  await setTimes(server.sql, 'allocations', { expires_at: "clock_timestamp() + interval '1 hour'", allocated_at: "allocated_at - interval '2 days'" }, 'id = $1', [long.id]);
   const onward = await extend(partner.apiKey, long.id, 86_400);
   expect(onward.error).toBeNull();
   expect(ms(onward.allocation!.expiresAt) - ms(onward.allocation!.allocatedAt)).toBeGreaterThan(2 * 86_400_000);

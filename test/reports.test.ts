@@ -5,6 +5,7 @@ import path from 'node:path';
 import { Kind, parse, print, type OperationDefinitionNode } from 'graphql';
 import { ADMIN_KEY, CLAIM, startTestServer, type ClaimPayload, type TestServer } from './helpers/testServer';
 import { expireHolds } from './helpers/time';
+import { setTimes } from './helpers/setTimes';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -115,14 +116,18 @@ describe('a campaign worked by three partners: claims, groups, holds, confirmati
     // The admin claims too (allocations of the operator partner).
     await claim(ADMIN_KEY, { campaignId, holder: 'operator' });
     // Some allocations earlier in time, so that buckets differ.
-    await server.sql.query(
-      `UPDATE allocations SET allocated_at = allocated_at - interval '2 days 3 hours'
-        WHERE id IN (SELECT id FROM allocations WHERE campaign_id = $1 AND status = 'ACTIVE' AND confirmed_at IS NULL ORDER BY sequence LIMIT 3)`,
+    await setTimes(
+      server.sql,
+      'allocations',
+      { allocated_at: "allocated_at - interval '2 days 3 hours'" },
+      "id IN (SELECT id FROM allocations WHERE campaign_id = $1 AND status = 'ACTIVE' AND confirmed_at IS NULL ORDER BY sequence LIMIT 3)",
       [campaignId],
     );
-    await server.sql.query(
-      `UPDATE allocations SET allocated_at = allocated_at - interval '70 minutes'
-        WHERE id IN (SELECT id FROM allocations WHERE campaign_id = $1 AND status = 'ACTIVE' AND confirmed_at IS NULL ORDER BY sequence DESC LIMIT 2)`,
+    await setTimes(
+      server.sql,
+      'allocations',
+      { allocated_at: "allocated_at - interval '70 minutes'" },
+      "id IN (SELECT id FROM allocations WHERE campaign_id = $1 AND status = 'ACTIVE' AND confirmed_at IS NULL ORDER BY sequence DESC LIMIT 2)",
       [campaignId],
     );
     await expireHolds(server.sql, [lapsing.id]);
@@ -176,7 +181,7 @@ test('the timeline counts a confirmed hold when it was confirmed, not when it wa
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(3);
   const held = await hold(partner.apiKey, { campaignId, ttlSeconds: 86_400 });
-  await server.sql.query(`UPDATE allocations SET allocated_at = allocated_at - interval '5 hours' WHERE id = $1`, [held.id]);
+  await setTimes(server.sql, 'allocations', { allocated_at: "allocated_at - interval '5 hours'" }, 'id = $1', [held.id]);
   const hourOf = (ms: number) => ms - (ms % 3_600_000);
   const before = hourOf(Date.now());
   await call(partner.apiKey, CONFIRM, { id: held.id });
@@ -260,8 +265,8 @@ describe('soldOutAt', () => {
     const held = await hold(partner.apiKey, { campaignId });
     // Held a minute earlier (the clock moved in SQL, not waited for): the hold's time and the
     // confirmation's cannot fall in one millisecond.
-    const { rows } = await server.sql.query(`UPDATE allocations SET allocated_at = allocated_at - interval '1 minute' WHERE id = $1 RETURNING allocated_at`, [held.id]);
-    const heldAt: Date = rows[0].allocated_at;
+    const rows = await setTimes(server.sql, 'allocations', { allocated_at: "allocated_at - interval '1 minute'" }, 'id = $1', [held.id]);
+    const heldAt = rows[0]!.allocated_at as Date;
     const before = Date.now();
     await call(partner.apiKey, CONFIRM, { id: held.id });
     const soldOutAt = (await report(campaignId)).stats.soldOutAt;

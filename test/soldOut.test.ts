@@ -12,6 +12,7 @@ import { newWebhookSecret } from '../src/webhooks/signature';
 import { startSignedReceiver, type SignedReceiver } from './helpers/receiver';
 import { assertPoolInvariants, ADMIN_KEY, startTestServer, TEST_WEBHOOK_KEY, type TestServer } from './helpers/testServer';
 import { expireHolds, sleep, until } from './helpers/time';
+import { setTimes } from './helpers/setTimes';
 
 /** Every field of CampaignStats, read from the schema itself: the event must carry each. */
 const STATS_FIELDS = Object.keys(
@@ -136,7 +137,7 @@ test('with tickets still allotted to a partner, the campaign is not sold out; af
   // The owner draws one; the allotment then lapses (the clock moved in SQL), its 4 come back.
   expect((await claim(owner.apiKey, campaignId, 'o1')).allocation).not.toBeNull();
   expect(await refusedConsistently(other.apiKey, campaignId, 'late')).toBe('ALL_ALLOTTED');
-  await server.sql.query("UPDATE allotments SET lapses_at = clock_timestamp() - interval '1 millisecond' WHERE campaign_id = $1", [campaignId]);
+  await setTimes(server.sql, 'allotments', { lapses_at: "clock_timestamp() - interval '1 millisecond'" }, 'campaign_id = $1', [campaignId]);
   expect(await stats(campaignId)).toMatchObject({ allotted: 0, available: 4, soldOut: false, soldOutAt: null });
   await notAnnounced(campaignId);
 

@@ -7,7 +7,7 @@ import { AUTH_FAILURE_FLOOR_MS } from '../src/admission';
 import { measureOperation } from '../src/cost';
 import { SCHEMA_PATH } from '../src/server';
 import { ADMIN_KEY, CLAIM, createTestDatabase, startTestServer, type TestServer } from './helpers/testServer';
-import { until } from './helpers/time';
+import { until, untilSessionsWaitForLock } from './helpers/time';
 import { connectSocket, postFrom, runOverSocket, socketErrors, type SocketClient } from './helpers/ws';
 
 const LIVE = 'subscription Live($id: ID!) { campaignStats(id: $id) { total allocated available } }';
@@ -207,12 +207,11 @@ describe('rate limits and failed logins count on both transports', () => {
       const blocker = await limited.sql.connect();
       try {
         await blocker.query('BEGIN');
+        // The gate, exclusive, as close takes it: here, and (on Citus) on the campaign's node.
         await blocker.query('SELECT pg_advisory_xact_lock(1, hashtext($1::uuid::text))', [campaignId]);
+        await blocker.query('SELECT tessera_lock_campaign_gate($1::uuid)', [campaignId]);
         const stuck = limited.gql(partner.apiKey, CLAIM, { input: { campaignId, holder: 'stuck' } });
-        await until(
-          async () => (await limited.sql.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rows[0].n > 0,
-          { message: 'the claim to hold the only connection' },
-        );
+        await untilSessionsWaitForLock(limited.sql, 1, { timeoutMs: 10_000, message: 'the claim to hold the only connection' });
         const answers = await Promise.all(Array.from({ length: 20 }, guess));
         expect(answers.map((a) => a.status)).toEqual(Array(20).fill(429));
         await blocker.query('ROLLBACK');

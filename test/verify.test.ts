@@ -5,7 +5,7 @@ import { ADMIN_KEY, CLAIM, startTestServer, type TestServer } from './helpers/te
 
 let server: TestServer;
 beforeAll(async () => {
-  server = await startTestServer({ config: { holdSweepIntervalMs: 0 } });
+  server = await startTestServer({ config: { holdSweepIntervalMs: 0 }, verifyAtStop: false });
 });
 afterAll(() => server.stop());
 

@@ -10,6 +10,7 @@ import { startSignedReceiver } from './helpers/receiver';
 import { ticketsLiveTwice } from './helpers/sql';
 import { assertPoolInvariants, ADMIN_KEY, CLAIM, startTestServer, TEST_WEBHOOK_KEY, type ClaimPayload, type TestServer } from './helpers/testServer';
 import { sleep, until } from './helpers/time';
+import { setTimes } from './helpers/setTimes';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -208,7 +209,7 @@ test('all or nothing: an entry for 2 waits while a later entry for 1 is served; 
     const res = await server.gql<{ holdTicket: { allocation: { id: string } | null } }>(owner.apiKey, HOLD, { input: { campaignId, holder, ttlSeconds: 60 } });
     holds.push(res.body.data!.holdTicket.allocation!.id);
   }
-  await server.sql.query("UPDATE allocations SET expires_at = clock_timestamp() + interval '300 milliseconds' WHERE id = ANY($1::uuid[])", [holds]);
+  await setTimes(server.sql, 'allocations', { expires_at: "clock_timestamp() + interval '300 milliseconds'" }, 'id = ANY($1::uuid[])', [holds]);
   const offered = await until(async () => {
     const now = await entry(partner.apiKey, pair.id);
     return now?.status === 'OFFERED' ? now : null;

@@ -45,10 +45,10 @@ BEGIN
         RETURNING t.id
     ),
     allocated AS (
-        INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, metadata, status, sequence,
-                                 allocated_at, expires_at, request_index, from_allotment, ballot_entry_id)
-        SELECT p_campaign_id, k.ticket_id, k.partner_id, e.holder, e.metadata, 'HELD', tessera_next_sequence(p_campaign_id),
-               clock_timestamp(), p_expires, k.request_index, k.from_allotment, k.entry_id
+        INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, metadata, status,
+                                 expires_at, request_index, from_allotment, ballot_entry_id)
+        SELECT p_campaign_id, k.ticket_id, k.partner_id, e.holder, e.metadata, 'HELD',
+               p_expires, k.request_index, k.from_allotment, k.entry_id
           FROM picked k JOIN ballot_entries e ON e.campaign_id = p_campaign_id AND e.id = k.entry_id
          ORDER BY k.rank, k.request_index
         RETURNING id, campaign_id, partner_id, status, expires_at

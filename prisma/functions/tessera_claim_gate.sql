@@ -12,7 +12,9 @@
 --      in flight and is never starved (docs/CORRECTNESS.md §4); a claim that queued behind it then
 --      reads CLOSED. Shared holders never block each other: no hot row, no MultiXact.
 --   2. the (partner, idempotency key) lock, when a key is given: two requests with one key run one
---      after the other, and the second finds the first's allocation (also across campaigns).
+--      after the other, and the second finds the first's allocation (also across campaigns; on
+--      Citus the coordinator takes this lock and looks in the other campaigns first:
+--      tessera_prior_claim).
 --   3. the (campaign, partner, holder) lock, when the campaign has a perHolderLimit and quantity > 0:
 --      the count of live allocations below is then exact for parallel claims by one holder.
 --   4. the partner's quota row (FOR UPDATE), when there is one for (campaign, partner) and
@@ -52,11 +54,22 @@ BEGIN
 
     IF p_idempotency_key IS NOT NULL THEN
         PERFORM pg_advisory_xact_lock(2, hashtext(p_partner_id::text || ':' || p_idempotency_key));
-        SELECT 'PRIOR', a.campaign_id, a.id INTO verdict, prior_campaign_id, prior_allocation_id
-          FROM allocations a
-         WHERE a.partner_id = p_partner_id AND a.idempotency_key = p_idempotency_key
-         ORDER BY a.request_index
-         LIMIT 1;
+        IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
+            -- One PostgreSQL: the key's claim in any campaign.
+            SELECT 'PRIOR', a.campaign_id, a.id INTO verdict, prior_campaign_id, prior_allocation_id
+              FROM allocations a
+             WHERE a.partner_id = p_partner_id AND a.idempotency_key = p_idempotency_key
+             ORDER BY a.request_index
+             LIMIT 1;
+        ELSE
+            -- Citus: in this campaign, whose node this may be running on; the coordinator looked in the
+            -- others first (tessera_prior_claim).
+            SELECT 'PRIOR', a.campaign_id, a.id INTO verdict, prior_campaign_id, prior_allocation_id
+              FROM allocations a
+             WHERE a.campaign_id = p_campaign_id AND a.partner_id = p_partner_id AND a.idempotency_key = p_idempotency_key
+             ORDER BY a.request_index
+             LIMIT 1;
+        END IF;
         IF FOUND THEN RETURN NEXT; RETURN; END IF;
     END IF;
 

@@ -85,10 +85,10 @@ BEGIN
                 RETURNING t.id, t.code
             ),
             made AS (
-                INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, metadata, status, sequence,
-                                         allocated_at, expires_at, request_index, waitlist_entry_id)
-                SELECT p_campaign_id, h.id, e.partner_id, e.holder, e.metadata, 'HELD', tessera_next_sequence(p_campaign_id),
-                       clock_timestamp(), expires, (row_number() OVER (ORDER BY h.id) - 1)::integer, e.id
+                INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, metadata, status,
+                                         expires_at, request_index, waitlist_entry_id)
+                SELECT p_campaign_id, h.id, e.partner_id, e.holder, e.metadata, 'HELD',
+                       expires, (row_number() OVER (ORDER BY h.id) - 1)::integer, e.id
                   FROM offered_tickets h
                 RETURNING id, ticket_id, sequence, expires_at
             ),

@@ -47,8 +47,8 @@ export async function setPartnerAllotment(
   const P = Prisma.sql`${a.partnerId}::uuid`;
   const S = Prisma.sql`${a.size}::int`;
   const L = Prisma.sql`${a.lapsesAt}::timestamptz`;
-  const [, rows] = await db.$transaction([
-    lockCampaignGate(db, a.campaignId),
+  const [, , rows] = await db.$transaction([
+    ...lockCampaignGate(db, a.campaignId),
     db.$queryRaw<{ verdict: AllotmentVerdict; in_use: number; available: number }[]>`WITH facts AS MATERIALIZED (
          SELECT ${FIGURES(C, P)},
                 (SELECT count(*) FROM tickets t WHERE t.campaign_id = ${C} AND t.status = 'AVAILABLE')::int AS available

@@ -7,11 +7,17 @@
 import type { Prisma } from '../generated/prisma/client';
 import type { Db } from './client';
 
-// On Citus the gate lives on the coordinator, on both sides: a claim statement's gate CTE names no
-// table, so Citus runs it there, as it runs the sweeper's and the releases' (test/citus/ checks that
-// a close waits for a claim in flight). Tessera therefore talks to the coordinator only.
-export function lockCampaignGate(db: Db, campaignId: string): Prisma.PrismaPromise<number> {
-  return db.$executeRaw`SELECT pg_advisory_xact_lock(1, hashtext(${campaignId}::uuid::text))`;
+// Two statements, on every deployment: the lock on the server Tessera talks to, then the same lock
+// through tessera_lock_campaign_gate. On one PostgreSQL the second takes again what the first holds.
+// On Citus the first look's gate runs on the node holding the campaign (its function is delegated
+// there, src/db/distribute.ts) and the other statements' gates on the coordinator: the first lock
+// covers those, the function — delegated to the same node — the first look (test/citus/ checks that
+// a close waits for a claim in flight).
+export function lockCampaignGate(db: Db, campaignId: string): [Prisma.PrismaPromise<number>, Prisma.PrismaPromise<number>] {
+  return [
+    db.$executeRaw`SELECT pg_advisory_xact_lock(1, hashtext(${campaignId}::uuid::text))`,
+    db.$executeRaw`SELECT tessera_lock_campaign_gate(${campaignId}::uuid)`,
+  ];
 }
 
 /** A client that can run a batch transaction (the root Prisma client). */

@@ -1,5 +1,5 @@
-// The first look's statements (claimOne.ts, claimGroup.ts) as PL/pgSQL functions, made from the very
-// text those files define — the statement has one source — and applied by the migrator like the
+// The group claim's statement (claimGroup.ts) as a PL/pgSQL function, made from the very
+// text that file defines — the statement has one source — and applied by the migrator like the
 // function files of prisma/functions/ (checksummed in `_tessera_functions`; a changed statement is a
 // changed function).
 //
@@ -12,7 +12,6 @@
 // the result's.
 import { createHash } from 'node:crypto';
 import { CLAIM_GROUP_SQL } from './claimGroup';
-import { CLAIM_ONE_SQL } from './claimOne';
 
 export interface CodeFunction {
   readonly name: string;
@@ -35,15 +34,6 @@ $claim$`;
 const CAMPAIGN_RESULT = `campaign_name text, campaign_status campaign_status, campaign_opens_at timestamptz, campaign_closes_at timestamptz,
   campaign_per_holder_limit integer, campaign_created_at timestamptz`;
 
-/** tessera_claim_one(campaign, partner, holder, metadata, idempotency key, request hash, pick start). */
-export const CLAIM_ONE_FUNCTION = plpgsql(
-  'tessera_claim_one',
-  'uuid, uuid, text, jsonb, text, text, integer',
-  `ord integer, verdict text, prior_campaign_id uuid, prior_allocation_id uuid, id uuid, sequence bigint,
-  allocated_at timestamptz, ticket_id bigint, ticket_code text, ${CAMPAIGN_RESULT}`,
-  CLAIM_ONE_SQL,
-);
-
 /** tessera_claim_group(campaigns, partners, holders, metadata, keys, hashes, holder ranks, partner ranks, starts): arrays, one element per request. */
 export const CLAIM_GROUP_FUNCTION = plpgsql(
   'tessera_claim_group',
@@ -52,4 +42,5 @@ export const CLAIM_GROUP_FUNCTION = plpgsql(
   CLAIM_GROUP_SQL,
 );
 
-export const CLAIM_FUNCTIONS: readonly CodeFunction[] = [CLAIM_GROUP_FUNCTION, CLAIM_ONE_FUNCTION];
+// (The first look, tessera_claim_one, is a function file: prisma/functions/tessera_claim_one.sql.)
+export const CLAIM_FUNCTIONS: readonly CodeFunction[] = [CLAIM_GROUP_FUNCTION];

@@ -106,11 +106,10 @@ taken AS (
 ),
 allocated AS (
   INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, metadata, idempotency_key,
-                           request_hash, status, sequence, allocated_at)
-  -- sequence and allocated_at side by side, so that their orders agree as closely as two
-  -- concurrent transactions allow.
-  SELECT k.campaign_id, k.id, p.partner_id, p.holder, p.metadata, p.idempotency_key, p.request_hash, 'ACTIVE',
-         tessera_next_sequence(k.campaign_id), clock_timestamp()
+                           request_hash, status)
+  -- (sequence and allocated_at: the row trigger tessera_number_allocation gives them to each row as
+  -- it is inserted, in this ORDER BY's order)
+  SELECT k.campaign_id, k.id, p.partner_id, p.holder, p.metadata, p.idempotency_key, p.request_hash, 'ACTIVE'
     FROM taken k
     JOIN picked pk ON pk.campaign_id = k.campaign_id AND pk.id = k.id
     JOIN passed p ON p.campaign_id = pk.campaign_id AND p.slot = pk.slot

@@ -14,8 +14,8 @@ export async function closeCampaign(db: Batchable, campaignId: string): Promise<
   // statement's start, after the gate was taken: later than every claim that committed before it
   // (statement_timestamp(), not clock_timestamp(): Citus refuses a VOLATILE function in an UPDATE
   // of a reference table, and anything but an IMMUTABLE one in its COALESCE or CASE).
-  const [, closed] = await db.$transaction([
-    lockCampaignGate(db, campaignId),
+  const [, , closed] = await db.$transaction([
+    ...lockCampaignGate(db, campaignId),
     db.$queryRaw<{ closed: boolean }[]>`
       WITH previous AS (SELECT id, status FROM campaigns WHERE id = ${campaignId}::uuid),
       closed AS (

@@ -19,5 +19,5 @@ export async function setPartnerQuota(db: Batchable, campaignId: string, partner
           DO UPDATE SET quota = EXCLUDED.quota, live = EXCLUDED.live, updated_at = EXCLUDED.updated_at`;
   const credits = db.$executeRaw`
     DELETE FROM partner_quota_credits WHERE campaign_id = ${campaignId}::uuid AND partner_id = ${partnerId}::uuid`;
-  await db.$transaction([lockCampaignGate(db, campaignId), credits, write]);
+  await db.$transaction([...lockCampaignGate(db, campaignId), credits, write]);
 }

@@ -39,8 +39,8 @@ WITH t AS (
 ), c AS (
   SELECT COALESCE(sum(total), 0) AS total, COALESCE(sum(allocated), 0) AS allocated, COALESCE(sum(held), 0) AS held, COALESCE(sum(void), 0) AS void
     FROM campaign_counters WHERE campaign_id = $1
-), campaign_figures (check_name, expected, found) AS (
-  SELECT 'counter.total', t.total, c.total FROM t, c
+), campaign_figures AS (
+  SELECT 'counter.total' AS check_name, t.total AS expected, c.total AS found FROM t, c
   UNION ALL SELECT 'counter.void', t.void, c.void FROM t, c
   UNION ALL SELECT 'counter.allocated', a.active, c.allocated FROM a, c
   UNION ALL SELECT 'counter.held', a.held, c.held FROM a, c
@@ -49,8 +49,8 @@ WITH t AS (
     FROM allocations WHERE campaign_id = $1 AND status IN ('ACTIVE', 'HELD') GROUP BY partner_id
 ), partner_slots AS (
   SELECT partner_id, sum(active) AS active, sum(held) AS held FROM partner_counters WHERE campaign_id = $1 GROUP BY partner_id
-), partner_figures (check_name, subject, expected, found) AS (
-  SELECT 'partner.active', COALESCE(r.partner_id, s.partner_id)::text, COALESCE(r.active, 0), COALESCE(s.active, 0)
+), partner_figures AS (
+  SELECT 'partner.active' AS check_name, COALESCE(r.partner_id, s.partner_id)::text AS subject, COALESCE(r.active, 0) AS expected, COALESCE(s.active, 0) AS found
     FROM partner_rows r FULL JOIN partner_slots s ON s.partner_id = r.partner_id
   UNION ALL
   SELECT 'partner.held', COALESCE(r.partner_id, s.partner_id)::text, COALESCE(r.held, 0), COALESCE(s.held, 0)
@@ -60,13 +60,14 @@ WITH t AS (
     FROM allocations WHERE campaign_id = $1 AND status = 'ACTIVE' GROUP BY 1
 ), minute_slots AS (
   SELECT minute, sum(active) AS active FROM minute_counters WHERE campaign_id = $1 GROUP BY minute
-), minute_figures (check_name, subject, expected, found) AS (
-  SELECT 'timeline.active', to_char(COALESCE(r.minute, s.minute) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI"Z"'), COALESCE(r.active, 0), COALESCE(s.active, 0)
+), minute_figures AS (
+  SELECT 'timeline.active' AS check_name, to_char(COALESCE(r.minute, s.minute) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI"Z"') AS subject,
+         COALESCE(r.active, 0) AS expected, COALESCE(s.active, 0) AS found
     FROM minute_rows r FULL JOIN minute_slots s ON s.minute = r.minute
-), quota_figures (check_name, subject, expected, found) AS (
-  SELECT 'quota.live', q.partner_id::text,
-         (SELECT count(*) FROM allocations x WHERE x.campaign_id = $1 AND x.partner_id = q.partner_id AND x.status IN ('ACTIVE', 'HELD')),
-         q.live - (SELECT count(*) FROM partner_quota_credits k WHERE k.campaign_id = $1 AND k.partner_id = q.partner_id)
+), quota_figures AS (
+  SELECT 'quota.live' AS check_name, q.partner_id::text AS subject,
+         (SELECT count(*) FROM allocations x WHERE x.campaign_id = $1 AND x.partner_id = q.partner_id AND x.status IN ('ACTIVE', 'HELD')) AS expected,
+         q.live - (SELECT count(*) FROM partner_quota_credits k WHERE k.campaign_id = $1 AND k.partner_id = q.partner_id) AS found
     FROM partner_quotas q WHERE q.campaign_id = $1
 )`;
 
@@ -163,7 +164,9 @@ export async function repairCampaign(pool: Pool, campaignId: string): Promise<{ 
   let broken: Error | undefined;
   try {
     await client.query('BEGIN');
+    // The gate, exclusive, where claims take it (campaignGate.ts says why two statements).
     await client.query('SELECT pg_advisory_xact_lock(1, hashtext($1::uuid::text))', [campaignId]);
+    await client.query('SELECT tessera_lock_campaign_gate($1::uuid)', [campaignId]);
     const before = await verifyCampaign(client, campaignId);
     const repaired = before.filter((d) => d.repairable);
     if (repaired.length > 0) for (const sql of REPAIR_SQL) await client.query(sql, [campaignId]);

@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { inScope } from '../auth';
 import type { Database } from '../db/client';
 import { claimTicket, readClaim, type ClaimOutcome, type ClaimTicketParams } from '../db/claimTicket';
+import { keyCheckOf } from '../db/claimTransaction';
 import { campaignMaxHoldSeconds } from '../db/extendHold';
 import { findAllocationsByKey } from '../db/findAllocations';
 import type { JsonValue } from '../db/json';
@@ -223,7 +224,11 @@ export class AllocationService {
     for (let keyRaces = 0; ; ) {
       let outcome: ClaimOutcome;
       try {
-        const rows = await claimTicket(this.db.prisma, { ...r, campaignId, partnerId, requestHash, start: wait ? 0 : randomPickStart(), wait });
+        const rows = await claimTicket(
+          this.db.prisma,
+          { ...r, campaignId, partnerId, requestHash, start: wait ? 0 : randomPickStart(), wait },
+          keyCheckOf(this.db.options),
+        );
         outcome = readClaim(rows, campaignId);
       } catch (error) {
         // Backstop only: the gate serializes requests with one key, so the unique index on

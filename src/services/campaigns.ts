@@ -165,8 +165,8 @@ export class CampaignService {
       throw apiError(ErrorCode.INVALID_TRANSITION, `Campaign ${id} is ${current.status}: its release policy is fixed once it opens.`);
     }
     const prisma = this.db.prisma;
-    const [, updated] = await prisma.$transaction([
-      lockCampaignGate(prisma, current.id),
+    const [, , updated] = await prisma.$transaction([
+      ...lockCampaignGate(prisma, current.id),
       prisma.campaign.updateMany({ where: { id: current.id, status: policyChanges ? 'DRAFT' : { not: 'CLOSED' } }, data }),
     ]);
     if (updated.count === 0) {

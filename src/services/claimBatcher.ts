@@ -13,6 +13,7 @@
 import { randomPickStart } from '../db/pickTickets';
 import { claimGroup, readGroup, type FirstLook, type GroupRequest } from '../db/claimGroup';
 import { claimOne, readOne } from '../db/claimOne';
+import { keyCheckOf } from '../db/claimTransaction';
 import type { Database } from '../db/client';
 import { isConnectionLost, isConnectTimeout } from '../db/pgErrors';
 
@@ -99,7 +100,7 @@ export class ClaimBatcher {
     if (batch.length > 1) this.options.onBatch?.(batch.length);
     const answered =
       requests.length === 1
-        ? claimOne(this.db.prisma, requests[0]!).then((row) => [readOne(row, requests[0]!)])
+        ? claimOne(this.db.prisma, requests[0]!, keyCheckOf(this.db.options)).then((row) => [readOne(row, requests[0]!)])
         : claimGroup(this.db.prisma, requests).then((rows) => readGroup(rows, requests));
     answered
       .then((answers) => batch.forEach((w, i) => w.resolve(answers[i]!)))

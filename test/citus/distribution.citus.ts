@@ -5,11 +5,13 @@
 import { cpSync, mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { DISTRIBUTION_COLUMN, PLACEMENT } from '../../src/db/distribute';
+import { DELEGATED, DISTRIBUTION_COLUMN, PLACEMENT } from '../../src/db/distribute';
 import { migrate, MIGRATIONS_DIR } from '../../src/db/migrate';
 import { CITUS_SKIP_ENV } from '../helpers/globalSetupCitus';
 import { ADMIN_KEY, assertPoolInvariants, CLAIM, startTestServer, type ClaimPayload, type TestServer } from '../helpers/testServer';
-import { untilSessionsWaitForLock } from '../helpers/time';
+import { citusNodes } from '../helpers/citus';
+import { databaseUrl, withClient } from '../helpers/env';
+import { until, untilSessionsWaitForLock } from '../helpers/time';
 
 const skip = process.env[CITUS_SKIP_ENV];
 const describeCitus = skip ? describe.skip : describe;
@@ -111,7 +113,123 @@ describeCitus('Tessera on Citus', () => {
     expect(order.rows[0].after).toBe(true);
   });
 
-  test('the gate is one lock on the coordinator: close waits for a claim in flight there, and that claim commits before close returns', async () => {
+  /** The node (host:port) holding the campaign's shard of tickets. */
+  const nodeOf = async (campaignId: string): Promise<string> =>
+    (
+      await server.sql.query(
+        `SELECT p.nodename || ':' || p.nodeport AS node FROM pg_dist_placement pl JOIN pg_dist_node p ON p.groupid = pl.groupid
+          WHERE pl.shardid = get_shard_id_for_distribution_column('tickets', $1::uuid)`,
+        [campaignId],
+      )
+    ).rows[0].node;
+
+  test('a claim runs whole on the node holding its campaign: EXPLAIN of the first look and of the general claim shows one task there, in a transaction too, and so does the gate lock of close', async () => {
+    const partner = await server.createPartner();
+    const campaignIds = [await server.openCampaignWith(2), await server.openCampaignWith(2), await server.openCampaignWith(2)];
+    const delegated = await server.sql.query(
+      `SELECT p.proname AS name FROM pg_dist_object o JOIN pg_proc p ON p.oid = o.objid
+        WHERE o.classid = 'pg_proc'::regclass AND o.distribution_argument_index IS NOT NULL AND o.force_delegation ORDER BY 1`,
+    );
+    expect(delegated.rows.map((r) => r.name)).toEqual([...DELEGATED.keys()].sort());
+    const client = await server.sql.connect();
+    try {
+      for (const campaignId of campaignIds) {
+        for (const inTransaction of [false, true]) {
+          if (inTransaction) await client.query('BEGIN');
+          const claim = await client.query(
+            `EXPLAIN (COSTS OFF) SELECT * FROM tessera_claim_one($1::uuid, $2::uuid, 'h', NULL, NULL, NULL, 0)`,
+            [campaignId, partner.id],
+          );
+          const general = await client.query(
+            `EXPLAIN (COSTS OFF) SELECT * FROM tessera_claim_tickets($1::uuid, $2::uuid, 'h', NULL, NULL, NULL, 2, 60, 0, false)`,
+            [campaignId, partner.id],
+          );
+          const lock = await client.query('EXPLAIN (COSTS OFF) SELECT tessera_lock_campaign_gate($1::uuid)', [campaignId]);
+          if (inTransaction) await client.query('ROLLBACK');
+          for (const plan of [claim, general, lock]) {
+            const text = plan.rows.map((r) => r['QUERY PLAN']).join('\n');
+            expect(text).toMatch(/Task Count: 1\n/);
+            expect(text).not.toMatch(/Subplan/);
+            const [, host, port] = /Node: host=(\S+) port=(\d+)/.exec(text)!;
+            expect(`${host}:${port}`).toBe(await nodeOf(campaignId));
+          }
+        }
+      }
+    } finally {
+      client.release();
+    }
+    // And it claims there: the three campaigns sell out, each allocation numbered from 1.
+    for (const campaignId of campaignIds) {
+      for (const holder of ['a', 'b']) {
+        const r = await server.gql<ClaimPayload>(partner.apiKey, CLAIM, { input: { campaignId, holder } });
+        expect(r.body.data?.claimTicket.allocation).toBeTruthy();
+      }
+      const numbers = await server.sql.query('SELECT sequence::int AS n FROM allocations WHERE campaign_id = $1 ORDER BY 1', [campaignId]);
+      expect(numbers.rows.map((r) => r.n)).toEqual([1, 2]);
+      await assertPoolInvariants(server.sql, campaignId);
+    }
+  });
+
+  test("a partner's idempotency key names one claim across campaigns on different nodes: the same request again is the same allocation, another campaign is IDEMPOTENCY_KEY_REUSED", async () => {
+    const partner = await server.createPartner();
+    const first = await server.openCampaignWith(3);
+    let other = await server.openCampaignWith(3);
+    for (let i = 0; i < 20 && (await nodeOf(other)) === (await nodeOf(first)); i += 1) other = await server.openCampaignWith(3);
+    expect(await nodeOf(other)).not.toBe(await nodeOf(first));
+    const input = { campaignId: first, holder: 'h', idempotencyKey: 'one-key' };
+    const a = await server.gql<ClaimPayload>(partner.apiKey, CLAIM, { input });
+    const again = await server.gql<ClaimPayload>(partner.apiKey, CLAIM, { input });
+    expect(again.body.data?.claimTicket.allocation?.id).toBe(a.body.data?.claimTicket.allocation?.id);
+    const elsewhere = await server.gql<ClaimPayload>(partner.apiKey, CLAIM, { input: { ...input, campaignId: other } });
+    expect(elsewhere.body.data?.claimTicket.error?.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    // Concurrently, one key on two campaigns of two nodes: one claim, the other refused.
+    const [x, y] = await Promise.all(
+      [first, other].map((campaignId) => server.gql<ClaimPayload>(partner.apiKey, CLAIM, { input: { campaignId, holder: 'h', idempotencyKey: 'raced' } })),
+    );
+    const outcomes = [x, y].map((r) => r.body.data?.claimTicket.allocation ? 'OK' : r.body.data?.claimTicket.error?.code).sort();
+    expect(outcomes).toEqual(['IDEMPOTENCY_KEY_REUSED', 'OK']);
+    const stored = await server.sql.query(`SELECT count(*)::int AS n FROM allocations WHERE partner_id = $1 AND idempotency_key IN ('one-key', 'raced')`, [partner.id]);
+    expect(stored.rows[0].n).toBe(2);
+  });
+
+  test('close waits for a first look in flight on the node holding the campaign, and that claim commits before close returns', async () => {
+    const partner = await server.createPartner();
+    const campaignId = await server.openCampaignWith(3);
+    const database = (await server.sql.query('SELECT current_database() AS d')).rows[0].d as string;
+    const node = await nodeOf(campaignId);
+    const nodeUrl = citusNodes()!.find((url) => new URL(url).host === node)!;
+    const inFlight = await server.sql.connect();
+    try {
+      await inFlight.query('BEGIN');
+      const claimed = await inFlight.query(`SELECT id FROM tessera_claim_one($1::uuid, $2::uuid, 'slow', NULL, NULL, NULL, 0)`, [campaignId, partner.id]);
+      expect(claimed.rows[0].id).toBeTruthy();
+      let closeDone = false;
+      const close = server.gql(ADMIN_KEY, 'mutation($id: ID!) { closeCampaign(id: $id) { campaign { status } } }', { id: campaignId }).then((r) => {
+        closeDone = true;
+        return r;
+      });
+      await until(
+        () =>
+          withClient(databaseUrl(nodeUrl, database), async (c) => {
+            const { rows } = await c.query(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`);
+            return rows[0].n >= 1;
+          }),
+        { timeoutMs: 10_000, intervalMs: 50, message: `closeCampaign to wait for the claim gate on ${node}` },
+      );
+      expect(closeDone).toBe(false);
+      await inFlight.query('COMMIT');
+      expect((await close).body).toEqual({ data: { closeCampaign: { campaign: { status: 'CLOSED' } } } });
+      const order = await server.sql.query(
+        'SELECT (SELECT closed_at FROM campaigns WHERE id = $1) >= max(allocated_at) AS after FROM allocations WHERE campaign_id = $1',
+        [campaignId],
+      );
+      expect(order.rows[0].after).toBe(true);
+    } finally {
+      inFlight.release();
+    }
+  });
+
+  test('the gate is one lock on the coordinator for the statements that run there: close waits for a claim in flight there, and that claim commits before close returns', async () => {
     const partner = await server.createPartner();
     const campaignId = await server.openCampaignWith(3);
     const inFlight = await server.sql.connect();

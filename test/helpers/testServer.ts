@@ -86,6 +86,12 @@ export async function startTestServer(
     redis?: Redis;
     /** Use this database instead of a fresh one (several servers on one database). */
     databaseUrl?: string;
+    /**
+     * On Citus (npm run test:citus), stop() verifies every campaign of the database first
+     * (verifyCampaign: 0 violations, 0 drifts) and fails with what it found; false for a file that
+     * corrupts figures on purpose.
+     */
+    verifyAtStop?: boolean;
   } = {},
 ): Promise<TestServer> {
   const database = options.databaseUrl ? { url: options.databaseUrl, drop: async () => undefined } : await createTestDatabase();
@@ -161,9 +167,17 @@ export async function startTestServer(
     },
     async stop() {
       await server.stop();
+      const drifted: string[] = [];
+      if (citusNodes() && options.verifyAtStop !== false && !options.databaseUrl) {
+        const { rows } = await sql.query<{ id: string }>('SELECT id FROM campaigns ORDER BY created_at');
+        for (const { id } of rows) {
+          for (const d of await verifyCampaign(sql, id)) drifted.push(`${id}: ${d.check} ${d.subject ?? ''} expected ${d.expected}, found ${d.found}`);
+        }
+      }
       await db.close();
       await sql.end();
       await database.drop();
+      if (drifted.length > 0) throw new Error(`verifyCampaign at the end, on Citus: ${drifted.length} drift(s) or violation(s):\n${drifted.join('\n')}`);
     },
   };
   return helpers;

@@ -7,7 +7,7 @@
 //
 // Free of Jest: bench/ and test/chaos/ use it too.
 import { setTimeout as delay } from 'node:timers/promises';
-import type { Pool } from 'pg';
+import { Client, type Pool } from 'pg';
 
 /** Real time passing, on purpose (see above); never to wait for something to have happened. */
 export function sleep(ms: number): Promise<void> {
@@ -129,16 +129,35 @@ export function expireHolds(sql: Pool, allocationIds: readonly string[]): Promis
 
 /**
  * Waits until at least `n` of the Tessera server's sessions on this database wait for a lock
- * (sessions of the test's own pool, which sets no application_name, are not counted).
+ * (sessions of the test's own pool, which sets no application_name, are not counted). On Citus
+ * (TESSERA_TEST_CITUS_NODES, test/helpers/citus.ts) a claim runs on the node holding its campaign,
+ * so its wait is there: the sessions waiting for a lock in this database on each worker count too
+ * (the coordinator's connections to a worker carry Citus's name, not Tessera's).
  */
 export async function untilSessionsWaitForLock(sql: Pool, n: number, options: Partial<UntilOptions> = {}): Promise<void> {
+  const workers = (JSON.parse(process.env.TESSERA_TEST_CITUS_NODES ?? '[]') as string[]).slice(1);
+  const database = workers.length > 0 ? ((await sql.query('SELECT current_database() AS d')).rows[0].d as string) : '';
   await until(
     async () => {
       const { rows } = await sql.query(
         `SELECT count(*)::int AS n FROM pg_stat_activity
           WHERE datname = current_database() AND application_name = 'tessera' AND wait_event_type = 'Lock'`,
       );
-      return rows[0].n >= n;
+      let waiting: number = rows[0].n;
+      for (const worker of workers) {
+        const url = new URL(worker);
+        url.pathname = `/${database}`;
+        const client = new Client({ connectionString: url.toString() });
+        client.on('error', () => undefined);
+        await client.connect();
+        try {
+          const r = await client.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+          waiting += r.rows[0].n as number;
+        } finally {
+          await client.end().catch(() => undefined);
+        }
+      }
+      return waiting >= n;
     },
     { timeoutMs: 5_000, intervalMs: 20, ...options, message: options.message ?? `${n} server session(s) waiting for a lock` },
   );
