@@ -12,6 +12,7 @@ import { connectDirectly, connectThroughPooler, spawnEmbeddedHost } from './chao
 import { SCENARIO_GROUPS, SCENARIOS, verdictLine, type ScenarioEnv } from './chaos/scenarios';
 import { SERVER_ENV } from './helpers/env';
 import { POOLER_ENV, startPgBouncerFor, type PgBouncer } from './helpers/pgbouncer';
+import { expectInvariantsKept } from './helpers/scenarioResult';
 import { FIXED_WORK_TIMEOUT_MS } from './helpers/time';
 
 const poolerUrl = process.env[POOLER_ENV];
@@ -56,11 +57,7 @@ test.each(cases)(
   async (_id, scenario) => {
     const result = await scenario(env);
     if (poolerUrl) console.log(verdictLine(result)); // the scenario's figures through PgBouncer, for the run's log
-    expect(result.skipped).toBeUndefined();
-    expect(result.claims).toBeGreaterThan(0);
-    if (result.violations.length > 0) throw new Error(verdictLine(result));
-    expect(result.violations).toEqual([]);
-    expect(result.stored).toBeGreaterThan(0);
+    expectInvariantsKept(result);
   },
   FIXED_WORK_TIMEOUT_MS,
 );

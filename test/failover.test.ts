@@ -4,8 +4,9 @@
 // PostgreSQL servers of its own, so DATABASE_URL does not change what it tests; beside
 // test/chaos.test.ts (the other scenarios) so that Jest's two workers run the two side by side.
 // Not run through PgBouncer (npm run test:pgbouncer lists chaos.test.ts only).
-import { SCENARIO_GROUPS, SCENARIOS, verdictLine, type ScenarioEnv } from './chaos/scenarios';
+import { SCENARIO_GROUPS, SCENARIOS, type ScenarioEnv } from './chaos/scenarios';
 import { SERVER_ENV } from './helpers/env';
+import { expectInvariantsKept } from './helpers/scenarioResult';
 import { FIXED_WORK_TIMEOUT_MS } from './helpers/time';
 
 const FAILOVER = SCENARIO_GROUPS.failover ?? [];
@@ -21,11 +22,7 @@ test.each(cases)(
     // The drill needs the machine's PostgreSQL binaries, Patroni and etcd: a machine without them (a
     // user's clone with only Node.js) skips it and says so.
     if (result.skipped?.startsWith('no PostgreSQL binaries')) return console.warn(`skipped ${result.id}: ${result.skipped}`);
-    expect(result.skipped).toBeUndefined();
-    expect(result.claims).toBeGreaterThan(0);
-    if (result.violations.length > 0) throw new Error(verdictLine(result));
-    expect(result.violations).toEqual([]);
-    expect(result.stored).toBeGreaterThan(0);
+    expectInvariantsKept(result);
   },
   FIXED_WORK_TIMEOUT_MS,
 );
