@@ -7,7 +7,8 @@ import path from 'node:path';
 import { Pool } from 'pg';
 import type { EmbeddedDatabase } from '../../src/db/embedded';
 import { migrate } from '../../src/db/migrate';
-import { databaseUrl } from '../helpers/env';
+import { cloneCitusDatabase, dropCitusDatabase } from '../helpers/citus';
+import { databaseUrl, TEMPLATE_ENV } from '../helpers/env';
 import { sleep, until } from '../helpers/time';
 import { gql, sendClaim, type ClaimRequest } from './client';
 import { History, type Invocation, type Verdict } from './history';
@@ -18,9 +19,67 @@ const ROOT = path.resolve(__dirname, '../..');
 
 export { freePort } from '../helpers/process';
 
-/** A fresh, migrated database on `serverUrl`; `drop` removes it. */
+/**
+ * The Citus nodes when `serverUrl` is the coordinator of npm run test:citus's cluster
+ * (TESSERA_TEST_CITUS_NODES: the coordinator's URL, then each worker's), else null.
+ */
+export function citusNodesOf(serverUrl: string): string[] | null {
+  const nodes = JSON.parse(process.env.TESSERA_TEST_CITUS_NODES ?? '[]') as string[];
+  return nodes.length > 1 && new URL(nodes[0]!).host === new URL(serverUrl).host ? nodes : null;
+}
+
+/**
+ * On Citus, terminates a share of database `database`'s client backends on each worker — those the
+ * coordinator holds for the claims routed there — and answers how many; `end()` closes its pools.
+ */
+export function workerTerminator(nodes: readonly string[], database: string): { terminate(share: number): Promise<number>; end(): Promise<void> } {
+  const pools = nodes.slice(1).map((node) => {
+    const pool = new Pool({ connectionString: databaseUrl(node, database), max: 1 });
+    pool.on('error', () => undefined);
+    return pool;
+  });
+  return {
+    async terminate(share) {
+      let n = 0;
+      for (const pool of pools) {
+        const { rows } = await pool.query(
+          `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid() AND random() < $1`,
+          [share],
+        );
+        n += rows[0].n as number;
+      }
+      return n;
+    },
+    async end() {
+      await Promise.all(pools.map((pool) => pool.end().catch(() => undefined)));
+    },
+  };
+}
+
+/**
+ * A fresh, migrated database on `serverUrl`; `drop` removes it. On the Citus coordinator of
+ * npm run test:citus, a clone of the suite's distributed template on every node.
+ */
 export async function scratchDatabase(serverUrl: string, label: string): Promise<{ url: string; name: string; sql: Pool; drop(): Promise<void> }> {
   const name = `tessera_chaos_${label}_${randomBytes(3).toString('hex')}`;
+  const citus = citusNodesOf(serverUrl);
+  if (citus) {
+    await cloneCitusDatabase(citus, process.env[TEMPLATE_ENV]!, name);
+    const url = databaseUrl(serverUrl, name);
+    await migrate(url);
+    const sql = new Pool({ connectionString: url, max: 4 });
+    sql.on('error', () => undefined);
+    return {
+      url,
+      name,
+      sql,
+      async drop() {
+        await sql.end().catch(() => undefined);
+        await dropCitusDatabase(citus, name).catch(() => undefined);
+      },
+    };
+  }
   const admin = new Pool({ connectionString: databaseUrl(serverUrl, 'postgres'), max: 1 });
   admin.on('error', () => undefined);
   await admin.query(`CREATE DATABASE "${name}"`);

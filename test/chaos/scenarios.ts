@@ -17,6 +17,7 @@ import { FaultyReceiver } from './receiver';
 import { gql } from './client';
 import {
   ADMIN_KEY,
+  citusNodesOf,
   closeCampaign,
   freePort,
   retryUnknowns,
@@ -26,6 +27,7 @@ import {
   setUpCampaign,
   statsReader,
   storm,
+  workerTerminator,
 } from './harness';
 
 export type Size = 'full' | 'quick';
@@ -151,13 +153,21 @@ export function sigkill(env: ScenarioEnv): Promise<ScenarioResult> {
   });
 }
 
-/** b. pg_terminate_backend of the server's connections, again and again, mid-storm; close at 70%. */
+/**
+ * b. pg_terminate_backend of the server's connections, again and again, mid-storm; close at 70%. On
+ * Citus (npm run test:citus) the workers' backends of the database too: the coordinator's
+ * connections that run the claims routed there.
+ */
 export function terminateBackends(env: ScenarioEnv): Promise<ScenarioResult> {
   const p = plan(env.size, { tickets: 1500, claims: 1800, concurrency: 48 }, { tickets: 200, claims: 240, concurrency: 24 });
   return run('b', 'pg_terminate_backend of the server connections mid-storm', env, { tickets: p.tickets }, async (ctx) => {
     let terminated = 0;
+    let onWorkers = 0;
+    let round = 0;
     let stop = false;
     const database = (await ctx.sql.query('SELECT current_database() AS d')).rows[0].d;
+    const nodes = citusNodesOf(env.pgUrl);
+    const workers = nodes ? workerTerminator(nodes, database) : null;
     // The fault's cadence (real time on purpose): a round every 100-250 ms, the first after 100 ms.
     const killer = (async () => {
       await sleep(100);
@@ -171,6 +181,10 @@ export function terminateBackends(env: ScenarioEnv): Promise<ScenarioResult> {
           [database],
         );
         terminated += rows[0].n;
+        // On the workers a quarter, every third round: each one cuts a coordinator's connection that
+        // a claim was routed through (half of them every round kept the run reconnecting for minutes).
+        round += 1;
+        if (workers && round % 3 === 0) onWorkers += await workers.terminate(0.25);
         await sleep(100 + Math.random() * 150);
       }
     })();
@@ -188,9 +202,11 @@ export function terminateBackends(env: ScenarioEnv): Promise<ScenarioResult> {
     });
     stop = true;
     await killer;
+    await workers?.end();
     await closing;
     noteClose(ctx);
-    ctx.notes.push(`${terminated} backends terminated; the same server process answered throughout`);
+    ctx.notes.push(`${terminated} backends terminated${workers ? `, and ${onWorkers} on the Citus workers` : ''}; the same server process answered throughout`);
+    if (workers && onWorkers === 0) throw new Error('no backend of the Citus workers was terminated: the fault did not happen');
     // Recovered without a restart: a fresh request on the same process succeeds.
     const health = await fetch(`${ctx.server.base}/readyz`);
     if (health.status !== 200) throw new Error(`server not ready after the terminations: ${health.status}`);
@@ -273,22 +289,34 @@ export function transactionTimeout(env: ScenarioEnv): Promise<ScenarioResult> {
       tickets: p.tickets,
       serverEnv: { DATABASE_STATEMENT_TIMEOUT_MS: '800' },
       // The fault, planted in this scenario's own database: inserting the allocation of a holder
-      // listed in chaos_slow sleeps past the server's statement_timeout — after the claim has
+      // listed in chaos.chaos_slow sleeps past the server's statement_timeout — after the claim has
       // taken and updated its ticket.
+      // In a schema of its own (Tessera's migrator places every table of its schema on Citus, and
+      // refuses one it does not know); on Citus (npm run test:citus) a reference table, so that the
+      // trigger finds it on the worker where the allocation is inserted. One statement at a time.
       prepare: async (sql) => {
-        await sql.query(`
-          CREATE TABLE chaos_slow (holder text PRIMARY KEY);
-          CREATE FUNCTION chaos_slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$
-          BEGIN
-            IF EXISTS (SELECT 1 FROM chaos_slow WHERE holder = NEW.holder) THEN PERFORM pg_sleep(3); END IF;
-            RETURN NEW;
-          END $$;
-          CREATE TRIGGER chaos_slow BEFORE INSERT ON allocations FOR EACH ROW EXECUTE FUNCTION chaos_slow_insert();`);
+        const citus = citusNodesOf(env.pgUrl) !== null;
+        const client = await sql.connect();
+        try {
+          if (citus) await client.query('SET citus.enable_unsafe_triggers = on');
+          await client.query('CREATE SCHEMA chaos');
+          await client.query('CREATE TABLE chaos.chaos_slow (holder text PRIMARY KEY)');
+          if (citus) await client.query(`SELECT create_reference_table('chaos.chaos_slow')`);
+          await client.query(`
+            CREATE FUNCTION chaos_slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+              IF EXISTS (SELECT 1 FROM chaos.chaos_slow WHERE holder = NEW.holder) THEN PERFORM pg_sleep(3); END IF;
+              RETURN NEW;
+            END $$`);
+          await client.query('CREATE TRIGGER chaos_slow BEFORE INSERT ON allocations FOR EACH ROW EXECUTE FUNCTION chaos_slow_insert()');
+        } finally {
+          client.release();
+        }
       },
     },
     async (ctx) => {
       const slowHolders = Array.from({ length: slow }, (_, i) => `e-slow-${i}`);
-      await ctx.sql.query('INSERT INTO chaos_slow SELECT unnest($1::text[])', [slowHolders]);
+      await ctx.sql.query('INSERT INTO chaos.chaos_slow SELECT unnest($1::text[])', [slowHolders]);
       const before = await available(ctx.sql, ctx.campaignId);
       const slowClaims = slowHolders.map(async (holder, i) => {
         const request = { campaignId: ctx.campaignId, holder, metadata: { slow: true }, idempotencyKey: `e-slow-key-${i}` };
@@ -310,7 +338,7 @@ export function transactionTimeout(env: ScenarioEnv): Promise<ScenarioResult> {
       if (slowStored !== 0) throw new Error('a timed-out claim left an allocation');
       if (after !== before - normalOk) throw new Error(`available went ${before} → ${after} with ${normalOk} ordinary claims: a timed-out claim kept its ticket`);
       // Lift the fault; the retries by key (after this body) now succeed.
-      await ctx.sql.query('DELETE FROM chaos_slow');
+      await ctx.sql.query('DELETE FROM chaos.chaos_slow');
     },
   );
 }
