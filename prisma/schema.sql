@@ -1047,11 +1047,12 @@ BEGIN
     END IF;
     IF ticket_id IS NULL THEN RETURN NEXT; RETURN; END IF;
 
-    -- The row is locked and was AVAILABLE when locked (a row changed meanwhile is re-checked against
-    -- the WHERE above before it is locked): nothing else can take it before this transaction ends.
+    -- The row is locked, and was AVAILABLE in its newest version when it was locked; the UPDATE
+    -- re-checks it all the same (docs/CORRECTNESS.md §1), and takes nothing if it no longer is.
     UPDATE tickets t SET status = 'ALLOCATED'
-     WHERE t.campaign_id = p_campaign_id AND t.id = ticket_id
+     WHERE t.campaign_id = p_campaign_id AND t.id = ticket_id AND t.status = 'AVAILABLE'
     RETURNING t.code INTO ticket_code;
+    IF ticket_code IS NULL THEN ticket_id := NULL; RETURN NEXT; RETURN; END IF;
 
     -- (sequence and allocated_at: the row trigger tessera_number_allocation gives them)
     INSERT INTO allocations AS a (campaign_id, ticket_id, partner_id, holder, metadata, idempotency_key,

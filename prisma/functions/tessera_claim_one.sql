@@ -17,8 +17,9 @@
 -- and the whole function runs on that shard's node — delegated there by the coordinator
 -- (src/db/distribute.ts, DELEGATED; test/citus/ reads EXPLAIN: one task). A statement of CTEs whose
 -- INSERTs read other CTEs is cut by Citus into a dozen steps with intermediate results even on one
--- node (13 ms a claim there against ~1 ms). On one PostgreSQL each statement is planned once per
--- session and kept, as the CTE statement was.
+-- node (delegated there, 13.6 ms a call on the worker; this function, 3.8 ms a claim through the
+-- coordinator: pgbench, one client, 2026-12-06). On one PostgreSQL each statement is planned once
+-- per session and kept, as the CTE statement was, and costs less (docs/BENCHMARKS.md, issue 29).
 --
 -- What it counts is what COUNT_ALLOCATED and ALLOCATION_EVENTS (src/db/countAllocations.ts,
 -- src/db/webhookEvents.ts) count for the statements of many rows, here for one ACTIVE allocation:
@@ -64,11 +65,12 @@ BEGIN
     END IF;
     IF ticket_id IS NULL THEN RETURN NEXT; RETURN; END IF;
 
-    -- The row is locked and was AVAILABLE when locked (a row changed meanwhile is re-checked against
-    -- the WHERE above before it is locked): nothing else can take it before this transaction ends.
+    -- The row is locked, and was AVAILABLE in its newest version when it was locked; the UPDATE
+    -- re-checks it all the same (docs/CORRECTNESS.md §1), and takes nothing if it no longer is.
     UPDATE tickets t SET status = 'ALLOCATED'
-     WHERE t.campaign_id = p_campaign_id AND t.id = ticket_id
+     WHERE t.campaign_id = p_campaign_id AND t.id = ticket_id AND t.status = 'AVAILABLE'
     RETURNING t.code INTO ticket_code;
+    IF ticket_code IS NULL THEN ticket_id := NULL; RETURN NEXT; RETURN; END IF;
 
     -- (sequence and allocated_at: the row trigger tessera_number_allocation gives them)
     INSERT INTO allocations AS a (campaign_id, ticket_id, partner_id, holder, metadata, idempotency_key,
