@@ -64,25 +64,19 @@ export function workerTerminator(nodes: readonly string[], database: string): { 
 export async function scratchDatabase(serverUrl: string, label: string): Promise<{ url: string; name: string; sql: Pool; drop(): Promise<void> }> {
   const name = `tessera_chaos_${label}_${randomBytes(3).toString('hex')}`;
   const citus = citusNodesOf(serverUrl);
+  let dropDatabase: () => Promise<void>;
   if (citus) {
     await cloneCitusDatabase(citus, process.env[TEMPLATE_ENV]!, name);
-    const url = databaseUrl(serverUrl, name);
-    await migrate(url);
-    const sql = new Pool({ connectionString: url, max: 4 });
-    sql.on('error', () => undefined);
-    return {
-      url,
-      name,
-      sql,
-      async drop() {
-        await sql.end().catch(() => undefined);
-        await dropCitusDatabase(citus, name).catch(() => undefined);
-      },
+    dropDatabase = () => dropCitusDatabase(citus, name);
+  } else {
+    const admin = new Pool({ connectionString: databaseUrl(serverUrl, 'postgres'), max: 1 });
+    admin.on('error', () => undefined);
+    await admin.query(`CREATE DATABASE "${name}"`);
+    dropDatabase = async () => {
+      await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch(() => undefined);
+      await admin.end().catch(() => undefined);
     };
   }
-  const admin = new Pool({ connectionString: databaseUrl(serverUrl, 'postgres'), max: 1 });
-  admin.on('error', () => undefined);
-  await admin.query(`CREATE DATABASE "${name}"`);
   const url = databaseUrl(serverUrl, name);
   await migrate(url);
   const sql = new Pool({ connectionString: url, max: 4 });
@@ -93,8 +87,7 @@ export async function scratchDatabase(serverUrl: string, label: string): Promise
     sql,
     async drop() {
       await sql.end().catch(() => undefined);
-      await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch(() => undefined);
-      await admin.end().catch(() => undefined);
+      await dropDatabase().catch(() => undefined);
     },
   };
 }
