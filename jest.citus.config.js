@@ -13,8 +13,7 @@ const base = require('./jest.config');
  * Suites of `npm test` that run unchanged on Citus, then the Citus-only ones in test/citus/: the
  * concurrency suites (the exactly-once race and storm, the mixed stress, the chaos scenarios with
  * servers SIGKILLed and backends terminated), the core flows and every feature's happy path through
- * the GraphQL API, and verify/repair. Not listed: groupClaims (on Citus claims go one by one, no
- * group statement across shards: docs/SCALING.md), the failover drill (a Patroni cluster of plain
+ * the GraphQL API, group claims (of one campaign each on Citus), and verify/repair. Not listed: the failover drill (a Patroni cluster of plain
  * PostgreSQL), suites about the process or the transports, which do not change with the database,
  * and the CLI's (it speaks only the GraphQL API, whose operations the suites above run; it passes
  * here too, in 32 s that CI's budget needs). The chaos scenarios run on databases of the cluster
@@ -22,6 +21,7 @@ const base = require('./jest.config');
  */
 const SUITES = [
   'claim.race.test.ts',
+  'groupClaims.test.ts',
   'storm.test.ts',
   'mixed.test.ts',
   'chaos.test.ts',

@@ -1,8 +1,9 @@
-// `npm run bench -- --citus`: claims spread over 64 campaigns on a Citus cluster (CITUS_URL: its
-// coordinator; docs/SCALING.md, "Citus") against the same on plain PostgreSQL (DATABASE_URL, else the
-// bench's embedded server), in the same run, one after the other, each on a fresh database migrated
-// by Tessera itself (on Citus: distributed by the migrator). Then where the time went: the CPU each
-// PostgreSQL node and the Tessera process used per claim, read from /proc around each run.
+// `npm run bench -- --citus`: claims spread over 64 campaigns, then claims of one hot campaign, on a
+// Citus cluster (CITUS_URL: its coordinator; docs/SCALING.md, "Citus") against the same on plain
+// PostgreSQL (DATABASE_URL, else the bench's embedded server), in the same run, one after the other,
+// each on a fresh database migrated by Tessera itself (on Citus: distributed by the migrator). Then
+// where the time went: the CPU each PostgreSQL node and the Tessera process used per claim, read from
+// /proc around each run.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -12,8 +13,12 @@ import { migrate } from '../src/db/migrate';
 import { createCitusDatabase, dropCitusDatabase, findCitus } from '../test/helpers/citus';
 import { ADMIN_KEY, freePort, gql, httpLoad, ROOT, Server, type LoadResult } from './harness';
 
-const CAMPAIGNS = 64;
-const TICKETS = 2_000;
+/** Spread: claims over 64 campaigns (on Citus, over both workers); hot: one campaign (one worker). */
+const SHAPES = [
+  { name: 'spread', campaigns: 64, tickets: 2_000 },
+  { name: 'hot', campaigns: 1, tickets: 60_000 },
+] as const;
+type Shape = (typeof SHAPES)[number];
 const CONNECTIONS = 64;
 const DATABASE = 'tessera_bench_citus';
 const CLAIMED = '"allocation":{"id"';
@@ -32,6 +37,15 @@ interface Figures {
   cpu: Map<string, number>;
   stored: number;
   twice: number;
+  /** Claims per group statement (of 2 or more) during the run, and the share of claims that went in one. */
+  groups: { size: number; share: number };
+}
+
+/** tessera_claim_batch_size's sum and count from the server's /metrics. */
+async function batchSizes(url: string): Promise<{ sum: number; count: number }> {
+  const text = await (await fetch(url.replace('/graphql', '/metrics'))).text();
+  const read = (name: string) => Number(new RegExp(`^tessera_claim_batch_size_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+  return { sum: read('sum'), count: read('count') };
 }
 
 const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
@@ -76,7 +90,7 @@ function cpuSeconds(pid: number): number {
   return total / CLK_TCK;
 }
 
-async function measure(target: Target, seconds: number): Promise<Figures> {
+async function measure(target: Target, shape: Shape, seconds: number): Promise<Figures> {
   const url = await target.create();
   const migrated = await migrate(url);
   console.log(`${target.label}: migrated (${migrated.filter((m) => m.startsWith('citus:')).length} Citus placements)`);
@@ -87,9 +101,9 @@ async function measure(target: Target, seconds: number): Promise<Figures> {
   try {
     const key = (await gql(server.url, ADMIN_KEY, 'mutation { createPartner(input: { name: "bench" }) { apiKey } }')).createPartner.apiKey as string;
     const campaigns: string[] = [];
-    for (let i = 0; i < CAMPAIGNS; i += 1) {
-      const id = (await gql(server.url, ADMIN_KEY, `mutation { createCampaign(input: { name: "spread ${i}" }) { campaign { id } } }`)).createCampaign.campaign.id as string;
-      await gql(server.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${id}", count: ${TICKETS}) { loaded } }`);
+    for (let i = 0; i < shape.campaigns; i += 1) {
+      const id = (await gql(server.url, ADMIN_KEY, `mutation { createCampaign(input: { name: "${shape.name} ${i}" }) { campaign { id } } }`)).createCampaign.campaign.id as string;
+      await gql(server.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${id}", count: ${shape.tickets}) { loaded } }`);
       await gql(server.url, ADMIN_KEY, `mutation { openCampaign(id: "${id}") { campaign { id } } }`);
       campaigns.push(id);
     }
@@ -103,9 +117,14 @@ async function measure(target: Target, seconds: number): Promise<Figures> {
       if (pid) pids.set(new URL(node).port || '5432', pid);
     }
     if (server.pid) pids.set('tessera', server.pid);
+    const batchesBefore = await batchSizes(server.url);
     const before = new Map([...pids].map(([k, pid]) => [k, cpuSeconds(pid)]));
     const result = await httpLoad({ url: server.url, key, body: bodies[0]!, bodies, connections: CONNECTIONS, seconds, okPattern: CLAIMED });
     const cpu = new Map([...pids].map(([k, pid]) => [k, cpuSeconds(pid) - before.get(k)!]));
+    const batchesAfter = await batchSizes(server.url);
+    const grouped = batchesAfter.sum - batchesBefore.sum;
+    const groupCount = batchesAfter.count - batchesBefore.count;
+    const groups = { size: groupCount === 0 ? 1 : grouped / groupCount, share: grouped / Math.max(1, result.ok) };
     const stored = (await sql.query('SELECT count(*)::int AS n FROM allocations WHERE holder = $1', [run])).rows[0].n as number;
     const twice = (
       await sql.query(
@@ -114,7 +133,7 @@ async function measure(target: Target, seconds: number): Promise<Figures> {
         [campaigns],
       )
     ).rows[0].n as number;
-    return { result, cpu, stored, twice };
+    return { result, cpu, stored, twice, groups };
   } finally {
     await sql.end();
     await server.stop();
@@ -166,14 +185,23 @@ export async function citusBench(o: { quick: boolean }): Promise<number> {
     },
     drop: () => dropCitusDatabase(found.nodes, DATABASE),
   };
-  console.log(`bench --citus: claimTicket spread over ${CAMPAIGNS} campaigns (${TICKETS} tickets each), ${CONNECTIONS} connections, ${seconds} s each`);
   let failures = 0;
-  const figures: Array<[Target, Figures]> = [];
   try {
-    for (const target of [plain, citus]) figures.push([target, await measure(target, seconds)]);
+    for (const shape of SHAPES) {
+      console.log(`bench --citus: claimTicket ${shape.name}, ${shape.campaigns} campaign(s) of ${shape.tickets} tickets, ${CONNECTIONS} connections, ${seconds} s each`);
+      const figures: Array<[Target, Figures]> = [];
+      for (const target of [plain, citus]) figures.push([target, await measure(target, shape, seconds)]);
+      failures += report(figures);
+    }
   } finally {
     if (embedded) await embedded.release();
   }
+  return failures;
+}
+
+/** Prints each target's figures against the first's; returns how many broke a promise (a ticket twice, an acknowledged claim not stored, none acknowledged). */
+function report(figures: ReadonlyArray<[Target, Figures]>): number {
+  let failures = 0;
   const plainRate = figures[0]![1].result.requestsPerSecond;
   for (const [target, f] of figures) {
     const r = f.result;
@@ -183,7 +211,7 @@ export async function citusBench(o: { quick: boolean }): Promise<number> {
       `${target.label.padEnd(40)} ${Math.round(r.requestsPerSecond).toLocaleString('en-US')}/s  p50 ${r.p50.toFixed(1)} ms  p99 ${r.p99.toFixed(1)} ms  ` +
         `${(r.requestsPerSecond / plainRate).toFixed(2)}× plain  (${r.ok} acknowledged, ${f.stored} stored, ${f.twice} tickets twice, ${r.non2xx + r.errors} errors)`,
     );
-    console.log(`${''.padEnd(40)} CPU per claim: ${where}`);
+    console.log(`${''.padEnd(40)} CPU per claim: ${where}; ${Math.round(f.groups.share * 100)}% of claims in groups, ${f.groups.size.toFixed(1)} claims a group`);
     if (f.twice > 0 || f.stored < r.ok || r.ok === 0) failures += 1;
   }
   return failures;

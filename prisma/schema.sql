@@ -818,6 +818,47 @@ BEGIN
 END
 $function$;
 
+CREATE OR REPLACE FUNCTION public.tessera_claim_campaign_group(p_campaign_id uuid, p_partner_ids uuid[], p_holders text[], p_metadata jsonb[], p_idempotency_keys text[], p_request_hashes text[], p_start integer)
+ RETURNS TABLE(ord integer, verdict text, prior_campaign_id uuid, prior_allocation_id uuid, id uuid, sequence bigint, allocated_at timestamp with time zone, ticket_id bigint, ticket_code text, campaign_name text, campaign_status campaign_status, campaign_opens_at timestamp with time zone, campaign_closes_at timestamp with time zone, campaign_per_holder_limit integer, campaign_created_at timestamp with time zone)
+ LANGUAGE plpgsql
+AS $function$
+#variable_conflict use_column
+DECLARE
+    v_lock INTEGER;
+    v_i INTEGER;
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared(1, hashtext(p_campaign_id::text));
+    FOR v_lock IN SELECT DISTINCT hashtext(k.partner_id::text || ':' || k.idempotency_key)
+                    FROM unnest(p_partner_ids, p_idempotency_keys) AS k(partner_id, idempotency_key)
+                   WHERE k.idempotency_key IS NOT NULL
+                   ORDER BY 1 LOOP
+        PERFORM pg_advisory_xact_lock(2, v_lock);
+    END LOOP;
+    IF EXISTS (SELECT 1 FROM campaigns c WHERE c.id = p_campaign_id AND c.per_holder_limit IS NOT NULL) THEN
+        FOR v_lock IN SELECT DISTINCT hashtext(p_campaign_id::text || ':' || h.partner_id::text || ':' || h.holder)
+                        FROM unnest(p_partner_ids, p_holders) AS h(partner_id, holder)
+                       ORDER BY 1 LOOP
+            PERFORM pg_advisory_xact_lock(3, v_lock);
+        END LOOP;
+    END IF;
+    PERFORM 1 FROM partner_quotas q
+      WHERE q.campaign_id = p_campaign_id AND q.partner_id = ANY(p_partner_ids)
+      ORDER BY q.partner_id
+        FOR UPDATE;
+
+    -- One pick start for the group, as the group statement has per campaign: each request takes the
+    -- next AVAILABLE ticket after the previous one's.
+    FOR v_i IN 1 .. cardinality(p_partner_ids) LOOP
+        RETURN QUERY
+            SELECT v_i, o.verdict, o.prior_campaign_id, o.prior_allocation_id, o.id, o.sequence, o.allocated_at,
+                   o.ticket_id, o.ticket_code, o.campaign_name, o.campaign_status, o.campaign_opens_at,
+                   o.campaign_closes_at, o.campaign_per_holder_limit, o.campaign_created_at
+              FROM tessera_claim_one(p_campaign_id, p_partner_ids[v_i], p_holders[v_i], p_metadata[v_i],
+                                     p_idempotency_keys[v_i], p_request_hashes[v_i], p_start) o;
+    END LOOP;
+END
+$function$;
+
 CREATE OR REPLACE FUNCTION public.tessera_claim_gate(p_campaign_id uuid, p_partner_id uuid, p_holder text, p_idempotency_key text, p_quantity integer, p_quota_quantity integer)
  RETURNS TABLE(verdict text, prior_campaign_id uuid, prior_allocation_id uuid)
  LANGUAGE plpgsql
@@ -2134,17 +2175,29 @@ BEGIN
 END
 $function$;
 
-CREATE OR REPLACE FUNCTION public.tessera_prior_claim(p_campaign_id uuid, p_partner_id uuid, p_idempotency_key text)
- RETURNS TABLE(prior_campaign_id uuid, prior_allocation_id uuid)
+CREATE OR REPLACE FUNCTION public.tessera_prior_claim(p_campaign_id uuid, p_partner_ids uuid[], p_idempotency_keys text[])
+ RETURNS TABLE(ord integer, prior_campaign_id uuid, prior_allocation_id uuid)
  LANGUAGE plpgsql
 AS $function$
+DECLARE
+    v_lock INTEGER;
+    v_i INTEGER;
 BEGIN
-    PERFORM pg_advisory_xact_lock(2, hashtext(p_partner_id::text || ':' || p_idempotency_key));
-    RETURN QUERY
-        SELECT a.campaign_id, a.id FROM allocations a
-         WHERE a.partner_id = p_partner_id AND a.idempotency_key = p_idempotency_key AND a.campaign_id <> p_campaign_id
-         ORDER BY a.request_index
-         LIMIT 1;
+    FOR v_lock IN SELECT DISTINCT hashtext(k.partner_id::text || ':' || k.idempotency_key)
+                    FROM unnest(p_partner_ids, p_idempotency_keys) AS k(partner_id, idempotency_key)
+                   WHERE k.idempotency_key IS NOT NULL
+                   ORDER BY 1 LOOP
+        PERFORM pg_advisory_xact_lock(2, v_lock);
+    END LOOP;
+    FOR v_i IN 1 .. cardinality(p_partner_ids) LOOP
+        CONTINUE WHEN p_idempotency_keys[v_i] IS NULL;
+        RETURN QUERY
+            SELECT v_i, a.campaign_id, a.id FROM allocations a
+             WHERE a.partner_id = p_partner_ids[v_i] AND a.idempotency_key = p_idempotency_keys[v_i]
+               AND a.campaign_id <> p_campaign_id
+             ORDER BY a.request_index
+             LIMIT 1;
+    END LOOP;
 END
 $function$;
 

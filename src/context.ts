@@ -58,6 +58,8 @@ export function createServices(
     apiKeyCacheTtlMs?: number;
     claimBatchMax?: number;
     claimStatementsInFlight?: number;
+    /** Groups of any campaigns (one PostgreSQL), or of one campaign each, `claimStatementsInFlight` per campaign within this many in all (Citus). */
+    claimGroups?: { by: 'any' } | { by: 'campaign'; statementsInFlightTotal: number };
     metrics?: Metrics;
     live?: LiveUpdates;
     logger?: Logger;
@@ -74,6 +76,7 @@ export function createServices(
     // here against 4.4–4.6k with 5 (half the pool, the earlier choice), and spread 4.7k against 3.9k
     // (docs/BENCHMARKS.md). Never more than half the pool: the rest is for reads and second looks.
     maxInFlight: Math.max(1, Math.min(options.claimStatementsInFlight ?? 2, Math.floor(db.options.poolSize / 2))),
+    ...(options.claimGroups?.by === 'campaign' ? { groupBy: 'campaign' as const, maxInFlightTotal: options.claimGroups.statementsInFlightTotal } : {}),
     maxWaitMs: db.options.poolTimeoutMs,
     maxWaiting: db.options.poolMaxWaiting,
     onBatch: (size) => options.metrics?.batchSize.observe(size),

@@ -142,7 +142,7 @@ async function serve(config: Config, logger: Logger, url: string, pooler: Pooler
   const onUnresponsive = (host: string, error: Error) =>
     logger.error({ host: host.replace(/\/\/[^@/]*@/, '//'), error: error.message }, 'the database server stopped answering: its connections are closed and new ones try the next host');
   const citus = await detectCitus(url);
-  if (citus) logger.info('Citus coordinator: tables distributed by campaign, claims one by one (docs/SCALING.md, "Citus")');
+  if (citus) logger.info('Citus coordinator: tables distributed by campaign, claims grouped per campaign (docs/SCALING.md, "Citus")');
   const db = createDatabase({ ...config.database, pooler, url, citus, onError: onDatabaseError, onUnresponsive });
   try {
     await checkPool(db, config, pooler, logger);

@@ -81,11 +81,12 @@ export async function createServer(options: {
     live,
     adminApiKey: config.adminApiKey,
     apiKeyCacheTtlMs: config.apiKeyCacheTtlMs ?? 0,
-    // On Citus a group statement over several campaigns would span shards: claims go one by one
-    // (docs/SCALING.md, "Citus") until groups are formed per shard.
-    claimBatchMax: db.options.citus ? 1 : (config.claimBatchMax ?? 1),
-    // One claim per statement on Citus: as many statements in flight as a group would have held claims.
-    claimStatementsInFlight: db.options.citus ? db.options.poolSize : (config.claimStatementsInFlight ?? 2),
+    claimBatchMax: config.claimBatchMax ?? 1,
+    claimStatementsInFlight: config.claimStatementsInFlight ?? 2,
+    // On Citus a group statement over several campaigns would span nodes: groups are of one campaign,
+    // each campaign with its own statements in flight, within half the pool in all, as one
+    // PostgreSQL's (the rest is for reads and second looks; docs/SCALING.md, "How groups map to shards").
+    claimGroups: db.options.citus ? { by: 'campaign', statementsInFlightTotal: Math.max(1, Math.floor(db.options.poolSize / 2)) } : { by: 'any' },
     webhooks,
     metrics,
     logger,

@@ -31,28 +31,72 @@ export interface ClaimKey {
   idempotencyKey: string | null;
 }
 
-/** The statement's row when the key's claim is in another campaign: PRIOR, nothing else. */
-const PRIOR_ELSEWHERE = { ord: 1, verdict: 'PRIOR', id: null } as const;
+/** A keyed request's allocation in another campaign, found by the coordinator (tessera_prior_claim). */
+interface PriorElsewhere {
+  ord: number;
+  prior_campaign_id: string;
+  prior_allocation_id: string;
+}
+
+/** The statement's row for a request whose key's claim is in another campaign: PRIOR, nothing else. */
+const priorRow = <T>(ord: number, prior: PriorElsewhere): T => ({ ord, verdict: 'PRIOR', id: null, prior_campaign_id: prior.prior_campaign_id, prior_allocation_id: prior.prior_allocation_id }) as T;
+
+// A claim's own limits are the statement timeouts of the session (sessionSettings.ts); these only
+// keep Prisma's defaults (2 s for a connection, 5 s in all) from cutting a slow claim short.
+const INTERACTIVE = { maxWait: 60_000, timeout: 120_000 };
+
+type Tx = Pick<PrismaClient, '$queryRawUnsafe'>;
+
+/** tessera_prior_claim for these requests: the keys locked, and the allocations of theirs found in other campaigns, by ord. */
+async function priorsElsewhere(tx: Tx, campaignId: string, requests: readonly { partnerId: string; idempotencyKey: string | null }[]): Promise<Map<number, PriorElsewhere>> {
+  const rows = await tx.$queryRawUnsafe<PriorElsewhere[]>(
+    'SELECT * FROM tessera_prior_claim($1::uuid, $2::uuid[], $3::text[])',
+    campaignId,
+    requests.map((r) => r.partnerId),
+    requests.map((r) => r.idempotencyKey),
+  );
+  return new Map(rows.map((r) => [Number(r.ord), r]));
+}
 
 export async function inTransaction<T>(prisma: ClaimClient, statement: { text: string; values: readonly unknown[] }, key?: ClaimKey): Promise<T[]> {
   if (key?.keys !== 'coordinator-first' || key.idempotencyKey === null) {
     const [rows] = await prisma.$transaction([prisma.$queryRawUnsafe<T[]>(statement.text, ...statement.values)]);
     return rows;
   }
-  const { campaignId, partnerId, idempotencyKey } = key;
-  return prisma.$transaction(
-    async (tx) => {
-      const prior = await tx.$queryRawUnsafe<{ prior_campaign_id: string; prior_allocation_id: string }[]>(
-        'SELECT * FROM tessera_prior_claim($1::uuid, $2::uuid, $3::text)',
-        campaignId,
-        partnerId,
-        idempotencyKey,
-      );
-      if (prior.length > 0) return [{ ...PRIOR_ELSEWHERE, ...prior[0]! } as T];
-      return tx.$queryRawUnsafe<T[]>(statement.text, ...statement.values);
-    },
-    // A claim's own limits are the statement timeouts of the session (sessionSettings.ts); these only
-    // keep Prisma's defaults (2 s for a connection, 5 s in all) from cutting a slow claim short.
-    { maxWait: 60_000, timeout: 120_000 },
-  );
+  return prisma.$transaction(async (tx) => {
+    const prior = (await priorsElsewhere(tx, key.campaignId, [key])).get(1);
+    if (prior) return [priorRow<T>(1, prior)];
+    return tx.$queryRawUnsafe<T[]>(statement.text, ...statement.values);
+  }, INTERACTIVE);
+}
+
+/**
+ * A group of one campaign's requests (claimOne.ts, claimCampaignGroup): `statementFor` makes the
+ * statement for some of them, whose rows answer them in order (`ord` from 1). With `coordinator-first`
+ * keys, the requests whose key has its claim in another campaign are answered PRIOR here and left out
+ * of the statement; rows come back renumbered in the requests' order.
+ */
+export async function groupInTransaction<T extends { ord: number | string }, R extends { partnerId: string; idempotencyKey: string | null }>(
+  prisma: ClaimClient,
+  campaignId: string,
+  requests: readonly R[],
+  statementFor: (some: readonly R[]) => { text: string; values: readonly unknown[] },
+  keys: KeyCheck,
+): Promise<T[]> {
+  if (keys !== 'coordinator-first' || requests.every((r) => r.idempotencyKey === null)) {
+    const statement = statementFor(requests);
+    const [rows] = await prisma.$transaction([prisma.$queryRawUnsafe<T[]>(statement.text, ...statement.values)]);
+    return rows;
+  }
+  return prisma.$transaction(async (tx) => {
+    const priors = await priorsElsewhere(tx, campaignId, requests);
+    const rest = requests.filter((_, i) => !priors.has(i + 1));
+    const statement = statementFor(rest);
+    const rows = rest.length === 0 ? [] : await tx.$queryRawUnsafe<T[]>(statement.text, ...statement.values);
+    let next = 0;
+    return requests.map((_, i) => {
+      const prior = priors.get(i + 1);
+      return prior ? priorRow<T>(i + 1, prior) : { ...rows[next++]!, ord: i + 1 };
+    });
+  }, INTERACTIVE);
 }

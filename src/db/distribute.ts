@@ -135,6 +135,7 @@ export async function distributeTables(client: Client): Promise<string[]> {
  */
 export const DELEGATED: ReadonlyMap<string, string> = new Map([
   ['tessera_claim_one', 'p_campaign_id'],
+  ['tessera_claim_campaign_group', 'p_campaign_id'],
   ['tessera_claim_tickets', 'p_campaign_id'],
   ['tessera_lock_campaign_gate', 'p_campaign_id'],
 ]);

@@ -60,6 +60,8 @@ const refusal = (code: ClaimErrorCode, message?: string): Allocated => ({ alloca
 
 /** Extra attempts after a deadlock, or for a keyed claim whose connection died under it. */
 const CONNECTION_LOST_RETRIES = 2;
+/** Waiting looks of a claim that found nothing free while claims in flight held tickets (single(), below). */
+const MAX_WAITS = 3;
 
 export class AllocationService {
   constructor(
@@ -212,15 +214,18 @@ export class AllocationService {
    *   3. it looks once more with a fresh snapshot (what the waited-on claims gave back is invisible
    *      to the statement that waited). Found nothing free, and nothing locked: SOLD_OUT when the
    *      campaign is sold out (tessera_sold_out), else ALL_ALLOTTED or ALL_HELD while tickets
-   *      may come back. Still contended — new claims keep taking what others give back — it
-   *      answers ALL_HELD: nothing is free now, tickets in flight may come back, retry. Never
-   *      SOLD_OUT while a ticket could still come back (that would under-allocate), and never
-   *      UNAVAILABLE while the database answers: at most three statements, no queue of its own.
+   *      may come back. Still contended — newer claims took rows meanwhile — it waits for those
+   *      (2 and 3 again), up to MAX_WAITS times: a group of one campaign's claims on Citus holds
+   *      its rows for a whole call of first looks, and the claims finishing a sold-out race are
+   *      answered SOLD_OUT rather than "retry". Contended still, it answers ALL_HELD: nothing is
+   *      free now, tickets in flight may come back, retry. Never SOLD_OUT while a ticket could
+   *      still come back (that would under-allocate), and never UNAVAILABLE while the database
+   *      answers: at most 2 × MAX_WAITS + 1 statements, no queue of its own.
    */
   private async single(ctx: RequestContext, r: Request, campaignId: string, requestHash: string | null): Promise<Allocated> {
     const partnerId = ctx.viewer.partnerId;
     let wait = false;
-    let waited = false;
+    let waits = 0;
     for (let keyRaces = 0; ; ) {
       let outcome: ClaimOutcome;
       try {
@@ -251,10 +256,10 @@ export class AllocationService {
         case 'SHORT':
           if (wait) {
             wait = false;
-            waited = true;
+            waits += 1;
             continue;
           }
-          if (outcome.contended && !waited) {
+          if (outcome.contended && waits < MAX_WAITS) {
             wait = true;
             continue;
           }

@@ -7,12 +7,17 @@
 // together — up to `maxBatch` — as one group statement (db/claimGroup.ts). Under load the added wait
 // is at most one statement.
 //
+// On Citus a group is of one campaign (`groupBy: 'campaign'`): a statement over several campaigns
+// would span nodes (docs/SCALING.md, "How groups map to shards"). Each campaign then has its own
+// `maxInFlight` statements, within `maxInFlightTotal` for the process, and its waiting requests go
+// together as one call of tessera_claim_campaign_group (db/claimOne.ts).
+//
 // Nothing correctness depends on lives here: a group is only a way of sending claims. Every decision
 // is taken by the database, request by request, and whatever the first look cannot decide goes to the
 // single claim's second look (services/allocation.ts).
 import { randomPickStart } from '../db/pickTickets';
 import { claimGroup, readGroup, type FirstLook, type GroupRequest } from '../db/claimGroup';
-import { claimOne, readOne } from '../db/claimOne';
+import { claimCampaignGroup, claimOne, readOne } from '../db/claimOne';
 import { keyCheckOf } from '../db/claimTransaction';
 import type { Database } from '../db/client';
 import { isConnectionLost, isConnectTimeout } from '../db/pgErrors';
@@ -35,6 +40,8 @@ interface Waiting {
 
 export class ClaimBatcher {
   private inFlight = 0;
+  /** Statements in flight per group (groupOf): one entry, '', unless groups are per campaign. */
+  private readonly inFlightOf = new Map<string, number>();
   private waiting: Waiting[] = [];
 
   constructor(
@@ -42,8 +49,12 @@ export class ClaimBatcher {
     private readonly options: {
       /** Most requests one group statement serves (CLAIM_BATCH_MAX); 1: every claim alone. */
       maxBatch: number;
-      /** Most claim statements at once from this process. */
+      /** Most claim statements at once from this process, or per campaign with groupBy 'campaign'. */
       maxInFlight: number;
+      /** Groups of any campaigns (one PostgreSQL), or of one campaign each (Citus). */
+      groupBy?: 'any' | 'campaign';
+      /** With groupBy 'campaign': most claim statements at once from this process, all campaigns together. */
+      maxInFlightTotal?: number;
       /** Longest wait in the queue (the pool's acquire timeout: a claim waits no longer here than there). */
       maxWaitMs: number;
       /** Most claims waiting (the pool's max waiting); 0: no limit. */
@@ -54,8 +65,9 @@ export class ClaimBatcher {
 
   submit(request: Submitted): Promise<BatchAnswer> {
     return new Promise((resolve) => {
-      if (this.inFlight < this.options.maxInFlight && this.waiting.length === 0) {
-        this.send([{ request, resolve, timer: undefined as unknown as NodeJS.Timeout }]);
+      const group = this.groupOf(request);
+      if (this.canSend(group) && !this.waiting.some((w) => this.groupOf(w.request) === group)) {
+        this.send(group, [{ request, resolve, timer: undefined as unknown as NodeJS.Timeout }]);
         return;
       }
       if (this.options.maxWaiting > 0 && this.waiting.length >= this.options.maxWaiting) {
@@ -74,15 +86,28 @@ export class ClaimBatcher {
     });
   }
 
+  private groupOf(request: Submitted): string {
+    return this.options.groupBy === 'campaign' ? request.campaignId : '';
+  }
+
+  private canSend(group: string): boolean {
+    const total = this.options.groupBy === 'campaign' ? (this.options.maxInFlightTotal ?? this.options.maxInFlight) : this.options.maxInFlight;
+    return this.inFlight < total && (this.inFlightOf.get(group) ?? 0) < this.options.maxInFlight;
+  }
+
   private flush(): void {
-    while (this.inFlight < this.options.maxInFlight && this.waiting.length > 0) {
+    for (;;) {
+      // The longest-waiting request whose group may send now leads; its group's others go with it.
+      const first = this.waiting.find((w) => this.canSend(this.groupOf(w.request)));
+      if (first === undefined) return;
+      const group = this.groupOf(first.request);
       // Two requests with one idempotency key never share a statement: the second waits for the next.
       const batch: Waiting[] = [];
       const rest: Waiting[] = [];
       const keys = new Set<string>();
       for (const w of this.waiting) {
         const key = w.request.idempotencyKey === null ? null : `${w.request.partnerId}:${w.request.idempotencyKey}`;
-        if (batch.length >= this.options.maxBatch || (key !== null && keys.has(key))) rest.push(w);
+        if (this.groupOf(w.request) !== group || batch.length >= this.options.maxBatch || (key !== null && keys.has(key))) rest.push(w);
         else {
           clearTimeout(w.timer);
           batch.push(w);
@@ -90,18 +115,22 @@ export class ClaimBatcher {
         }
       }
       this.waiting = rest;
-      this.send(batch);
+      this.send(group, batch);
     }
   }
 
-  private send(batch: Waiting[]): void {
+  private send(group: string, batch: Waiting[]): void {
     this.inFlight += 1;
+    this.inFlightOf.set(group, (this.inFlightOf.get(group) ?? 0) + 1);
     const requests = rank(batch.map((w) => w.request));
     if (batch.length > 1) this.options.onBatch?.(batch.length);
+    const keys = keyCheckOf(this.db.options);
     const answered =
       requests.length === 1
-        ? claimOne(this.db.prisma, requests[0]!, keyCheckOf(this.db.options)).then((row) => [readOne(row, requests[0]!)])
-        : claimGroup(this.db.prisma, requests).then((rows) => readGroup(rows, requests));
+        ? claimOne(this.db.prisma, requests[0]!, keys).then((row) => [readOne(row, requests[0]!)])
+        : this.options.groupBy === 'campaign'
+          ? claimCampaignGroup(this.db.prisma, requests, keys).then((rows) => rows.map((row, i) => readOne(row, requests[i]!)))
+          : claimGroup(this.db.prisma, requests).then((rows) => readGroup(rows, requests));
     answered
       .then((answers) => batch.forEach((w, i) => w.resolve(answers[i]!)))
       .catch((error: unknown) => {
@@ -115,6 +144,9 @@ export class ClaimBatcher {
       })
       .finally(() => {
         this.inFlight -= 1;
+        const left = (this.inFlightOf.get(group) ?? 1) - 1;
+        if (left === 0) this.inFlightOf.delete(group);
+        else this.inFlightOf.set(group, left);
         this.flush();
       });
   }

@@ -123,7 +123,7 @@ describeCitus('Tessera on Citus', () => {
       )
     ).rows[0].node;
 
-  test('a claim runs whole on the node holding its campaign: EXPLAIN of the first look and of the general claim shows one task there, in a transaction too, and so does the gate lock of close', async () => {
+  test('a claim runs whole on the node holding its campaign: EXPLAIN of the first look, of a group of one campaign and of the general claim shows one task there, in a transaction too, and so does the gate lock of close', async () => {
     const partner = await server.createPartner();
     const campaignIds = [await server.openCampaignWith(2), await server.openCampaignWith(2), await server.openCampaignWith(2)];
     const delegated = await server.sql.query(
@@ -144,9 +144,13 @@ describeCitus('Tessera on Citus', () => {
             `EXPLAIN (COSTS OFF) SELECT * FROM tessera_claim_tickets($1::uuid, $2::uuid, 'h', NULL, NULL, NULL, 2, 60, 0, false)`,
             [campaignId, partner.id],
           );
+          const group = await client.query(
+            `EXPLAIN (COSTS OFF) SELECT * FROM tessera_claim_campaign_group($1::uuid, ARRAY[$2::uuid, $2::uuid], '{a,b}', '{NULL,NULL}', '{NULL,k}', '{NULL,h}', 0)`,
+            [campaignId, partner.id],
+          );
           const lock = await client.query('EXPLAIN (COSTS OFF) SELECT tessera_lock_campaign_gate($1::uuid)', [campaignId]);
           if (inTransaction) await client.query('ROLLBACK');
-          for (const plan of [claim, general, lock]) {
+          for (const plan of [claim, general, group, lock]) {
             const text = plan.rows.map((r) => r['QUERY PLAN']).join('\n');
             expect(text).toMatch(/Task Count: 1\n/);
             expect(text).not.toMatch(/Subplan/);
