@@ -25,8 +25,9 @@
 // claim (docs/BENCHMARKS.md). Changes to existing allocations are counted by the UPDATE trigger
 // (prisma/functions/tessera_count_allocations.sql).
 //
-// Rows are found by their keys (= ANY(ARRAY(…)) on both columns of the primary key), never by a join
-// the planner could turn into a scan of a campaign.
+// Rows are found by their keys (= ANY(ARRAY(…)) on both columns of the primary key) — the picked
+// tickets where the pick found them (ctid) — never by a join the planner could turn into a scan of a
+// campaign, and never in a way that depends on the table's statistics (a load leaves none).
 import { inTransaction, type ClaimClient } from './claimTransaction';
 import type { AllocationModel, CampaignModel, TicketModel } from '../models';
 import { campaignOf } from './campaignColumns';
@@ -86,22 +87,28 @@ wanted AS MATERIALIZED (
   SELECT p.campaign_id, count(*)::integer AS n, (array_agg(p.start ORDER BY p.ord))[1] AS start FROM passed p GROUP BY p.campaign_id
 ),
 picked AS MATERIALIZED (
-  SELECT w.campaign_id, t.id, row_number() OVER (PARTITION BY w.campaign_id) AS slot
+  SELECT w.campaign_id, t.id, t.tid, row_number() OVER (PARTITION BY w.campaign_id) AS slot
     FROM wanted w,
-         LATERAL (SELECT u.id FROM (SELECT a.id FROM (SELECT t1.id FROM tickets t1
+         LATERAL (SELECT u.id, u.tid FROM (SELECT a.id, a.tid FROM (SELECT t1.id, t1.ctid AS tid FROM tickets t1
                                                         WHERE t1.campaign_id = w.campaign_id AND t1.status = 'AVAILABLE' AND t1.pick_order >= w.start
                                                         ORDER BY t1.pick_order LIMIT w.n FOR UPDATE SKIP LOCKED) a
                                     UNION ALL
-                                    SELECT b.id FROM (SELECT t2.id FROM tickets t2
+                                    SELECT b.id, b.tid FROM (SELECT t2.id, t2.ctid AS tid FROM tickets t2
                                                         WHERE t2.campaign_id = w.campaign_id AND t2.status = 'AVAILABLE' AND t2.pick_order < w.start
                                                         ORDER BY t2.pick_order LIMIT w.n FOR UPDATE SKIP LOCKED) b) u
                    LIMIT w.n) t
 ),
+-- The picked rows where they are (ctid: a row this statement has locked cannot move), then checked
+-- by primary key and status. A scan by index here went wrong on a table never analyzed, right after
+-- a load: the planner took an index on campaign_id alone and walked the campaign (20,000 tickets
+-- read for 3; test/plan.test.ts). The status re-check is written IS NOT DISTINCT FROM (the same
+-- test: status is never NULL) so that the AVAILABLE partial index does not qualify either.
 taken AS (
   UPDATE tickets t SET status = 'ALLOCATED'
-   WHERE t.campaign_id = ANY(ARRAY(SELECT DISTINCT campaign_id FROM picked))
+   WHERE t.ctid = ANY(ARRAY(SELECT tid FROM picked))
+     AND t.campaign_id = ANY(ARRAY(SELECT DISTINCT campaign_id FROM picked))
      AND t.id = ANY(ARRAY(SELECT id FROM picked))
-     AND t.status = 'AVAILABLE'
+     AND t.status IS NOT DISTINCT FROM 'AVAILABLE'
   RETURNING t.campaign_id, t.id, t.code
 ),
 allocated AS (
@@ -161,12 +168,13 @@ export function claimGroupValues(requests: readonly GroupRequest[]): unknown[] {
   ];
 }
 
+/** The call of the statement's function, tessera_claim_group (claimFunctions.ts), with claimGroupValues. */
+export const CLAIM_GROUP_CALL =
+  'SELECT * FROM tessera_claim_group($1::uuid[], $2::uuid[], $3::text[], $4::jsonb[], $5::text[], $6::text[], $7::integer[], $8::integer[], $9::integer[])';
+
 /** Runs the statement — its function, tessera_claim_group (claimFunctions.ts) — in its transaction (claimTransaction.ts): one for the whole group. */
 export function claimGroup(prisma: ClaimClient, requests: readonly GroupRequest[]): Promise<GroupRow[]> {
-  return inTransaction<GroupRow>(prisma, {
-    text: 'SELECT * FROM tessera_claim_group($1::uuid[], $2::uuid[], $3::text[], $4::jsonb[], $5::text[], $6::text[], $7::integer[], $8::integer[], $9::integer[])',
-    values: claimGroupValues(requests),
-  });
+  return inTransaction<GroupRow>(prisma, { text: CLAIM_GROUP_CALL, values: claimGroupValues(requests) });
 }
 
 /** What the first look decided for one request. */
