@@ -29,6 +29,8 @@ interface Target {
   nodes: string[];
   create(): Promise<string>;
   drop(): Promise<void>;
+  /** The server's environment beyond the bench's own. */
+  env?: Record<string, string>;
 }
 
 interface Figures {
@@ -94,7 +96,7 @@ async function measure(target: Target, shape: Shape, seconds: number): Promise<F
   const url = await target.create();
   const migrated = await migrate(url);
   console.log(`${target.label}: migrated (${migrated.filter((m) => m.startsWith('citus:')).length} Citus placements)`);
-  const server = new Server(await freePort(), { DATABASE_URL: url, RATE_LIMIT_POINTS_PER_SECOND: '10000000', WEB_CONCURRENCY: '1', DATABASE_POOL_SIZE: '20' });
+  const server = new Server(await freePort(), { DATABASE_URL: url, RATE_LIMIT_POINTS_PER_SECOND: '10000000', WEB_CONCURRENCY: '1', DATABASE_POOL_SIZE: '20', ...target.env });
   await server.start();
   const sql = new Client({ connectionString: url });
   await sql.connect();
@@ -185,12 +187,15 @@ export async function citusBench(o: { quick: boolean }): Promise<number> {
     },
     drop: () => dropCitusDatabase(found.nodes, DATABASE),
   };
+  // The same cluster with every claim alone, at most 10 in flight (half the pool): how claims went on
+  // Citus before groups of one campaign — what the groups are measured against.
+  const alone: Target = { ...citus, label: 'Citus, claims alone', env: { CLAIM_BATCH_MAX: '1', CLAIM_STATEMENTS_IN_FLIGHT: '10' } };
   let failures = 0;
   try {
     for (const shape of SHAPES) {
       console.log(`bench --citus: claimTicket ${shape.name}, ${shape.campaigns} campaign(s) of ${shape.tickets} tickets, ${CONNECTIONS} connections, ${seconds} s each`);
       const figures: Array<[Target, Figures]> = [];
-      for (const target of [plain, citus]) figures.push([target, await measure(target, shape, seconds)]);
+      for (const target of [plain, alone, citus]) figures.push([target, await measure(target, shape, seconds)]);
       failures += report(figures);
     }
   } finally {
