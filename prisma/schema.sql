@@ -828,12 +828,7 @@ DECLARE
     v_i INTEGER;
 BEGIN
     PERFORM pg_advisory_xact_lock_shared(1, hashtext(p_campaign_id::text));
-    FOR v_lock IN SELECT DISTINCT hashtext(k.partner_id::text || ':' || k.idempotency_key)
-                    FROM unnest(p_partner_ids, p_idempotency_keys) AS k(partner_id, idempotency_key)
-                   WHERE k.idempotency_key IS NOT NULL
-                   ORDER BY 1 LOOP
-        PERFORM pg_advisory_xact_lock(2, v_lock);
-    END LOOP;
+    PERFORM tessera_lock_idempotency_keys(p_partner_ids, p_idempotency_keys);
     IF EXISTS (SELECT 1 FROM campaigns c WHERE c.id = p_campaign_id AND c.per_holder_limit IS NOT NULL) THEN
         FOR v_lock IN SELECT DISTINCT hashtext(p_campaign_id::text || ':' || h.partner_id::text || ':' || h.holder)
                         FROM unnest(p_partner_ids, p_holders) AS h(partner_id, holder)
@@ -1973,6 +1968,22 @@ BEGIN
 END
 $function$;
 
+CREATE OR REPLACE FUNCTION public.tessera_lock_idempotency_keys(p_partner_ids uuid[], p_idempotency_keys text[])
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    v_lock INTEGER;
+BEGIN
+    FOR v_lock IN SELECT DISTINCT hashtext(k.partner_id::text || ':' || k.idempotency_key)
+                    FROM unnest(p_partner_ids, p_idempotency_keys) AS k(partner_id, idempotency_key)
+                   WHERE k.idempotency_key IS NOT NULL
+                   ORDER BY 1 LOOP
+        PERFORM pg_advisory_xact_lock(2, v_lock);
+    END LOOP;
+END
+$function$;
+
 CREATE OR REPLACE FUNCTION public.tessera_next_sequence(p_campaign_id uuid)
  RETURNS bigint
  LANGUAGE sql
@@ -2191,15 +2202,9 @@ CREATE OR REPLACE FUNCTION public.tessera_prior_claim(p_campaign_id uuid, p_part
  LANGUAGE plpgsql
 AS $function$
 DECLARE
-    v_lock INTEGER;
     v_i INTEGER;
 BEGIN
-    FOR v_lock IN SELECT DISTINCT hashtext(k.partner_id::text || ':' || k.idempotency_key)
-                    FROM unnest(p_partner_ids, p_idempotency_keys) AS k(partner_id, idempotency_key)
-                   WHERE k.idempotency_key IS NOT NULL
-                   ORDER BY 1 LOOP
-        PERFORM pg_advisory_xact_lock(2, v_lock);
-    END LOOP;
+    PERFORM tessera_lock_idempotency_keys(p_partner_ids, p_idempotency_keys);
     FOR v_i IN 1 .. cardinality(p_partner_ids) LOOP
         CONTINUE WHEN p_idempotency_keys[v_i] IS NULL;
         RETURN QUERY

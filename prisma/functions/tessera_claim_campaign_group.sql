@@ -36,12 +36,7 @@ DECLARE
     v_i INTEGER;
 BEGIN
     PERFORM pg_advisory_xact_lock_shared(1, hashtext(p_campaign_id::text));
-    FOR v_lock IN SELECT DISTINCT hashtext(k.partner_id::text || ':' || k.idempotency_key)
-                    FROM unnest(p_partner_ids, p_idempotency_keys) AS k(partner_id, idempotency_key)
-                   WHERE k.idempotency_key IS NOT NULL
-                   ORDER BY 1 LOOP
-        PERFORM pg_advisory_xact_lock(2, v_lock);
-    END LOOP;
+    PERFORM tessera_lock_idempotency_keys(p_partner_ids, p_idempotency_keys);
     IF EXISTS (SELECT 1 FROM campaigns c WHERE c.id = p_campaign_id AND c.per_holder_limit IS NOT NULL) THEN
         FOR v_lock IN SELECT DISTINCT hashtext(p_campaign_id::text || ':' || h.partner_id::text || ':' || h.holder)
                         FROM unnest(p_partner_ids, p_holders) AS h(partner_id, holder)

@@ -14,15 +14,9 @@ CREATE OR REPLACE FUNCTION "tessera_prior_claim"(p_campaign_id UUID, p_partner_i
   LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-    v_lock INTEGER;
     v_i INTEGER;
 BEGIN
-    FOR v_lock IN SELECT DISTINCT hashtext(k.partner_id::text || ':' || k.idempotency_key)
-                    FROM unnest(p_partner_ids, p_idempotency_keys) AS k(partner_id, idempotency_key)
-                   WHERE k.idempotency_key IS NOT NULL
-                   ORDER BY 1 LOOP
-        PERFORM pg_advisory_xact_lock(2, v_lock);
-    END LOOP;
+    PERFORM tessera_lock_idempotency_keys(p_partner_ids, p_idempotency_keys);
     FOR v_i IN 1 .. cardinality(p_partner_ids) LOOP
         CONTINUE WHEN p_idempotency_keys[v_i] IS NULL;
         RETURN QUERY
