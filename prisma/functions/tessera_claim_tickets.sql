@@ -206,8 +206,13 @@ BEGIN
     END IF;
 
     IF v_taken IS NULL THEN
-        -- Nothing taken: why.
-        contended := CASE WHEN p_wait THEN false ELSE (
+        -- Nothing taken: why — the three reasons read in ONE statement, so one snapshot decides them
+        -- all. Read one after another, a claim committing between two of them (the last allotted
+        -- tickets taken, say) showed "not sold out" in the counters' earlier snapshot and "nothing
+        -- allotted" in the tickets' later one: ALL_HELD in a sold-out race, with nothing held.
+        SELECT
+            -- contended: more look claimable than this look could take, locked by claims in flight
+            CASE WHEN p_wait THEN false ELSE (
               (SELECT count(*) FROM (SELECT 1 FROM tickets x
                  WHERE x.campaign_id = p_campaign_id AND x.status = 'AVAILABLE'
                  ORDER BY x.pick_order LIMIT p_quantity) s)
@@ -222,16 +227,15 @@ BEGIN
             + (SELECT count(*) FROM (SELECT 1 FROM allocations y
                  WHERE y.campaign_id = p_campaign_id AND y.status = 'HELD' AND y.expires_at <= clock_timestamp() AND v_policy = 'POOL'
                  ORDER BY y.expires_at LIMIT p_quantity) s)
-            ) >= p_quantity END;
-        -- A campaign without tickets is not sold out (it may be loaded while open) but has nothing to
-        -- take or to come back either: SOLD_OUT too.
-        IF NOT p_wait THEN
-            SELECT COALESCE(sum(x.total), 0) = 0
-                   OR tessera_sold_out(sum(x.total)::bigint, sum(x.allocated)::bigint, sum(x.held)::bigint, sum(x.void)::bigint, v_policy)
-              INTO sold_out
-              FROM campaign_counters x WHERE x.campaign_id = p_campaign_id;
-        END IF;
-        allotted_elsewhere :=
+            ) >= p_quantity END,
+            -- sold out, by the one definition (not asked in the waiting look, which always looks
+            -- again). A campaign without tickets is not sold out (it may be loaded while open) but
+            -- has nothing to take or to come back either: SOLD_OUT too.
+            CASE WHEN p_wait THEN NULL ELSE (
+              SELECT COALESCE(sum(c.total), 0) = 0
+                     OR tessera_sold_out(sum(c.total)::bigint, sum(c.allocated)::bigint, sum(c.held)::bigint, sum(c.void)::bigint, v_policy)
+                FROM campaign_counters c WHERE c.campaign_id = p_campaign_id) END,
+            -- other partners' live allotments hold tickets back
             EXISTS (SELECT 1 FROM tickets x
                      WHERE x.campaign_id = p_campaign_id AND x.status = 'ALLOTTED' AND x.allotted_to <> p_partner_id
                        AND x.allotted_to = ANY(ARRAY(SELECT l.partner_id FROM allotments l
@@ -243,7 +247,8 @@ BEGIN
                              WHERE y.campaign_id = p_campaign_id AND y.status = 'HELD' AND y.expires_at <= clock_timestamp()
                                AND y.from_allotment AND y.partner_id <> p_partner_id
                                AND y.partner_id = ANY(ARRAY(SELECT l.partner_id FROM allotments l
-                                                             WHERE l.campaign_id = p_campaign_id AND (l.lapses_at IS NULL OR l.lapses_at > clock_timestamp())))));
+                                                             WHERE l.campaign_id = p_campaign_id AND (l.lapses_at IS NULL OR l.lapses_at > clock_timestamp())))))
+          INTO contended, sold_out, allotted_elsewhere;
         RETURN NEXT;
         RETURN;
     END IF;
