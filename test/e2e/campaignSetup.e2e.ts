@@ -93,7 +93,7 @@ test('a new campaign takes its release policy, longest hold, low-stock alert and
   expect(ballot.body.data!.campaign).toMatchObject({ mode: 'BALLOT', releasePolicy: 'POOL', maxHoldSeconds: 600, lowStockThreshold: 3, ballotConfirmSeconds: 300 });
   expect(errors).toEqual([]);
   expect(outside).toEqual([]);
-  await page.close();
+  await page.context().close();
 });
 
 test('the new-campaign form shows each mode’s and release policy’s fields only for them', async () => {
@@ -124,7 +124,7 @@ test('the new-campaign form shows each mode’s and release policy’s fields on
   await page.getByTestId('campaign-mode').selectOption('FIRST_COME');
   expect(await visible('ballot-fields')).toBe(false);
   expect(errors).toEqual([]);
-  await page.close();
+  await page.context().close();
 });
 
 test('the edit form changes the release policy while DRAFT, and the hold cap, low-stock alert and offer time while OPEN; once open the policy is shown fixed', async () => {
@@ -169,7 +169,7 @@ test('the edit form changes the release policy while DRAFT, and the hold cap, lo
   await page.getByTestId('status').getByText('CLOSED').waitFor();
   expect(await page.getByTestId('edit').count()).toBe(0);
   expect(errors).toEqual([]);
-  await page.close();
+  await page.context().close();
 });
 
 test('a webhook endpoint is created from the console, its secret shown once (and it signs the deliveries), then deleted after a confirmation', async () => {
@@ -249,7 +249,7 @@ test('a webhook endpoint is created from the console, its secret shown once (and
     expect(errors).toEqual([]);
     expect(outside).toEqual([]);
   } finally {
-    await page.close();
+    await page.context().close();
     receiver.closeAllConnections();
     await new Promise((resolve) => receiver.close(resolve));
   }
@@ -292,7 +292,7 @@ test("a ballot's ranking is paged past its first page, 20 at a time", async () =
   await page.getByTestId('ballot-entries-previous').click();
   await page.getByTestId('ballot-entries-range').getByText('1–20 of 25').waitFor();
   expect(errors).toEqual([]);
-  await page.close();
+  await page.context().close();
 });
 
 test('a waitlist is paged past its first page: offers out, then who waits, and each status on its own', async () => {
@@ -337,7 +337,7 @@ test('a waitlist is paged past its first page: offers out, then who waits, and e
   expect(await holders()).toEqual(['q-01']);
   expect(await page.getByTestId('waitlist-pager').isVisible()).toBe(false);
   expect(errors).toEqual([]);
-  await page.close();
+  await page.context().close();
 });
 
 test("the campaign page numbers allocations by the API's per-campaign sequence and says sold out as the API defines it", async () => {

@@ -57,7 +57,7 @@ test('GraphiQL, served offline, runs a query with the admin key', async () => {
   await page.locator('.result-window').getByText('"campaigns"').waitFor({ timeout: 15_000 });
   await screenshot(page, 'graphiql');
   expect(outside).toEqual([]);
-  await page.close();
+  await page.context().close();
 });
 
 test('the console signs in, creates and loads a campaign, and its fill bar moves as claims arrive', async () => {
@@ -137,7 +137,7 @@ test('the console signs in, creates and loads a campaign, and its fill bar moves
   await page.getByTestId('close').click();
   await page.getByTestId('status').getByText('CLOSED').waitFor();
   expect(pageErrors).toEqual([]);
-  await page.close();
+  await page.context().close();
 });
 
 test("a WAITLIST_FIRST campaign's page shows its waitlist: who waits, in order, and the offers out", async () => {
@@ -168,7 +168,7 @@ test("a WAITLIST_FIRST campaign's page shows its waitlist: who waits, in order, 
   await page.getByTestId('waitlist').locator('tr', { hasText: 'ada' }).getByText('offered until').waitFor();
   await screenshot(page, 'console-waitlist');
   expect(pageErrors).toEqual([]);
-  await page.close();
+  await page.context().close();
 });
 
 test("a BALLOT campaign's page counts entries live, draws on confirmation and shows the seed, digest and ranking", async () => {
@@ -227,7 +227,7 @@ test("a BALLOT campaign's page counts entries live, draws on confirmation and sh
   expect(await page.getByTestId('waitlist-summary').isHidden()).toBe(true);
   await screenshot(page, 'console-ballot');
   expect(pageErrors).toEqual([]);
-  await page.close();
+  await page.context().close();
 });
 
 test('a wrong key is refused at sign-in', async () => {
@@ -236,7 +236,7 @@ test('a wrong key is refused at sign-in', async () => {
   await page.getByTestId('key').fill('not-the-admin-key-at-all');
   await page.getByTestId('sign-in').click();
   await page.getByRole('alert').getByText('UNAUTHENTICATED').waitFor();
-  await page.close();
+  await page.context().close();
 });
 
 test('the console lists webhook endpoints and their deliveries, filters them, and sends a failed one again', async () => {
@@ -359,7 +359,7 @@ test('the console lists webhook endpoints and their deliveries, filters them, an
     await page.getByRole('alert').getByText('NOT_FOUND').first().waitFor();
     expect(pageErrors).toEqual([]);
   } finally {
-    await page.close();
+    await page.context().close();
     receiver.closeAllConnections();
     await new Promise((resolve) => receiver.close(resolve));
   }

@@ -157,7 +157,7 @@ test("at 1280 px the webhook deliveries fit: the last column, every date and eac
   expect(problems).toEqual([]);
   expect(await pageOverflow(page)).toBeLessThanOrEqual(0);
   expect(errors).toEqual([]);
-  await page.close();
+  await page.context().close();
 });
 
 test("the audit log's arguments can be read whole at 1280 px, and each filter's label stays with its field at 1280 and 390 px", async () => {
@@ -191,7 +191,7 @@ test("the audit log's arguments can be read whole at 1280 px, and each filter's 
       await screenshot(page, 'layout-audit-390');
     }
     expect(errors).toEqual([]);
-    await page.close();
+    await page.context().close();
   }
 });
 
@@ -208,7 +208,7 @@ test('at 390 px the campaign list shows each campaign with its Allocated and Tot
   expect(await page.locator('table.campaigns th').allTextContents()).toEqual(['Name', 'Status', 'Fill', 'Allocated', 'Total']);
   expect(await page.locator('table.campaigns tr', { hasText: 'Stadium' }).locator('td').nth(4).textContent()).toBe('25,000');
   expect(errors).toEqual([]);
-  await page.close();
+  await page.context().close();
 });
 
 test('the sign-in card is centred at 1280 and 390 px', async () => {
@@ -222,7 +222,7 @@ test('the sign-in card is centred at 1280 and 390 px', async () => {
       return Math.abs((card.left + card.right) / 2 - document.documentElement.clientWidth / 2);
     });
     expect(offCentre).toBeLessThanOrEqual(2);
-    await page.close();
+    await page.context().close();
   }
 });
 
@@ -271,7 +271,7 @@ test.each([1280, 390])('on every page at %i px: placeholders fit their fields, f
   expect(problems).toEqual([]);
   expect(errors).toEqual([]);
   expect(outside).toEqual([]);
-  await page.close();
+  await page.context().close();
 });
 
 test('every time on every page is in one format with seconds and its zone, in a browser set to Europe/Berlin; the chart and time inputs name the zone', async () => {
@@ -310,7 +310,7 @@ test('every time on every page is in one format with seconds and its zone, in a 
   // The pages with times had them to check.
   expect([...seen].sort()).toEqual(['audit-log', 'ballot-campaign', 'campaign', 'operator-keys', 'partner', 'partners', 'waitlist-campaign', 'webhook-deliveries', 'webhooks']);
   expect(errors).toEqual([]);
-  await page.close();
+  await page.context().close();
 });
 
 test('loading the same codes again says what happened: loaded 0 new tickets, every code a duplicate skipped', async () => {
@@ -336,5 +336,5 @@ test('loading the same codes again says what happened: loaded 0 new tickets, eve
   const stats = await server.gql(ADMIN_KEY, 'query($id: ID!) { campaign(id: $id) { stats { total } } }', { id });
   expect(stats.body.data!.campaign.stats.total).toBe(20_000);
   expect(errors).toEqual([]);
-  await page.close();
+  await page.context().close();
 });

@@ -132,7 +132,7 @@ describe.each([
     expect(problems).toEqual([]);
     expect(outside).toEqual([]);
     expect(pageErrors).toEqual([]);
-    await page.close();
+    await page.context().close();
   });
 });
 
@@ -150,7 +150,7 @@ test('the first load of /console stays within its script budget, with every requ
   expect(gzipped).toBeLessThanOrEqual(SCRIPT_BUDGET_BYTES);
   expect(outside).toEqual([]);
   console.log(`console first load: ${scripts.length} script(s), ${(gzipped / 1024).toFixed(1)} KB gzipped (budget ${SCRIPT_BUDGET_BYTES / 1024} KB)`);
-  await page.close();
+  await page.context().close();
 });
 
 test('an OWNER manages partners and operator keys, edits a campaign, finds, releases and exports allocations, and reads the audit log', async () => {
@@ -238,7 +238,7 @@ test('an OWNER manages partners and operator keys, edits a campaign, finds, rele
   await page.getByTestId('filter').click();
   await page.getByTestId('audit').getByText('updateCampaign').waitFor();
   expect(pageErrors).toEqual([]);
-  await page.close();
+  await page.context().close();
 });
 
 test('a bad key is refused at sign-in in words, and a partner key is told it needs an operator key', async () => {
@@ -252,5 +252,5 @@ test('a bad key is refused at sign-in in words, and a partner key is told it nee
   await page.getByTestId('sign-in').click();
   await page.getByRole('alert').getByText('needs an operator key').waitFor();
   await screenshot(page, 'console-signin-refused-390');
-  await page.close();
+  await page.context().close();
 });

@@ -75,7 +75,7 @@ test('GraphiQL runs a query and opens its dialogs under the policy, with no viol
   });
   expect(await page.evaluate(() => (window as unknown as { __injected?: boolean }).__injected)).toBeUndefined();
   await until(async () => (await violations()).some((v) => /^script-src-elem inline/.test(v)), { message: 'the injected script to be reported as a violation' });
-  await page.close();
+  await page.context().close();
 });
 
 test('the console signs in, loads and opens a campaign and follows it live over graphql-ws, with no violation', async () => {
@@ -109,7 +109,7 @@ test('the console signs in, loads and opens a campaign and follows it live over 
   await screenshot(page, 'console-csp');
   expect(await violations()).toEqual([]);
   expect(pageErrors).toEqual([]);
-  await page.close();
+  await page.context().close();
 });
 
 test('neither GraphiQL nor the console can be framed by another page', async () => {
@@ -124,5 +124,5 @@ test('neither GraphiQL nor the console can be framed by another page', async () 
     const frame = await (await page.locator(`#${id}`).elementHandle())!.contentFrame();
     await until(() => /^chrome-error:/.test(frame!.url()), { message: `the framed page #${id} to be refused (its frame shows ${frame!.url()})` });
   }
-  await page.close();
+  await page.context().close();
 });
