@@ -151,9 +151,19 @@ export interface LoadResult {
 
 /**
  * HTTP load with autocannon: `connections` clients for `seconds`, the same body each time — or, with
- * `bodies`, the next of them in turn for every request.
+ * `bodies`, the next of them in turn for every request; with `rate`, at that many requests a second.
  */
-export function httpLoad(o: { url: string; key: string; body: string; bodies?: string[]; connections: number; seconds: number; okPattern?: string }): Promise<LoadResult> {
+export function httpLoad(o: {
+  url: string;
+  key: string;
+  body: string;
+  bodies?: string[];
+  connections: number;
+  seconds: number;
+  okPattern?: string;
+  /** Requests per second offered over all connections (autocannon's overallRate): open-loop at a fixed rate rather than as fast as answers come. */
+  rate?: number;
+}): Promise<LoadResult> {
   let ok = 0;
   let sent = 0;
   const bodies = o.bodies;
@@ -163,6 +173,7 @@ export function httpLoad(o: { url: string; key: string; body: string; bodies?: s
         url: o.url,
         connections: o.connections,
         duration: o.seconds,
+        ...(o.rate ? { overallRate: o.rate } : {}),
         requests: [
           {
             method: 'POST',
@@ -263,16 +274,16 @@ export interface PgbenchResult {
 }
 
 /**
- * `pgbench -n -M prepared -c clients -j 2 -T seconds -f script`, with a per-transaction log for the
- * percentiles. `env` adds to the environment (PGOPTIONS). Fails when pgbench does (a client
+ * `pgbench -n -M prepared -c clients -j 2 -T seconds -f script` (with `rate`, `-R rate`: that many
+ * transactions a second, scheduled), with a per-transaction log for the percentiles. `env` adds to the environment (PGOPTIONS). Fails when pgbench does (a client
  * aborted on an error, for instance), with what it said.
  */
-export async function pgbenchLoad(o: { url: string; clients: number; seconds: number; script: string; env?: Record<string, string> }): Promise<PgbenchResult> {
+export async function pgbenchLoad(o: { url: string; clients: number; seconds: number; script: string; env?: Record<string, string>; rate?: number }): Promise<PgbenchResult> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tessera-pgbench-'));
   try {
     const scriptFile = path.join(dir, 'script.sql');
     writeFileSync(scriptFile, o.script);
-    const args = ['-n', '-M', 'prepared', '-c', String(o.clients), '-j', String(Math.min(2, o.clients)), '-T', String(o.seconds), '-f', scriptFile, '-l', `--log-prefix=${path.join(dir, 'log')}`, o.url];
+    const args = ['-n', '-M', 'prepared', '-c', String(o.clients), '-j', String(Math.min(2, o.clients)), '-T', String(o.seconds), '-f', scriptFile, '-l', `--log-prefix=${path.join(dir, 'log')}`, ...(o.rate ? ['-R', String(o.rate)] : []), o.url];
     const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
       const child = spawn('pgbench', args, { env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] });
       let out = '';

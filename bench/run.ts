@@ -15,6 +15,11 @@
 //     streaming standby of its own, asynchronous against synchronous (issue 19; skipped without the
 //     machine's initdb and pg_basebackup); one process against a cluster of workers; claim latency as
 //     a 1,000,000-ticket pool fills; loading; the reads;
+//   - the hot and spread claims right after their campaigns were loaded and opened, before the bench
+//     runs any VACUUM or ANALYZE, against the same after VACUUM ANALYZE (issue 30);
+//   - CPU per claim (issue 30): open-loop runs at COST_RATE requests a second, well under saturation,
+//     reading the CPU time of the Tessera process and of PostgreSQL from /proc (bench/cpu.ts): the
+//     empty query's, the minimal claim's (pgbench -R) and claimTicket's, hot and spread;
 // then the issue's bars, each with its figure, target and PASS/MISS. Prints a table and rewrites
 // the results section of docs/BENCHMARKS.md (between its bench markers).
 //
@@ -42,6 +47,7 @@ import { childrenOf, untilEveryWorkerServes } from '../test/helpers/process';
 import { startReplicaPair } from '../test/helpers/replica';
 import { ticketsLiveTwice } from '../test/helpers/sql';
 import { INTEGRATION } from './ceilings/integration';
+import { cpuDuring, postmasterOf, treeCpu } from './cpu';
 import { citusBench } from './citus';
 import { ADMIN_KEY, ChildServer, codeVersion, freePort, gql, httpLoad, pgbenchVersion, ROOT, sequentialLatency, Server, type LoadResult } from './harness';
 import { GROUP_SIZE, SqlClaims, type SqlClaimResult } from './sqlClaims';
@@ -71,7 +77,10 @@ const SQL_CLIENTS = [16, 64] as const;
 /** Rows of the floor's bare table, and tickets of the statement's campaign: more than a run can claim. */
 const SQL_ROWS = quick ? 100_000 : 300_000;
 const SPREAD_CAMPAIGNS = 64;
-const SPREAD_TICKETS = quick ? 1_000 : 2_000;
+/** The cost runs (issue 30): requests offered per second, well under saturation, for this long. */
+const COST_RATE = quick ? 200 : 500;
+const COST_SECONDS = quick ? 3 : 15;
+const SPREAD_TICKETS = quick ? 1_000 : 3_000;
 
 /** A claim of run `run`: its holder names the run, so the run's allocations are counted apart from every other's. */
 const CLAIM = (campaignId: string, run: string) =>
@@ -191,6 +200,24 @@ async function main(): Promise<void> {
     const cool = await Promise.all(Array.from({ length: SPREAD_CAMPAIGNS }, (_, i) => newCampaign(`cool ${i}`)));
     for (const id of cool) await gql(server.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${id}", count: ${SPREAD_TICKETS}) { loaded } }`);
     await Promise.all(cool.map((id) => open(id)));
+
+    // Right after the loads (issue 30): what a drop gets when it opens as soon as it is loaded — the
+    // server warmed up on a query without tickets, then claims with no VACUUM or ANALYZE by the
+    // bench (Tessera's own ANALYZE at the load, db/loadTickets.ts, is part of what is measured).
+    // Compared below with the same runs after VACUUM ANALYZE.
+    await httpLoad({ url: server.url, key: partnerKey, body: TYPENAME, connections: 64, seconds: WARMUP_SECONDS });
+    const afterLoad = {} as Record<'hot' | 'spread', LoadResult>;
+    for (const [name, ids] of [
+      ['hot', [pool]],
+      ['spread', cool],
+    ] as const) {
+      const run = nextRun();
+      const bodies = ids.map((id) => CLAIM(id, run));
+      const r = await httpLoad({ url: server.url, key: partnerKey, body: bodies[0]!, bodies, connections: 64, seconds: SECONDS, okPattern: CLAIMED });
+      const check = await verify(sql, r, run, [...ids], 64, `claims ${name} right after the load`, failures);
+      afterLoad[name] = r;
+      record(`claimTicket ${name}, 64 connections, right after the load (no VACUUM or ANALYZE by the bench)`, `${perSecond(http(r))}  ${check}`);
+    }
     await vacuum(sql, { analyze: true });
 
     // Ceilings: answers without a database, at 64 connections (Tessera's also at 1 and 16).
@@ -215,7 +242,23 @@ async function main(): Promise<void> {
     const group: Record<number, SqlClaimResult> = {};
     const sqlClaims = await SqlClaims.create(serverUrl, { floorRows: SQL_ROWS, statementRows: SQL_ROWS, pgbench: pgbench !== null });
     const tool = pgbench ? 'pgbench' : 'pg';
+    // CPU per claim (issue 30): PostgreSQL's whole server, read from /proc — where it runs here.
+    const postmaster = await postmasterOf(sql);
+    let floorCpu: { perClaim: number; rate: number } | null = null;
     try {
+      if (postmaster) {
+        const measured = await cpuDuring(
+          () => treeCpu(postmaster),
+          () => sqlClaims.floorAtRate(16, COST_SECONDS, COST_RATE),
+        );
+        if (measured.result) {
+          floorCpu = { perClaim: measured.seconds / measured.result.claimed, rate: measured.result.claimsPerSecond };
+          record(
+            `CPU per claim: the minimal claim at ${COST_RATE}/s offered (pgbench -R, 16 clients, ${COST_SECONDS} s)`,
+            `PostgreSQL ${us(floorCpu.perClaim)}  (${fmt(floorCpu.rate)} claims/s)`,
+          );
+        }
+      }
       for (const c of SQL_CLIENTS) {
         floor[c] = await sqlClaims.floor(c, SECONDS);
         record(`floor: the minimal claim (PERFORMANCE.md, A), bare table, ${tool}, ${c} clients`, perSecond(sqlRate(floor[c]!)));
@@ -273,6 +316,22 @@ async function main(): Promise<void> {
       `${perSecond(http(spread))}  ${ratio(spread.requestsPerSecond, ceiling[64]!.requestsPerSecond)} ceiling  ${ratio(spread.requestsPerSecond, floor[64]!.claimsPerSecond)} floor  ` +
         `${ratio(spread.requestsPerSecond, hot.requestsPerSecond)} hot  ${spreadCheck}`,
     );
+
+    // Right after the load ÷ after VACUUM ANALYZE (issue 30).
+    for (const [name, r] of [
+      ['hot', hot],
+      ['spread', spread],
+    ] as const) {
+      record(
+        `claimTicket ${name}, 64 connections: right after the load ÷ after VACUUM ANALYZE`,
+        `${ratio(afterLoad[name].requestsPerSecond, r.requestsPerSecond)}  (${ratio(afterLoad[name].requestsPerSecond, floor[64]!.claimsPerSecond)} floor)`,
+      );
+    }
+
+    // CPU per claim (issue 30): open-loop runs at COST_RATE a second, well under saturation, reading
+    // the CPU time of the Tessera process and of PostgreSQL's whole server from /proc: the empty
+    // authenticated query (what Node spends on a request), then claims hot and spread.
+    const cost = await costPhase({ server, sql, postmaster, partnerKey, pool, cool, failures });
 
     /**
      * One hot and one spread claim run at 64 connections against `url`, each verified and recorded as
@@ -425,6 +484,24 @@ async function main(): Promise<void> {
       atMost(`claimTicket ${name} (64 conn.) p99`, r.p99, 50);
     }
     atLeast("Tessera's ceiling ÷ minimal Apollo, 64 connections", ceiling[64]!.requestsPerSecond / apollo.requestsPerSecond, 0.7);
+    // Issue 30: right after a load as fast as after VACUUM ANALYZE, and CPU per claim.
+    for (const [name, r] of [
+      ['hot', hot],
+      ['spread', spread],
+    ] as const) {
+      atLeast(`claimTicket ${name} right after the load ÷ after VACUUM ANALYZE`, afterLoad[name].requestsPerSecond / r.requestsPerSecond, 0.9);
+      atLeast(`claimTicket ${name} right after the load ÷ floor at 64`, afterLoad[name].requestsPerSecond / floor[64]!.claimsPerSecond, 0.4);
+      if (cost && floorCpu) {
+        const bound = cost.empty.node + floorCpu.perClaim;
+        const perClaim = cost[name].node + cost[name].pg;
+        bars.push({
+          what: `CPU per claim ${name} ÷ (empty-query Node + minimal-claim PostgreSQL)`,
+          figure: `${x(perClaim / bound)} (${us(perClaim)} / ${us(bound)})`,
+          target: '≤ 1.50×',
+          pass: perClaim / bound <= 1.5,
+        });
+      }
+    }
     // Issue 28: behind PgBouncer, at least 0.8× the same claims straight to PostgreSQL.
     if (pooled) {
       for (const name of ['hot', 'spread'] as const) {
@@ -457,6 +534,72 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   if (!quick) writeResults({ ...machine, bars, minutes, loadAtStart, loadAtEnd });
+}
+
+/** CPU seconds as microseconds. */
+const us = (seconds: number) => `${fmt(seconds * 1e6)} µs`;
+
+/** CPU per request of a run at COST_RATE: the Tessera process's and PostgreSQL's, in seconds. */
+interface CpuPerRequest {
+  node: number;
+  pg: number;
+}
+
+/**
+ * The open-loop cost runs (issue 30): `{ __typename }` with a partner key, then claimTicket hot
+ * and spread, each at COST_RATE requests a second for COST_SECONDS, 64 connections; the CPU time
+ * of the Tessera process (and any child) and of PostgreSQL's whole server (bench/cpu.ts) over
+ * each run, per request answered (per claim acknowledged). Null (and said) where either process is
+ * not on this machine.
+ */
+async function costPhase(o: {
+  server: Server;
+  sql: Client;
+  postmaster: number | null;
+  partnerKey: string;
+  pool: string;
+  cool: string[];
+  failures: string[];
+}): Promise<Record<'empty' | 'hot' | 'spread', CpuPerRequest> | null> {
+  const node = o.server.pid;
+  const postmaster = o.postmaster;
+  if (!node || !postmaster) {
+    record('CPU per claim: PostgreSQL is not on this machine (no /proc to read)', 'skipped');
+    return null;
+  }
+  const out = {} as Record<'empty' | 'hot' | 'spread', CpuPerRequest>;
+  for (const [name, ids] of [
+    ['empty', []],
+    ['hot', [o.pool]],
+    ['spread', o.cool],
+  ] as const) {
+    await vacuum(o.sql);
+    const run = nextRun();
+    const bodies = name === 'empty' ? [TYPENAME] : ids.map((id) => CLAIM(id, run));
+    const nodeBefore = treeCpu(node);
+    const pgBefore = treeCpu(postmaster);
+    const r = await httpLoad({
+      url: o.server.url,
+      key: o.partnerKey,
+      body: bodies[0]!,
+      bodies,
+      connections: 64,
+      seconds: COST_SECONDS,
+      rate: COST_RATE,
+      okPattern: name === 'empty' ? '"__typename":"Query"' : CLAIMED,
+    });
+    const cpu = { node: treeCpu(node) - nodeBefore, pg: treeCpu(postmaster) - pgBefore };
+    if (name !== 'empty') await verify(o.sql, r, run, [...ids], 64, `claims ${name} at ${COST_RATE}/s`, o.failures);
+    else checkAnswers(r, `{ __typename } at ${COST_RATE}/s`, o.failures);
+    const answered = Math.max(1, r.ok);
+    out[name] = { node: cpu.node / answered, pg: cpu.pg / answered };
+    const rate = r.ok / COST_SECONDS;
+    record(
+      `CPU per ${name === 'empty' ? 'request: { __typename }' : `claim: claimTicket ${name}`} at ${COST_RATE}/s offered, ${COST_SECONDS} s`,
+      `Tessera ${us(out[name].node)}  PostgreSQL ${us(out[name].pg)}  (${fmt(rate)}/s answered${rate < 0.9 * COST_RATE ? ': SATURATED, not a cost' : ''}, p50 ${ms(r.p50)})`,
+    );
+  }
+  return out;
 }
 
 /**

@@ -281,10 +281,19 @@ export class SqlClaims {
     return this.retried(() => this.statementOnce(which, clients, seconds));
   }
 
-  private async floorOnce(clients: number, seconds: number): Promise<SqlClaimResult> {
+  /**
+   * The minimal claim at `rate` a second, offered by `clients` (pgbench -R), from a fresh table;
+   * null without pgbench (this process would have to be the load, at a fixed rate: not written).
+   */
+  floorAtRate(clients: number, seconds: number, rate: number): Promise<SqlClaimResult | null> {
+    if (this.tool !== 'pgbench') return Promise.resolve(null);
+    return this.retried(() => this.floorOnce(clients, seconds, rate));
+  }
+
+  private async floorOnce(clients: number, seconds: number, rate?: number): Promise<SqlClaimResult> {
     await this.sql.query(`UPDATE floor_tickets SET status = 'AVAILABLE' WHERE status <> 'AVAILABLE'`);
     await this.sql.query('VACUUM ANALYZE floor_tickets');
-    const run = await this.load(clients, seconds, `${FLOOR_CLAIM};\n`, FLOOR_CLAIM, () => [], undefined);
+    const run = await this.load(clients, seconds, `${FLOOR_CLAIM};\n`, FLOOR_CLAIM, () => [], undefined, rate);
     const claimed = (await this.sql.query(`SELECT count(*)::int AS n FROM floor_tickets WHERE status = 'ALLOCATED'`)).rows[0].n as number;
     if (claimed >= this.floorRows) throw new Error(`the floor's table ran dry (${claimed} of ${this.floorRows} claimed): give it more rows`);
     return this.result(clients, run, claimed);
@@ -333,10 +342,10 @@ export class SqlClaims {
     }
   }
 
-  private async load(clients: number, seconds: number, script: string, text: string, params: () => unknown[], options: string | undefined) {
+  private async load(clients: number, seconds: number, script: string, text: string, params: () => unknown[], options: string | undefined, rate?: number) {
     await this.slotsFor(clients);
     if (this.tool === 'pgbench') {
-      const r = await pgbenchLoad({ url: this.url, clients, seconds, script, env: options ? { PGOPTIONS: options } : {} });
+      const r = await pgbenchLoad({ url: this.url, clients, seconds, script, env: options ? { PGOPTIONS: options } : {}, ...(rate ? { rate } : {}) });
       return { statements: r.transactions, perSecond: r.tps, p50: r.p50, p99: r.p99, failed: r.failed };
     }
     const r = await sqlLoad({ url: this.url, connections: clients, seconds, text, params, ...(options ? { options } : {}) });

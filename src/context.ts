@@ -88,7 +88,7 @@ export function createServices(
     allocations: new AllocationService(db, batcher, options.metrics, options.live, refusals),
     refusals,
     allocationRecords: new AllocationRecordService(db, options.live),
-    campaigns: new CampaignService(db, options.live, options.webhooks?.secretKey),
+    campaigns: new CampaignService(db, options.live, options.webhooks?.secretKey, options.logger),
     ballots: new BallotService(db, options.webhooks?.secretKey, options.live),
     partners,
     operatorKeys,

@@ -1,5 +1,6 @@
 // Loading tickets. Each call is one transaction: first the sold-out check (loading more tickets
-// ends a sell-out, so its time is recorded first: tessera_record_sold_out), then one INSERT.
+// ends a sell-out, so its time is recorded first: tessera_record_sold_out), then one INSERT; after
+// its commit, the statistics the load made stale (analyzeIfStale).
 import type { Prisma } from '../generated/prisma/client';
 import type { Db } from './client';
 
@@ -61,4 +62,30 @@ export function generateTickets(
               FROM generate_series(1, ${count}::integer)) g
      ORDER BY g.hex
     ON CONFLICT (campaign_id, code) DO NOTHING`;
+}
+
+/**
+ * The statistics a load creates, made at the load: ANALYZE tickets when the rows changed since its
+ * last ANALYZE — the load's own `loaded` (not yet in the server's statistics) plus what they count
+ * (n_mod_since_analyze) — pass autovacuum's own threshold (autovacuum_analyze_threshold +
+ * autovacuum_analyze_scale_factor × the rows last counted; 50 + 10% by default). That is the ANALYZE
+ * autovacuum would run a minute or more later, or never where it is off, run now, while the
+ * campaign is still being set up, not during its first claims: the claim statements' plans do not
+ * need statistics (test/plan.test.ts) but every other read of tickets does, and the plans cached on
+ * each connection are made again once they change. Cheap next to the load (ANALYZE reads a sample
+ * of 300 × default_statistics_target rows whatever the table's size: docs/BENCHMARKS.md). Where
+ * the rows counted are not the table's own — on Citus the coordinator's table is empty, its shards
+ * hold the rows — every load past the threshold analyzes (Citus propagates ANALYZE to the shards).
+ * Returns whether it analyzed.
+ */
+export async function analyzeIfStale(db: Db, loaded: number): Promise<boolean> {
+  if (loaded <= 0) return false;
+  const [{ stale }] = await db.$queryRaw<Array<{ stale: boolean }>>`
+    SELECT COALESCE(s.n_mod_since_analyze, 0) + ${loaded}::bigint
+             > current_setting('autovacuum_analyze_threshold')::float8
+               + current_setting('autovacuum_analyze_scale_factor')::float8 * greatest(c.reltuples, 0) AS stale
+      FROM pg_class c LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
+     WHERE c.oid = 'tickets'::regclass`;
+  if (stale) await db.$executeRaw`ANALYZE tickets`;
+  return stale;
 }

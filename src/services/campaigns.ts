@@ -2,6 +2,7 @@
 import { inScope } from '../auth';
 import type { Database } from '../db/client';
 import type { LiveUpdates } from '../live';
+import type { Logger } from '../logger';
 import { newSeed, sealSeed, seedCommitment } from '../ballot/seed';
 import { campaignTimeline, type TimelineUnit } from '../db/campaignReports';
 import { lockCampaignGate } from '../db/campaignGate';
@@ -11,7 +12,7 @@ import { openCampaign } from '../db/openCampaign';
 import { setPartnerQuota } from '../db/partnerQuota';
 import { findAllotments, setPartnerAllotment, type AllotmentRow } from '../db/allotments';
 import { findCampaignPage } from '../db/findCampaigns';
-import { generateTickets, loadTickets, recordSoldOut } from '../db/loadTickets';
+import { analyzeIfStale, generateTickets, loadTickets, recordSoldOut } from '../db/loadTickets';
 import { pgErrorInfo, PG } from '../db/pgErrors';
 import { apiError, ErrorCode, InvalidInput, notFound } from '../errors';
 import type { CampaignMode, CampaignModel, CampaignVerificationModel, CampaignStatsModel, ReleasePolicy, CampaignStatus, ConnectionModel, PartnerStatsModel, TimelinePointModel } from '../models';
@@ -83,7 +84,28 @@ export class CampaignService {
     private readonly live?: LiveUpdates,
     /** Seals a ballot's seed until its draw (the server's secrets key); without it a BALLOT campaign cannot open. */
     private readonly secretKey?: Buffer,
+    private readonly logger?: Logger,
   ) {}
+
+  /** The last ANALYZE after a load (analyzed()): one at a time in this process. */
+  private analyzing: Promise<void> = Promise.resolve();
+
+  /**
+   * After a load's commit, the statistics it made stale (db/loadTickets.ts, analyzeIfStale), before
+   * the load answers — so a campaign opened right after is planned with them. One at a time: a
+   * second load waits for the ANALYZE in progress, then decides for itself. The load has committed
+   * whatever happens here: a failed ANALYZE is logged, never the load's error.
+   */
+  private analyzed(loaded: number): Promise<void> {
+    this.analyzing = this.analyzing.then(async () => {
+      try {
+        await analyzeIfStale(this.db.prisma, loaded);
+      } catch (error) {
+        this.logger?.warn({ error: (error as Error).message }, 'ANALYZE after a load failed; autovacuum (where it is on) analyzes later');
+      }
+    });
+    return this.analyzing;
+  }
 
   /** A new seed for a BALLOT campaign, committed and sealed; null for first come. */
   private ballotSeed(campaign: CampaignModel): { commitment: string; sealed: string } | null {
@@ -236,6 +258,7 @@ export class CampaignService {
     const campaign = await this.requireLoadable(campaignId);
     const prisma = this.db.prisma;
     const [, [{ loaded }]] = await prisma.$transaction([recordSoldOut(prisma, campaign.id), loadTickets(prisma, campaign.id, valid)]);
+    await this.analyzed(loaded);
     return { loaded, duplicates: valid.length - loaded, campaign: this.fresh(ctx, campaign) };
   }
 
@@ -263,6 +286,7 @@ export class CampaignService {
       if (info.code !== PG.UNIQUE_VIOLATION || info.constraint !== 'tickets_campaign_id_code_key') throw error;
       [, , , loaded] = await run(true);
     }
+    await this.analyzed(loaded);
     return { loaded, duplicates: n - loaded, campaign: this.fresh(ctx, campaign) };
   }
 
