@@ -17,6 +17,8 @@
 //     a 1,000,000-ticket pool fills; loading; the reads;
 //   - hot and spread claims on campaigns loaded and opened just before, with no VACUUM or ANALYZE by
 //     the bench, against the same campaigns after VACUUM ANALYZE, two rounds (issue 30);
+//   - hot and spread claims before and after the database gains 10,000,000 allocations of closed
+//     campaigns (issue 30);
 //   - CPU per claim (issue 30): open-loop runs at COST_RATE requests a second, well under saturation,
 //     reading the CPU time of the Tessera process and of PostgreSQL from /proc (bench/cpu.ts): the
 //     empty query's, the minimal claim's (pgbench -R) and claimTicket's, hot and spread;
@@ -83,6 +85,9 @@ const COST_SECONDS = quick ? 3 : 15;
 /** Tickets of the campaigns claimed right after their load (issue 30): the hot one, and each of 64 spread ones. */
 const FRESH_TICKETS = quick ? 50_000 : 200_000;
 const FRESH_SPREAD_TICKETS = quick ? 500 : 1_000;
+/** The history of writeHistory (issue 30): allocations of closed campaigns, over this many campaigns. */
+const HISTORY_ALLOCATIONS = quick ? 200_000 : 10_000_000;
+const HISTORY_CAMPAIGNS = 100;
 const SPREAD_TICKETS = quick ? 1_000 : 3_000;
 
 /** A claim of run `run`: its holder names the run, so the run's allocations are counted apart from every other's. */
@@ -203,7 +208,7 @@ async function main(): Promise<void> {
 
     // The pools of the claim runs: one hot campaign big enough never to run dry, and 64 cool ones.
     const pool = await newCampaign('throughput');
-    await gql(server.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${pool}", count: ${quick ? 100_000 : 300_000}) { loaded } }`);
+    await gql(server.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${pool}", count: ${quick ? 100_000 : 400_000}) { loaded } }`);
     await open(pool);
     const cool = await Promise.all(Array.from({ length: SPREAD_CAMPAIGNS }, (_, i) => newCampaign(`cool ${i}`)));
     for (const id of cool) await gql(server.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${id}", count: ${SPREAD_TICKETS}) { loaded } }`);
@@ -488,6 +493,41 @@ async function main(): Promise<void> {
     if (twice > 0) failures.push(`${twice} tickets have two live allocations`);
     record('tickets with two live allocations, whole bench database (must be 0)', String(twice));
 
+    // History (issue 30): claims hot and spread before and after the database gains
+    // HISTORY_ALLOCATIONS allocations of closed campaigns (writeHistory), two runs of each side.
+    const meanOf = (runs: LoadResult[]) => runs.reduce((sum, r) => sum + r.requestsPerSecond, 0) / runs.length;
+    const historyRuns = async (label: string) => {
+      const out = { hot: [] as LoadResult[], spread: [] as LoadResult[] };
+      for (let round = 1; round <= 2; round += 1) {
+        for (const [name, ids] of [
+          ['hot', [pool]],
+          ['spread', cool],
+        ] as const) {
+          await vacuum(sql);
+          const run = nextRun();
+          const bodies = ids.map((id) => CLAIM(id, run));
+          const r = await httpLoad({ url: server.url, key: partnerKey, body: bodies[0]!, bodies, connections: 64, seconds: SECONDS, okPattern: CLAIMED });
+          const check = await verify(sql, r, run, [...ids], 64, `claims ${name} ${label}, round ${round}`, failures);
+          out[name].push(r);
+          record(`claimTicket ${name}, 64 connections, ${label}, round ${round}`, `${perSecond(http(r))}  ${check}`);
+        }
+      }
+      return out;
+    };
+    const empty = await historyRuns('before the history');
+    const history = await writeHistory(sql);
+    record(
+      `history: ${fmt(history.allocations)} allocations of ${HISTORY_CAMPAIGNS} closed campaigns written, then VACUUM ANALYZE`,
+      `${(history.writeMs / 1000).toFixed(1)} s + ${(history.vacuumMs / 1000).toFixed(1)} s`,
+    );
+    const withHistory = await historyRuns(`with ${fmt(history.allocations)} allocations of closed campaigns`);
+    for (const name of ['hot', 'spread'] as const) {
+      record(
+        `claimTicket ${name}, 64 connections: with the history ÷ before (means of 2 runs)`,
+        `${fmt(meanOf(withHistory[name]))} / ${fmt(meanOf(empty[name]))}/s = ${ratio(meanOf(withHistory[name]), meanOf(empty[name]))}`,
+      );
+    }
+
     // The issue's bars.
     const atLeast = (what: string, value: number, target: number) => bars.push({ what, figure: x(value), target: `≥ ${x(target)}`, pass: value >= target });
     const atMost = (what: string, value: number, target: number) => bars.push({ what, figure: ms(value), target: `≤ ${target} ms`, pass: value <= target });
@@ -504,7 +544,10 @@ async function main(): Promise<void> {
       atMost(`claimTicket ${name} (64 conn.) p99`, r.p99, 50);
     }
     atLeast("Tessera's ceiling ÷ minimal Apollo, 64 connections", ceiling[64]!.requestsPerSecond / apollo.requestsPerSecond, 0.7);
-    // Issue 30: flat with fill, no VACUUM after the bulk fill.
+    // Issue 30: flat with history, and with fill (no VACUUM after the bulk fill).
+    for (const name of ['hot', 'spread'] as const) {
+      atLeast(`claimTicket ${name} with ${fmt(HISTORY_ALLOCATIONS)} historical allocations ÷ before`, meanOf(withHistory[name]) / meanOf(empty[name]), 0.9);
+    }
     bars.push({ what: 'p50 at 99% fill ÷ p50 at 0% fill', figure: x(p50s[0.99]! / p50s[0]!), target: '≤ 1.25×', pass: p50s[0.99]! / p50s[0]! <= 1.25 });
     // Issue 30: right after a load as fast as after VACUUM ANALYZE, and CPU per claim.
     for (const name of ['hot', 'spread'] as const) {
@@ -707,6 +750,59 @@ async function verify(sql: Client, r: LoadResult, run: string, campaigns: string
   if (r.ok === 0) problems.push('no claim succeeded');
   if (problems.length > 0) failures.push(`${what}: ${problems.join('; ')}`);
   return `lost ${lost}, duplicated ${duplicated}`;
+}
+
+/**
+ * Months of drops, as they would have left the database (issue 30): HISTORY_CAMPAIGNS closed
+ * campaigns holding HISTORY_ALLOCATIONS tickets between them, every one ALLOCATED with its ACTIVE
+ * allocation, and their counters; then VACUUM ANALYZE, which autovacuum would have run over those
+ * months. Written in bulk by SQL, a few campaigns a statement, with the triggers off
+ * (session_replication_role = replica: the foreign keys' checks, the counters' and numbering
+ * triggers), so the counters and the allocations' sequence are written here as the triggers would;
+ * the campaigns themselves are created with their triggers (each gets its sequence).
+ */
+async function writeHistory(sql: Client): Promise<{ allocations: number; writeMs: number; vacuumMs: number }> {
+  const perCampaign = Math.floor(HISTORY_ALLOCATIONS / HISTORY_CAMPAIGNS);
+  const started = performance.now();
+  const ids = (
+    await sql.query<{ id: string }>(
+      `INSERT INTO campaigns (name, status, opened_at, closed_at)
+       SELECT 'history ' || g, 'CLOSED', now() - interval '90 days', now() - interval '89 days' FROM generate_series(1, $1::int) g
+       RETURNING id`,
+      [HISTORY_CAMPAIGNS],
+    )
+  ).rows.map((r) => r.id);
+  await sql.query('SET session_replication_role = replica');
+  try {
+    for (let i = 0; i < ids.length; i += 10) {
+      const batch = ids.slice(i, i + 10);
+      await sql.query(
+        `INSERT INTO tickets (campaign_id, code, status, pick_order)
+         SELECT c.id, 'H' || lpad(g::text, 9, '0'), 'ALLOCATED', g FROM unnest($1::uuid[]) AS c(id), generate_series(1, $2::int) g`,
+        [batch, perCampaign],
+      );
+      await sql.query(
+        `INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, status, sequence, allocated_at)
+         SELECT t.campaign_id, t.id, $2, 'history-' || (t.pick_order % 50000), 'ACTIVE', t.pick_order,
+                now() - interval '90 days' + t.pick_order * interval '1 millisecond'
+           FROM tickets t WHERE t.campaign_id = ANY($1::uuid[])`,
+        [batch, OPERATOR_PARTNER_ID],
+      );
+      await sql.query(
+        `INSERT INTO campaign_counters (campaign_id, slot, total, allocated) SELECT id, 0, $2, $2 FROM unnest($1::uuid[]) AS c(id)`,
+        [batch, perCampaign],
+      );
+      await sql.query(
+        `INSERT INTO partner_counters (campaign_id, partner_id, slot, active) SELECT id, $3, 0, $2 FROM unnest($1::uuid[]) AS c(id)`,
+        [batch, perCampaign, OPERATOR_PARTNER_ID],
+      );
+    }
+  } finally {
+    await sql.query('RESET session_replication_role');
+  }
+  const written = performance.now();
+  await sql.query('VACUUM ANALYZE');
+  return { allocations: perCampaign * ids.length, writeMs: written - started, vacuumMs: performance.now() - written };
 }
 
 /**
