@@ -25,7 +25,7 @@
 // then the bars, each with its figure, target and PASS/MISS. Prints a table and rewrites
 // the results section of docs/BENCHMARKS.md (between its bench markers).
 //
-//   npm run bench                    full run (~5 minutes)
+//   npm run bench                    full run (~16 minutes here; ~6 of them writing the history)
 //   npm run bench -- --quick         shorter runs, smaller pools (a smoke test; the doc is left alone)
 //   npm run bench -- --no-pgbench    measure the floor and the statement through pg even when pgbench is installed
 //
