@@ -318,6 +318,16 @@ async function main(): Promise<void> {
     // db/loadTickets.ts, is part of what is measured: a load under 10% of the table does not
     // analyze) — against the same campaigns right after a VACUUM ANALYZE. Two rounds, each on
     // campaigns of its own, loaded and opened just before.
+    /** One claim run at 64 connections on `ids` (each request for the next of them in turn), verified and recorded as `claimTicket <label>`. */
+    const claimRunOn = async (ids: readonly string[], label: string): Promise<LoadResult> => {
+      const run = nextRun();
+      const bodies = ids.map((id) => CLAIM(id, run));
+      const r = await httpLoad({ url: server.url, key: partnerKey, body: bodies[0]!, bodies, connections: 64, seconds: SECONDS, okPattern: CLAIMED });
+      const check = await verify(sql, r, run, [...ids], 64, `claims ${label}`, failures);
+      record(`claimTicket ${label}`, `${perSecond(http(r))}  ${check}`);
+      return r;
+    };
+    const meanRate = (runs: LoadResult[]) => runs.reduce((sum, r) => sum + r.requestsPerSecond, 0) / runs.length;
     const afterLoad = { hot: [] as LoadResult[], spread: [] as LoadResult[] };
     const afterAnalyze = { hot: [] as LoadResult[], spread: [] as LoadResult[] };
     for (let round = 1; round <= 2; round += 1) {
@@ -331,20 +341,10 @@ async function main(): Promise<void> {
         ['after VACUUM ANALYZE', afterAnalyze],
       ] as const) {
         if (into === afterAnalyze) await vacuum(sql, { analyze: true });
-        for (const [name, ids] of [
-          ['hot', [hotId]],
-          ['spread', coolIds],
-        ] as const) {
-          const run = nextRun();
-          const bodies = ids.map((id) => CLAIM(id, run));
-          const r = await httpLoad({ url: server.url, key: partnerKey, body: bodies[0]!, bodies, connections: 64, seconds: SECONDS, okPattern: CLAIMED });
-          const check = await verify(sql, r, run, [...ids], 64, `claims ${name} ${state}, round ${round}`, failures);
-          into[name].push(r);
-          record(`claimTicket ${name}, 64 connections, ${state}, round ${round}`, `${perSecond(http(r))}  ${check}`);
-        }
+        into.hot.push(await claimRunOn([hotId], `hot, 64 connections, ${state}, round ${round}`));
+        into.spread.push(await claimRunOn(coolIds, `spread, 64 connections, ${state}, round ${round}`));
       }
     }
-    const meanRate = (runs: LoadResult[]) => runs.reduce((sum, r) => sum + r.requestsPerSecond, 0) / runs.length;
     for (const name of ['hot', 'spread'] as const) {
       record(
         `claimTicket ${name}, 64 connections: right after the load ÷ after VACUUM ANALYZE (means of 2 rounds)`,
@@ -495,22 +495,13 @@ async function main(): Promise<void> {
 
     // History (issue 30): claims hot and spread before and after the database gains
     // HISTORY_ALLOCATIONS allocations of closed campaigns (writeHistory), two runs of each side.
-    const meanOf = (runs: LoadResult[]) => runs.reduce((sum, r) => sum + r.requestsPerSecond, 0) / runs.length;
     const historyRuns = async (label: string) => {
       const out = { hot: [] as LoadResult[], spread: [] as LoadResult[] };
       for (let round = 1; round <= 2; round += 1) {
-        for (const [name, ids] of [
-          ['hot', [pool]],
-          ['spread', cool],
-        ] as const) {
-          await vacuum(sql);
-          const run = nextRun();
-          const bodies = ids.map((id) => CLAIM(id, run));
-          const r = await httpLoad({ url: server.url, key: partnerKey, body: bodies[0]!, bodies, connections: 64, seconds: SECONDS, okPattern: CLAIMED });
-          const check = await verify(sql, r, run, [...ids], 64, `claims ${name} ${label}, round ${round}`, failures);
-          out[name].push(r);
-          record(`claimTicket ${name}, 64 connections, ${label}, round ${round}`, `${perSecond(http(r))}  ${check}`);
-        }
+        await vacuum(sql);
+        out.hot.push(await claimRunOn([pool], `hot, 64 connections, ${label}, round ${round}`));
+        await vacuum(sql);
+        out.spread.push(await claimRunOn(cool, `spread, 64 connections, ${label}, round ${round}`));
       }
       return out;
     };
@@ -524,7 +515,7 @@ async function main(): Promise<void> {
     for (const name of ['hot', 'spread'] as const) {
       record(
         `claimTicket ${name}, 64 connections: with the history ÷ before (means of 2 runs)`,
-        `${fmt(meanOf(withHistory[name]))} / ${fmt(meanOf(empty[name]))}/s = ${ratio(meanOf(withHistory[name]), meanOf(empty[name]))}`,
+        `${fmt(meanRate(withHistory[name]))} / ${fmt(meanRate(empty[name]))}/s = ${ratio(meanRate(withHistory[name]), meanRate(empty[name]))}`,
       );
     }
 
@@ -546,7 +537,7 @@ async function main(): Promise<void> {
     atLeast("Tessera's ceiling ÷ minimal Apollo, 64 connections", ceiling[64]!.requestsPerSecond / apollo.requestsPerSecond, 0.7);
     // Issue 30: flat with history, and with fill (no VACUUM after the bulk fill).
     for (const name of ['hot', 'spread'] as const) {
-      atLeast(`claimTicket ${name} with ${fmt(HISTORY_ALLOCATIONS)} historical allocations ÷ before`, meanOf(withHistory[name]) / meanOf(empty[name]), 0.9);
+      atLeast(`claimTicket ${name} with ${fmt(HISTORY_ALLOCATIONS)} historical allocations ÷ before`, meanRate(withHistory[name]) / meanRate(empty[name]), 0.9);
     }
     bars.push({ what: 'p50 at 99% fill ÷ p50 at 0% fill', figure: x(p50s[0.99]! / p50s[0]!), target: '≤ 1.25×', pass: p50s[0.99]! / p50s[0]! <= 1.25 });
     // Issue 30: right after a load as fast as after VACUUM ANALYZE, and CPU per claim.
