@@ -163,6 +163,8 @@ export function httpLoad(o: {
   okPattern?: string;
   /** Requests per second offered over all connections (autocannon's overallRate): open-loop at a fixed rate rather than as fast as answers come. */
   rate?: number;
+  /** This many requests in all, then stop (autocannon's amount: `seconds` is then ignored). */
+  amount?: number;
 }): Promise<LoadResult> {
   let ok = 0;
   let sent = 0;
@@ -174,6 +176,7 @@ export function httpLoad(o: {
         connections: o.connections,
         duration: o.seconds,
         ...(o.rate ? { overallRate: o.rate } : {}),
+        ...(o.amount ? { amount: o.amount } : {}),
         requests: [
           {
             method: 'POST',
