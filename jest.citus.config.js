@@ -13,7 +13,8 @@ const base = require('./jest.config');
  * Suites of `npm test` that run unchanged on Citus, then the Citus-only ones in test/citus/: the
  * concurrency suites (the exactly-once race and storm, the mixed stress, the chaos scenarios with
  * servers SIGKILLed and backends terminated), the core flows and every feature's happy path through
- * the GraphQL API, group claims (of one campaign each on Citus), and verify/repair. Not listed: the failover drill (a Patroni cluster of plain
+ * the GraphQL API, group claims (of one campaign each on Citus), verify/repair, and the loads (COPY
+ * into the distributed table) with the tickets-campaigns rule kept on the shards. Not listed: the failover drill (a Patroni cluster of plain
  * PostgreSQL), suites about the process or the transports, which do not change with the database,
  * and the CLI's (it speaks only the GraphQL API, whose operations the suites above run; it passes
  * here too, in 32 s that CI's budget needs). The chaos scenarios run on databases of the cluster
@@ -44,6 +45,8 @@ const SUITES = [
   'webhookDelivery.test.ts',
   'operatorReads.test.ts',
   'observability.test.ts',
+  'ticketLoads.test.ts',
+  'ticketCampaignKey.test.ts',
 ];
 
 /** @type {import('jest').Config} */

@@ -148,7 +148,7 @@ CREATE TABLE campaign_counters (
 );
 
 CREATE TABLE campaigns (
-    id uuid NOT NULL DEFAULT gen_random_uuid(),
+    id uuid NOT NULL DEFAULT tessera_uuid_v7(),
     name text NOT NULL,
     status campaign_status NOT NULL DEFAULT 'DRAFT'::campaign_status,
     opens_at timestamp(6) with time zone,
@@ -381,8 +381,6 @@ ALTER TABLE partners ADD CONSTRAINT partners_pkey PRIMARY KEY (id);
 ALTER TABLE partners ADD CONSTRAINT partners_rate_limit_positive CHECK (((rate_limit IS NULL) OR (rate_limit > 0)));
 
 ALTER TABLE refusal_counters ADD CONSTRAINT refusal_counters_pkey PRIMARY KEY (campaign_id, minute, code);
-
-ALTER TABLE tickets ADD CONSTRAINT tickets_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES campaigns(id) ON UPDATE RESTRICT ON DELETE RESTRICT;
 
 ALTER TABLE tickets ADD CONSTRAINT tickets_code_length CHECK (((char_length(code) >= 1) AND (char_length(code) <= 128)));
 
@@ -1473,6 +1471,9 @@ BEGIN
           FROM (SELECT campaign_id, count(*) AS n FROM rows_out GROUP BY campaign_id) x;
     END IF;
     IF ids IS NULL THEN RETURN NULL; END IF;
+    -- Every inserted ticket's campaign exists and stays until this transaction ends: a foreign
+    -- key's check and lock, once per campaign (tessera_lock_ticket_campaigns).
+    IF TG_OP = 'INSERT' THEN PERFORM tessera_lock_ticket_campaigns(ids); END IF;
     INSERT INTO campaign_counters AS c (campaign_id, slot, total)
     SELECT u.campaign_id, pg_backend_pid(), u.n FROM unnest(ids, ns) AS u(campaign_id, n)
     ON CONFLICT (campaign_id, slot) DO UPDATE SET total = c.total + EXCLUDED.total;
@@ -1989,6 +1990,35 @@ BEGIN
 END
 $function$;
 
+CREATE OR REPLACE FUNCTION public.tessera_lock_ticket_campaigns(campaign_ids uuid[])
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    c UUID;
+    placement TEXT;
+    found_it BOOLEAN;
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+        placement := shard_name('campaigns'::regclass, (SELECT s.shardid FROM pg_dist_shard s WHERE s.logicalrelid = 'campaigns'::regclass));
+        IF to_regclass(placement) IS NULL THEN placement := NULL; END IF;
+    END IF;
+    FOREACH c IN ARRAY campaign_ids LOOP
+        IF placement IS NULL THEN
+            PERFORM 1 FROM campaigns WHERE id = c FOR KEY SHARE;
+            found_it := FOUND;
+        ELSE
+            EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s WHERE id = $1 FOR KEY SHARE)', placement) INTO found_it USING c;
+        END IF;
+        IF NOT found_it THEN
+            RAISE EXCEPTION 'insert or update on table "tickets" violates foreign key constraint "tickets_campaign_id_fkey"'
+                USING ERRCODE = 'foreign_key_violation', CONSTRAINT = 'tickets_campaign_id_fkey', TABLE = 'tickets',
+                      DETAIL = format('Key (campaign_id)=(%s) is not present in table "campaigns".', c);
+        END IF;
+    END LOOP;
+END
+$function$;
+
 CREATE OR REPLACE FUNCTION public.tessera_next_sequence(p_campaign_id uuid)
  RETURNS bigint
  LANGUAGE sql
@@ -2481,6 +2511,58 @@ BEGIN
 END
 $function$;
 
+CREATE OR REPLACE FUNCTION public.tessera_ticket_campaign_key()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    shard TEXT;
+    has_tickets BOOLEAN;
+BEGIN
+    IF TG_TABLE_NAME = 'tickets' THEN
+        RAISE EXCEPTION 'a ticket does not move to another campaign'
+            USING ERRCODE = 'foreign_key_violation', CONSTRAINT = 'tickets_campaign_id_fkey', TABLE = 'tickets';
+    END IF;
+    IF TG_OP = 'UPDATE' AND NEW.id = OLD.id THEN RETURN NEW; END IF;
+    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+        -- On Citus campaigns is a reference table: this runs on every node's copy of the row, and
+        -- the campaign's tickets are on one node, where a query of the distributed table from here
+        -- is not allowed. So each node looks in its own placement of the campaign's shard, if it
+        -- holds one; the node that does refuses, and the change fails on every node (a change to a
+        -- reference table commits everywhere or nowhere).
+        shard := shard_name('tickets'::regclass, get_shard_id_for_distribution_column('tickets', OLD.id));
+        IF to_regclass(shard) IS NULL THEN
+            has_tickets := false;
+        ELSE
+            EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s WHERE campaign_id = $1)', shard) INTO has_tickets USING OLD.id;
+        END IF;
+    ELSE
+        has_tickets := EXISTS (SELECT 1 FROM tickets WHERE campaign_id = OLD.id);
+    END IF;
+    IF has_tickets THEN
+        RAISE EXCEPTION 'update or delete on table "campaigns" violates foreign key constraint "tickets_campaign_id_fkey" on table "tickets"'
+            USING ERRCODE = 'foreign_key_violation', CONSTRAINT = 'tickets_campaign_id_fkey', TABLE = 'campaigns',
+                  DETAIL = format('Key (id)=(%s) is still referenced from table "tickets".', OLD.id);
+    END IF;
+    IF TG_OP = 'UPDATE' THEN RETURN NEW; END IF;
+    RETURN OLD;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.tessera_uuid_v7()
+ RETURNS uuid
+ LANGUAGE sql
+ PARALLEL SAFE
+AS $function$
+    SELECT encode(
+             set_bit(set_bit(
+               overlay(uuid_send(gen_random_uuid())
+                       PLACING substring(int8send(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
+                       FROM 1 FOR 6),
+               52, 1), 53, 1),
+             'hex')::uuid
+$function$;
+
 CREATE OR REPLACE FUNCTION public.tessera_withdraw_ballot_entry(p_entry_id uuid, p_partner_id uuid)
  RETURNS TABLE(verdict text, campaign_id uuid)
  LANGUAGE plpgsql
@@ -2529,6 +2611,10 @@ CREATE TRIGGER allocations_settle_waitlist_entry AFTER UPDATE OF status ON publi
 
 CREATE TRIGGER campaigns_allocation_sequence AFTER INSERT OR DELETE ON public.campaigns FOR EACH ROW EXECUTE FUNCTION tessera_campaign_sequence();
 
+CREATE TRIGGER campaigns_keep_tickets BEFORE DELETE OR UPDATE OF id ON public.campaigns FOR EACH ROW EXECUTE FUNCTION tessera_ticket_campaign_key();
+
 CREATE TRIGGER tickets_count_deleted AFTER DELETE ON public.tickets REFERENCING OLD TABLE AS rows_out FOR EACH STATEMENT EXECUTE FUNCTION tessera_count_tickets();
 
 CREATE TRIGGER tickets_count_inserted AFTER INSERT ON public.tickets REFERENCING NEW TABLE AS rows_in FOR EACH STATEMENT EXECUTE FUNCTION tessera_count_tickets();
+
+CREATE TRIGGER tickets_keep_campaign BEFORE UPDATE OF campaign_id ON public.tickets FOR EACH ROW WHEN ((new.campaign_id IS DISTINCT FROM old.campaign_id)) EXECUTE FUNCTION tessera_ticket_campaign_key();

@@ -24,6 +24,9 @@ BEGIN
           FROM (SELECT campaign_id, count(*) AS n FROM rows_out GROUP BY campaign_id) x;
     END IF;
     IF ids IS NULL THEN RETURN NULL; END IF;
+    -- Every inserted ticket's campaign exists and stays until this transaction ends: a foreign
+    -- key's check and lock, once per campaign (tessera_lock_ticket_campaigns).
+    IF TG_OP = 'INSERT' THEN PERFORM tessera_lock_ticket_campaigns(ids); END IF;
     INSERT INTO campaign_counters AS c (campaign_id, slot, total)
     SELECT u.campaign_id, pg_backend_pid(), u.n FROM unnest(ids, ns) AS u(campaign_id, n)
     ON CONFLICT (campaign_id, slot) DO UPDATE SET total = c.total + EXCLUDED.total;

@@ -18,6 +18,7 @@ export const PG = {
   INVALID_PASSWORD: '28P01',
   INVALID_AUTHORIZATION: '28000', // e.g. no such role
   INVALID_CATALOG_NAME: '3D000', // no such database
+  INTERNAL_ERROR: 'XX000', // e.g. Citus's report of a worker's error during COPY
 } as const;
 
 export interface PgErrorInfo {

@@ -12,8 +12,7 @@ import { openCampaign } from '../db/openCampaign';
 import { setPartnerQuota } from '../db/partnerQuota';
 import { findAllotments, setPartnerAllotment, type AllotmentRow } from '../db/allotments';
 import { findCampaignPage } from '../db/findCampaigns';
-import { analyzeIfStale, generateTickets, loadTickets, recordSoldOut } from '../db/loadTickets';
-import { pgErrorInfo, PG } from '../db/pgErrors';
+import { analyzeIfStale, generateTicketsByCopy, loadTicketsByCopy } from '../db/loadTickets';
 import { apiError, ErrorCode, InvalidInput, notFound } from '../errors';
 import type { CampaignMode, CampaignModel, CampaignVerificationModel, CampaignStatsModel, ReleasePolicy, CampaignStatus, ConnectionModel, PartnerStatsModel, TimelinePointModel } from '../models';
 import { campaignCursor } from './cursors';
@@ -73,9 +72,6 @@ const CAMPAIGN_FIELDS = {
 const DEFAULT_WAITLIST_OFFER_SECONDS = 900;
 /** How long a ballot winner's hold lasts when createCampaign does not say (15 minutes). */
 const DEFAULT_BALLOT_CONFIRM_SECONDS = 900;
-
-/** generateTickets writes up to 1,000,000 rows in one statement: it gets its own time budget. */
-const GENERATE_TIMEOUT_MS = 10 * 60_000;
 
 export class CampaignService {
   constructor(
@@ -256,8 +252,7 @@ export class CampaignService {
   async loadTickets(ctx: RequestContext, campaignId: string, codes: readonly string[]): Promise<LoadResult> {
     const valid = validate.codes(codes);
     const campaign = await this.requireLoadable(campaignId);
-    const prisma = this.db.prisma;
-    const [, [{ loaded }]] = await prisma.$transaction([recordSoldOut(prisma, campaign.id), loadTickets(prisma, campaign.id, valid)]);
+    const loaded = await loadTicketsByCopy(this.db.pool, campaign.id, valid);
     await this.analyzed(loaded);
     return { loaded, duplicates: valid.length - loaded, campaign: this.fresh(ctx, campaign) };
   }
@@ -266,26 +261,7 @@ export class CampaignService {
     const n = validate.intInRange('count', count, 1, validate.LIMITS.generateCount);
     const p = validate.prefix(prefix);
     const campaign = await this.requireLoadable(campaignId);
-    const prisma = this.db.prisma;
-    const run = (skipDuplicates: boolean) =>
-      prisma.$transaction(
-        [
-          prisma.$executeRaw`SELECT set_config('statement_timeout', ${String(GENERATE_TIMEOUT_MS)}, true)`,
-          // The sort of a million codes stays in memory.
-          prisma.$executeRaw`SELECT set_config('work_mem', '256MB', true)`,
-          recordSoldOut(prisma, campaign.id),
-          generateTickets(prisma, campaign.id, n, p, { skipDuplicates }),
-        ],
-        { timeout: GENERATE_TIMEOUT_MS },
-      );
-    let loaded: number;
-    try {
-      [, , , loaded] = await run(false);
-    } catch (error) {
-      const info = pgErrorInfo(error);
-      if (info.code !== PG.UNIQUE_VIOLATION || info.constraint !== 'tickets_campaign_id_code_key') throw error;
-      [, , , loaded] = await run(true);
-    }
+    const loaded = await generateTicketsByCopy(this.db.pool, campaign.id, n, p);
     await this.analyzed(loaded);
     return { loaded, duplicates: n - loaded, campaign: this.fresh(ctx, campaign) };
   }
