@@ -34,10 +34,13 @@
 // not a failure; the bench fails (exit 1) when a ticket was lost or given twice, or a claim run
 // answered errors.
 import 'dotenv/config';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { Client } from 'pg';
 import { OPERATOR_PARTNER_ID } from '../src/auth';
 import { DEFAULT_WEB_CONCURRENCY } from '../src/config';
@@ -68,6 +71,7 @@ for (const a of process.argv.slice(2)) {
   }
 }
 const quick = process.argv.includes('--quick');
+const execFileAsync = promisify(execFile);
 const SECONDS = quick ? 2 : 5;
 /** Claims per run of a fill step, and runs per step: 0.1% of the pool a run, 0.3% of it a step (30% of what is left at 99%). */
 const FILL_CLAIMS = quick ? 100 : 1_000;
@@ -189,19 +193,34 @@ async function main(): Promise<void> {
       (await gql(server.url, ADMIN_KEY, `mutation { createCampaign(input: { name: "${name}" }) { campaign { id } } }`)).createCampaign.campaign.id as string;
     const open = (id: string) => gql(server.url, ADMIN_KEY, `mutation { openCampaign(id: "${id}") { campaign { id } } }`);
 
-    // Loading.
+    // Loading (issue 30: loads at COPY speed): generateTickets of a million; loadTickets, 10,000 random
+    // codes a call, one call at a time; and `npx tessera load` of a million-code CSV (its default:
+    // 10,000 a call, two calls in flight) — each into a campaign of its own.
     const big = await newCampaign('one million');
     let t0 = performance.now();
     await gql(server.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${big}", count: ${BIG}) { loaded } }`);
-    record(`load ${fmt(BIG)} tickets with generateTickets`, `${fmt(BIG / ((performance.now() - t0) / 1000))} rows/s`);
+    record(`load ${fmt(BIG)} tickets with generateTickets`, `${fmt(BIG / ((performance.now() - t0) / 1000))} rows/s  (bar: 200,000)`);
     const loaded = await newCampaign('loaded');
     const batches = quick ? 10 : 100;
+    const randomCodes = (n: number, prefix: string) => Array.from({ length: n }, () => `${prefix}${randomBytes(6).toString('hex').toUpperCase()}`);
     t0 = performance.now();
     for (let b = 0; b < batches; b += 1) {
-      const codes = Array.from({ length: 10_000 }, (_, i) => `L${b}-${i}`);
-      await gql(server.url, ADMIN_KEY, 'mutation($id: ID!, $codes: [String!]!) { loadTickets(campaignId: $id, codes: $codes) { loaded } }', { id: loaded, codes });
+      await gql(server.url, ADMIN_KEY, 'mutation($id: ID!, $codes: [String!]!) { loadTickets(campaignId: $id, codes: $codes) { loaded } }', { id: loaded, codes: randomCodes(10_000, `L${b}-`) });
     }
-    record(`load ${fmt(batches * 10_000)} tickets with loadTickets (10,000 a call)`, `${fmt((batches * 10_000) / ((performance.now() - t0) / 1000))} rows/s`);
+    record(`load ${fmt(batches * 10_000)} random codes with loadTickets (10,000 a call, one call at a time)`, `${fmt((batches * 10_000) / ((performance.now() - t0) / 1000))} rows/s`);
+    const csv = path.join(os.tmpdir(), `tessera-bench-codes-${process.pid}.csv`);
+    writeFileSync(csv, `code\n${randomCodes(BIG, 'SEAT-').join('\n')}\n`);
+    try {
+      const fromCsv = await newCampaign('from a CSV');
+      t0 = performance.now();
+      await execFileAsync(process.execPath, [path.join(ROOT, 'bin/tessera.js'), 'load', '--campaign', fromCsv, '--file', csv, '--url', server.url.replace(/\/graphql$/, ''), '--key', ADMIN_KEY]);
+      const seconds = (performance.now() - t0) / 1000;
+      const stored = (await sql.query('SELECT count(*)::int AS n FROM tickets WHERE campaign_id = $1', [fromCsv])).rows[0].n as number;
+      if (stored !== BIG) failures.push(`npx tessera load of ${fmt(BIG)} codes stored ${fmt(stored)}`);
+      record(`load a ${fmt(BIG)}-code CSV with npx tessera load (its defaults: 10,000 a call, 2 in flight; the CLI's process included)`, `${fmt(BIG / seconds)} codes/s  (bar: 150,000)`);
+    } finally {
+      rmSync(csv, { force: true });
+    }
     // What a load past autovacuum's threshold adds to itself (db/loadTickets.ts, analyzeIfStale).
     const ticketRows = (await sql.query('SELECT count(*)::int AS n FROM tickets')).rows[0].n as number;
     t0 = performance.now();
@@ -231,6 +250,43 @@ async function main(): Promise<void> {
     record(`ceiling: minimal Apollo Server 5 (${INTEGRATION}), 64 connections`, `${perSecond(http(apollo))}  Tessera ${ratio(ceiling[64]!.requestsPerSecond, apollo.requestsPerSecond)}`);
     const bare = await childCeiling('bench/ceilings/bareHttp.ts', failures);
     record('ceiling: bare node:http, fixed JSON (the physical limit), 64 connections', `${perSecond(http(bare))}  Tessera ${ratio(ceiling[64]!.requestsPerSecond, bare.requestsPerSecond)}`);
+
+    // Claims on one campaign while loads run into others (issue 30: claims keep ≥ 0.8× their rate).
+    // Each pair: a run alone, then the same run while generateTickets of BIG tickets follow one
+    // another into new campaigns for the whole run. Open-loop at COST_RATE offered (the bar: on two
+    // cores a load takes one of them, so a closed loop that already fills both must lose a share),
+    // and closed-loop at 64 connections, reported beside it.
+    {
+      const loadsDuring = async (claims: Promise<LoadResult>): Promise<{ claims: LoadResult; rowsPerSecond: number }> => {
+        let claimsDone = false;
+        void claims.then(() => (claimsDone = true), () => (claimsDone = true));
+        const t = performance.now();
+        let rows = 0;
+        while (!claimsDone) {
+          const id = await newCampaign('loaded during claims');
+          rows += (await gql(server.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${id}", count: ${BIG}) { loaded } }`)).generateTickets.loaded as number;
+        }
+        return { claims: await claims, rowsPerSecond: rows / ((performance.now() - t) / 1000) };
+      };
+      for (const [label, shape] of [
+        [`open-loop at ${COST_RATE}/s offered`, { connections: 16, rate: COST_RATE }],
+        ['64 connections, closed-loop', { connections: 64 }],
+      ] as const) {
+        const claimRun = (run: string) =>
+          httpLoad({ url: server.url, key: partnerKey, body: CLAIM(pool, run), seconds: SECONDS, okPattern: CLAIMED, ...shape });
+        const aloneRun = nextRun();
+        const alone = await claimRun(aloneRun);
+        await verify(sql, alone, aloneRun, [pool], shape.connections, `claims alone (${label})`, failures);
+        const duringRun = nextRun();
+        const during = await loadsDuring(claimRun(duringRun));
+        await verify(sql, during.claims, duringRun, [pool], shape.connections, `claims during loads (${label})`, failures);
+        const rate = (r: LoadResult) => r.ok / SECONDS;
+        record(
+          `claimTicket on a hot campaign, ${label}, while generateTickets loads ${fmt(BIG)} at a time into others ÷ alone`,
+          `${ratio(rate(during.claims), rate(alone))}  (${fmt(rate(during.claims))} against ${fmt(rate(alone))} claims/s; p50 ${during.claims.p50} against ${alone.p50} ms, p99 ${during.claims.p99} against ${alone.p99} ms; loads meanwhile ${fmt(during.rowsPerSecond)} rows/s)`,
+        );
+      }
+    }
 
     // The floor and the claim statements alone, in a database of their own, alternating so that
     // drift in the machine's speed falls on all of them alike.
