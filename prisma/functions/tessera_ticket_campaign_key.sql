@@ -2,10 +2,11 @@
 -- migration 20261209100000_ticket_campaign_key_per_statement says why: a foreign key checks each
 -- inserted ticket with a query of its own, half a bulk load's time).
 --
--- Inserts: tessera_lock_ticket_campaigns, called by the statement trigger that already groups every
--- insert's tickets by campaign. Here, the other side: deletes and id changes of a campaign that has tickets, and moves of a
--- ticket to another campaign, refused as the foreign key (ON DELETE/UPDATE RESTRICT) refused them.
--- A delete waits for an insert holding the campaign's lock, then sees its tickets.
+-- Inserts: tessera_lock_ticket_campaigns, called by the statement trigger that already groups
+-- every insert's tickets by campaign. Here, the other side: deletes and id changes of a campaign
+-- that has tickets, and moves of a ticket to another campaign, refused as the foreign key (ON
+-- DELETE/UPDATE RESTRICT) refused them. A delete waits for an insert holding the campaign's lock,
+-- then sees its tickets.
 --
 -- Errors are the foreign key's own: SQLSTATE 23503, constraint tickets_campaign_id_fkey.
 CREATE OR REPLACE FUNCTION "tessera_ticket_campaign_key"() RETURNS trigger
