@@ -456,13 +456,15 @@ describe('errors end the process at once, with one message', () => {
   test('a load that fails part-way stops at once, names the line, says how far it got, and can simply be run again', async () => {
     const campaignId = await server.createCampaign();
     const dir = tempDir();
-    const codes = Array.from({ length: 3000 }, (_, i) => `PART-${i}`);
+    // Zero-padded: the codes' sorted order (the order the CLI sends them) is the file's.
+    const codes = Array.from({ length: 3000 }, (_, i) => `PART-${String(i).padStart(4, '0')}`);
     const broken = [...codes];
-    broken[1500] = 'X'.repeat(200); // too long: loadTickets refuses the whole second batch
+    const tooLong = `PART-1500${'X'.repeat(200)}`;
+    broken[1500] = tooLong; // too long: loadTickets refuses the whole second batch
     const file = codesFile(dir, ['code', ...broken]);
     const first = await tessera(['load', '--campaign', campaignId, '--file', file, '--url', base, '--key', ADMIN_KEY, '--batch', '1000', '--concurrency', '1']);
     expectOneError(first, 1, /^tessera: BAD_USER_INPUT: codes\[500\] must be 1 to 128 characters/);
-    expect(messages(first)[0]).toContain(`${file} line 1502: "${'X'.repeat(200)}"`);
+    expect(messages(first)[0]).toContain(`${file} line 1502: "${tooLong}"`);
     expect(messages(first)[0]).toMatch(/; 1000 of 3000 codes had been acknowledged \(1000 loaded, 0 duplicates\): run the same command again/);
     // The third batch was never sent.
     const { rows } = await server.sql.query('SELECT count(*)::int AS n FROM tickets WHERE campaign_id = $1', [campaignId]);
@@ -472,6 +474,46 @@ describe('errors end the process at once, with one message', () => {
     const again = await tessera(['load', '--campaign', campaignId, '--file', file, '--url', base, '--key', ADMIN_KEY, '--batch', '1000']);
     expectSuccess(again);
     expect(again.stderr).toMatch(/3000 codes read, 2000 loaded, 1000 duplicates skipped/);
+  });
+});
+
+describe('load order', () => {
+  test('codes go out sorted, a window at a time; errors still name the line a code came from', async () => {
+    const campaignId = await server.createCampaign();
+    const codes = Array.from({ length: 2500 }, (_, i) => `ORD-${String(i).padStart(4, '0')}`);
+    // Shuffled, with a repeat: two windows of 1,200 and one of 101 codes.
+    const shuffled = [...codes].sort(() => Math.random() - 0.5);
+    const file = codesFile(tempDir(), ['code', ...shuffled, shuffled[0]!]);
+    const batches: string[][] = [];
+    const proxy = await startProxy((_n, body) => {
+      const { variables } = JSON.parse(body) as { variables?: { codes?: string[] } };
+      if (variables?.codes) batches.push(variables.codes);
+      return 'forward';
+    });
+    try {
+      const env = { TESSERA_LOAD_SORT_WINDOW: '1200' };
+      const run = await tessera(['load', '--campaign', campaignId, '--file', file, '--url', proxy.url, '--key', ADMIN_KEY, '--batch', '500', '--concurrency', '1'], { env });
+      expectSuccess(run);
+      expect(run.stderr).toMatch(/2501 codes read, 2500 loaded, 1 duplicates skipped/);
+      // Each window is sent in order, in batches of 500 or what is left of it.
+      expect(batches.map((batch) => batch.length)).toEqual([500, 500, 200, 500, 500, 200, 101]);
+      const windows = [batches.slice(0, 3).flat(), batches.slice(3, 6).flat(), batches[6]!];
+      for (const window of windows) expect(window).toEqual([...window].sort());
+      expect(new Set(batches.flat())).toEqual(new Set(codes));
+      const { rows } = await server.sql.query('SELECT count(*)::int AS n FROM tickets WHERE campaign_id = $1', [campaignId]);
+      expect(rows[0].n).toBe(2500);
+
+      // A bad code sorted into the middle of a window is still reported by its line.
+      const badLine = shuffled.indexOf('ORD-0700') + 2; // after the header, 1-based
+      shuffled[badLine - 2] = `ORD-0700${'Z'.repeat(200)}`;
+      const broken = codesFile(tempDir(), ['code', ...shuffled]);
+      const other = await server.createCampaign();
+      const failed = await tessera(['load', '--campaign', other, '--file', broken, '--url', base, '--key', ADMIN_KEY, '--batch', '500', '--concurrency', '1'], { env });
+      expectOneError(failed, 1, /^tessera: BAD_USER_INPUT: codes\[\d+\] must be 1 to 128 characters/);
+      expect(messages(failed)[0]).toContain(`${broken} line ${badLine}: "ORD-0700${'Z'.repeat(200)}"`);
+    } finally {
+      proxy.close();
+    }
   });
 });
 
