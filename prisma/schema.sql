@@ -166,7 +166,8 @@ CREATE TABLE campaigns (
     waitlist_offer_seconds integer NOT NULL DEFAULT 900,
     mode campaign_mode NOT NULL DEFAULT 'FIRST_COME'::campaign_mode,
     entries_close_at timestamp(6) with time zone,
-    ballot_confirm_seconds integer
+    ballot_confirm_seconds integer,
+    test boolean NOT NULL DEFAULT false
 );
 
 CREATE TABLE minute_counters (
@@ -207,6 +208,15 @@ CREATE TABLE partner_quotas (
     quota integer NOT NULL,
     live integer NOT NULL DEFAULT 0,
     updated_at timestamp(6) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP
+);
+
+CREATE TABLE partner_test_keys (
+    partner_id uuid NOT NULL,
+    key_prefix text NOT NULL,
+    key_hash text NOT NULL,
+    created_at timestamp(6) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    revoked_at timestamp(6) with time zone,
+    last_used_at timestamp(6) with time zone
 );
 
 CREATE TABLE partners (
@@ -354,6 +364,8 @@ ALTER TABLE campaigns ADD CONSTRAINT campaigns_per_holder_limit_positive CHECK (
 
 ALTER TABLE campaigns ADD CONSTRAINT campaigns_pkey PRIMARY KEY (id);
 
+ALTER TABLE campaigns ADD CONSTRAINT campaigns_test_id CHECK ((test = ((get_byte(uuid_send(id), 6) >> 4) = 8)));
+
 ALTER TABLE campaigns ADD CONSTRAINT campaigns_window CHECK (((opens_at IS NULL) OR (closes_at IS NULL) OR (opens_at < closes_at)));
 
 ALTER TABLE minute_counters ADD CONSTRAINT minute_counters_pkey PRIMARY KEY (campaign_id, minute, slot);
@@ -371,6 +383,10 @@ ALTER TABLE partner_quotas ADD CONSTRAINT partner_quotas_partner_id_fkey FOREIGN
 ALTER TABLE partner_quotas ADD CONSTRAINT partner_quotas_pkey PRIMARY KEY (campaign_id, partner_id);
 
 ALTER TABLE partner_quotas ADD CONSTRAINT partner_quotas_quota_non_negative CHECK ((quota >= 0));
+
+ALTER TABLE partner_test_keys ADD CONSTRAINT partner_test_keys_partner_id_fkey FOREIGN KEY (partner_id) REFERENCES partners(id) ON UPDATE RESTRICT ON DELETE RESTRICT;
+
+ALTER TABLE partner_test_keys ADD CONSTRAINT partner_test_keys_pkey PRIMARY KEY (partner_id);
 
 ALTER TABLE partners ADD CONSTRAINT partners_key_hash_sha256 CHECK ((key_hash ~ '^[0-9a-f]{64}$'::text));
 
@@ -453,6 +469,8 @@ CREATE INDEX campaigns_created_at_id_idx ON public.campaigns USING btree (create
 CREATE UNIQUE INDEX operator_keys_key_prefix_key ON public.operator_keys USING btree (key_prefix);
 
 CREATE INDEX partner_quota_credits_campaign_id_partner_id_idx ON public.partner_quota_credits USING btree (campaign_id, partner_id);
+
+CREATE UNIQUE INDEX partner_test_keys_key_prefix_key ON public.partner_test_keys USING btree (key_prefix);
 
 CREATE UNIQUE INDEX partners_key_prefix_key ON public.partners USING btree (key_prefix);
 

@@ -141,7 +141,7 @@ export function createAdmission(options: {
     };
     try {
       const viewer = await authenticate(socket.authorization, fresh);
-      if (viewer.kind === 'partner') services.partners.touch(viewer.partnerId);
+      if (viewer.kind === 'partner') services.partners.touch(viewer);
       else if (viewer.operator) services.operatorKeys.touch(viewer.operator.id);
       return true;
     } catch (error) {

@@ -2,28 +2,39 @@
 // with its role) — or a partner (a key issued by createPartner).
 //
 // Partner keys look like `tsp_<12 hex prefix>_<secret>`, operator keys `tso_<12 hex prefix>_<secret>`.
+// A partner's test key (issue 31) is `tsp_test_<12 hex prefix>_<secret>`: the same partner, in test
+// mode — it sees test campaigns only, and its live key none of them (testMode.ts).
 // The prefix finds the row; the SHA-256 of the whole key is compared in constant time with the
 // stored hash; the key itself is never stored or logged. Every failure — no header, malformed,
 // unknown, wrong secret, revoked — gets the same answer.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { apiError, ErrorCode } from './errors';
 import type { OperatorKeyModel, OperatorRole, PartnerModel } from './models';
+import { isTestCampaignId } from './testMode';
 
 export type Viewer =
   /** An operator: ADMIN_API_KEY (role OWNER, operator null) or an operator key. */
   | { readonly kind: 'admin'; readonly partnerId: string; readonly role: OperatorRole; readonly operator: OperatorKeyModel | null }
-  /** A partner; `scope` is the campaigns a scoped key may see and touch (null: every campaign). */
+  /**
+   * A partner; `scope` is the campaigns a scoped key may see and touch (null: every campaign);
+   * `test`: the partner's test key, which sees test campaigns only (the live key: live ones only).
+   */
   | {
       readonly kind: 'partner';
+      readonly test: boolean;
       readonly partnerId: string;
       readonly partner: PartnerModel;
       readonly rateLimit: number | null;
       readonly scope: ReadonlySet<string> | null;
     };
 
-/** Whether the caller may see and touch the campaign: operators always; a partner within its scope. */
+/**
+ * Whether the caller may see and touch the campaign: operators always; a partner within its scope,
+ * and in its key's mode (a test key test campaigns, a live key live ones). Outside, a campaign is
+ * answered exactly as one that does not exist.
+ */
 export const inScope = (viewer: Viewer, campaignId: string): boolean =>
-  viewer.kind === 'admin' || viewer.scope === null || viewer.scope.has(campaignId.toLowerCase());
+  viewer.kind === 'admin' || (isTestCampaignId(campaignId) === viewer.test && (viewer.scope === null || viewer.scope.has(campaignId.toLowerCase())));
 
 /** The id of the key a revocation or rotation concerns: the partner's, or the operator key's. */
 export const keyOwnerOf = (viewer: Viewer): string | undefined => (viewer.kind === 'partner' ? viewer.partnerId : viewer.operator?.id);
@@ -31,7 +42,11 @@ export const keyOwnerOf = (viewer: Viewer): string | undefined => (viewer.kind =
 /** Allocations made with the admin key belong to this partner row (created by the first migration). */
 export const OPERATOR_PARTNER_ID = '00000000-0000-0000-0000-000000000000';
 
-const KEY_PATTERN = /^ts([po])_([0-9a-f]{12})_[A-Za-z0-9_-]{43}$/;
+// The prefix of a test key is `test_` and its 12 hex digits: the key cache and the failed-
+// authentication limit tell the two kinds apart by it (services/partners.ts).
+const KEY_PATTERN = /^ts([po])_((?:test_)?[0-9a-f]{12})_[A-Za-z0-9_-]{43}$/;
+/** A test key's prefix, as the key cache holds it. */
+export const TEST_KEY_PREFIX = 'test_';
 
 export interface IssuedKey {
   apiKey: string;
@@ -39,10 +54,10 @@ export interface IssuedKey {
   hash: string;
 }
 
-/** A new key: `tsp_…` for a partner, `tso_…` for an operator. */
-export function issueApiKey(kind: 'partner' | 'operator' = 'partner'): IssuedKey {
-  const prefix = randomBytes(6).toString('hex');
-  const apiKey = `ts${kind === 'partner' ? 'p' : 'o'}_${prefix}_${randomBytes(32).toString('base64url')}`;
+/** A new key: `tsp_…` for a partner, `tsp_test_…` for a partner's test key, `tso_…` for an operator. `prefix` is what the key's row is found by. */
+export function issueApiKey(kind: 'partner' | 'partner-test' | 'operator' = 'partner'): IssuedKey {
+  const prefix = `${kind === 'partner-test' ? TEST_KEY_PREFIX : ''}${randomBytes(6).toString('hex')}`;
+  const apiKey = `ts${kind === 'operator' ? 'o' : 'p'}_${prefix}_${randomBytes(32).toString('base64url')}`;
   return { apiKey, prefix, hash: sha256Hex(apiKey) };
 }
 
@@ -62,6 +77,8 @@ export const unauthenticated = () =>
   apiError(ErrorCode.UNAUTHENTICATED, 'A valid API key is required: send the header "Authorization: Bearer <api key>".');
 
 export interface PartnerKeyRecord extends PartnerModel {
+  /** The record of the partner's test key (found by a `test_` prefix). */
+  test: boolean;
   keyHash: string;
   revokedAt: Date | null;
   rateLimit: number | null;
@@ -100,7 +117,7 @@ export function keyClaim(header: string | undefined, adminApiKey: string): KeyCl
   const token = bearerToken(header);
   if (!token) return null;
   const [, kind, prefix] = KEY_PATTERN.exec(token) ?? [];
-  if (prefix) return { kind: kind === 'o' ? 'operator' : 'partner', prefix };
+  if (prefix) return kind === 'o' && prefix.startsWith(TEST_KEY_PREFIX) ? null : { kind: kind === 'o' ? 'operator' : 'partner', prefix };
   return timingSafeEqual(sha256(token), adminDigest(adminApiKey)) ? { kind: 'admin' } : null;
 }
 
@@ -114,6 +131,7 @@ export async function authenticate(header: string | undefined, auth: Authenticat
   const [, kind, prefix] = KEY_PATTERN.exec(token) ?? [];
   if (!prefix) throw unauthenticated();
   if (kind === 'o') {
+    if (prefix.startsWith(TEST_KEY_PREFIX)) throw unauthenticated();
     const record = await auth.findOperatorByPrefix(prefix);
     if (!matchesKey(digest, record)) throw unauthenticated();
     const { keyHash: _hash, ...operator } = record;
@@ -121,6 +139,6 @@ export async function authenticate(header: string | undefined, auth: Authenticat
   }
   const record = await auth.findPartnerByPrefix(prefix);
   if (!matchesKey(digest, record)) throw unauthenticated();
-  const { id, name, createdAt, rateLimit, scoped, campaignScope } = record;
-  return { kind: 'partner', partnerId: id, partner: { id, name, createdAt }, rateLimit, scope: scoped ? new Set(campaignScope) : null };
+  const { id, name, createdAt, rateLimit, scoped, campaignScope, test } = record;
+  return { kind: 'partner', test, partnerId: id, partner: { id, name, createdAt }, rateLimit, scope: scoped ? new Set(campaignScope) : null };
 }

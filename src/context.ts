@@ -112,7 +112,7 @@ export async function createContext(
   ids: { requestId: string; clientRequestId?: string; started: number },
 ): Promise<OperationContext> {
   const viewer = await authenticate(authorization, services.keys);
-  if (viewer.kind === 'partner') services.partners.touch(viewer.partnerId);
+  if (viewer.kind === 'partner') services.partners.touch(viewer);
   else if (viewer.operator) services.operatorKeys.touch(viewer.operator.id);
   // A partner's own partner (name, id) answers allocation.partner without a query; its other fields
   // load on demand (resolvers/Partner.ts). The loaders are made when first used (loaders.ts).

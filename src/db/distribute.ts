@@ -22,6 +22,7 @@ export const PLACEMENT: ReadonlyMap<string, Placement> = new Map<string, Placeme
   ['campaigns', { kind: 'reference' }],
   ['audit_log', { kind: 'reference' }],
   ['operator_keys', { kind: 'reference' }],
+  ['partner_test_keys', { kind: 'reference' }],
   // Webhooks: endpoints are few and read by every drain; deliveries are written off the claim path.
   ['webhook_endpoints', { kind: 'reference' }],
   ['webhook_deliveries', { kind: 'reference' }],

@@ -30,14 +30,18 @@ interface CampaignRow {
 
 export async function findCampaignPage(
   db: Db,
-  /** `only`: these campaigns and no others (a scoped partner key's); null = every campaign. */
-  q: { status: CampaignStatus | null; after: CampaignCursor | null; limit: number; only: string[] | null },
+  /**
+   * `only`: these campaigns and no others (a scoped partner key's); null = every campaign. `test`:
+   * test campaigns only (true), live ones only (false), or both (null).
+   */
+  q: { status: CampaignStatus | null; after: CampaignCursor | null; limit: number; only: string[] | null; test: boolean | null },
 ): Promise<{ campaign: CampaignModel; cursor: CampaignCursor }[]> {
   const rows = await db.$queryRaw<CampaignRow[]>`
     SELECT id, name, status, opens_at, closes_at, per_holder_limit, low_stock_threshold, max_hold_seconds, release_policy, waitlist_offer_seconds, mode, entries_close_at, ballot_confirm_seconds, created_at, created_at::text AS created_at_text
       FROM campaigns
      WHERE (${q.status}::campaign_status IS NULL OR status = ${q.status}::campaign_status)
        AND (${q.only}::uuid[] IS NULL OR id = ANY(${q.only}::uuid[]))
+       AND (${q.test}::boolean IS NULL OR test = ${q.test}::boolean)
        AND (${q.after?.createdAt ?? null}::timestamptz IS NULL
             OR (created_at, id) < (${q.after?.createdAt ?? null}::timestamptz, ${q.after?.id ?? null}::uuid))
      ORDER BY created_at DESC, id DESC

@@ -40,6 +40,8 @@ export type Allocation = {
    */
   sequence: Scalars['Int']['output'];
   status: AllocationStatus;
+  /** Whether it belongs to a test campaign (Campaign.test). */
+  test: Scalars['Boolean']['output'];
   ticket: Ticket;
 };
 
@@ -158,6 +160,8 @@ export type BallotEntry = {
   /** After the draw: the 1-based position in the ranking. */
   rank?: Maybe<Scalars['Int']['output']>;
   status: BallotEntryStatus;
+  /** Whether it belongs to a test campaign (Campaign.test). */
+  test: Scalars['Boolean']['output'];
   /** After the draw: true when it won at the draw itself (false: LOST then, whatever came later). */
   wonInDraw?: Maybe<Scalars['Boolean']['output']>;
 };
@@ -224,6 +228,12 @@ export type Campaign = {
   releasePolicy: ReleasePolicy;
   stats: CampaignStats;
   status: CampaignStatus;
+  /**
+   * A test campaign (createCampaign(input: { test: true })): it works exactly as a live one, but only
+   * partners' test keys (and operators) see it — to a live key it is CAMPAIGN_NOT_FOUND, as a live
+   * campaign is to a test key. Its objects (allocations, entries, webhook events) carry test: true.
+   */
+  test: Scalars['Boolean']['output'];
   /** Admin. ACTIVE allocations and refused claims per bucket; the allocated counts sum to stats.allocated. */
   timeline: Array<TimelinePoint>;
   /** Admin. The waitlist's entries in join order (first: 0 to 100, default 20): every status, or only `status`. */
@@ -436,6 +446,8 @@ export type CreateCampaignInput = {
   perHolderLimit?: InputMaybe<Scalars['Int']['input']>;
   /** POOL when left out. updateCampaign may change it while the campaign is DRAFT; it is fixed once it opens. */
   releasePolicy?: InputMaybe<ReleasePolicy>;
+  /** true: a test campaign (see Campaign.test). Fixed at creation. Default false. */
+  test?: InputMaybe<Scalars['Boolean']['input']>;
   /** 1 to 2,592,000, and at most maxHoldSeconds: how long a waitlist offer is held. Default 900 (or maxHoldSeconds, if lower). */
   waitlistOfferSeconds?: InputMaybe<Scalars['Int']['input']>;
 };
@@ -460,9 +472,11 @@ export type CreatePartnerInput = {
 
 export type CreatePartnerPayload = {
   __typename?: 'CreatePartnerPayload';
-  /** The partner's API key. Shown once: only its hash is stored. */
+  /** The partner's API key — from rotateApiKey(test: true), its new test key. Shown once: only its hash is stored. */
   apiKey: Scalars['String']['output'];
   partner: Partner;
+  /** createPartner: the partner's test key (tsp_test_…), shown once; rotateApiKey(test: true): the new test key (as apiKey); rotateApiKey of the live key: null. */
+  testApiKey?: Maybe<Scalars['String']['output']>;
 };
 
 export type CreateWebhookInput = {
@@ -652,7 +666,7 @@ export type Mutation = {
    * ticket or an allocation: drifts of rows stay in `drifts`. Audited.
    */
   repairCampaign: CampaignVerification;
-  /** Admin. The partner's key stops working (on this server at once, on others within API_KEY_CACHE_TTL_MS). */
+  /** Admin. The partner's key stops working (on this server at once, on others within API_KEY_CACHE_TTL_MS). test: true revokes its test key instead (the live key is untouched). */
   revokeApiKey: PartnerPayload;
   /**
    * OWNER. The key stops working: UNAUTHENTICATED, as for an unknown key, on this server at once and
@@ -660,7 +674,7 @@ export type Mutation = {
    * first revokedAt. NOT_FOUND for an unknown id.
    */
   revokeOperatorKey: OperatorKey;
-  /** Admin. A new key for the partner (shown once); the old one stops working as with revokeApiKey. */
+  /** Admin. A new key for the partner (shown once); the old one stops working as with revokeApiKey. test: true issues a new test key instead (also for a partner that has none). */
   rotateApiKey: CreatePartnerPayload;
   /**
    * Admin. Limits the partner's key to these campaigns (at most 1,000; [] = none; null restores every
@@ -799,6 +813,7 @@ export type MutationRepairCampaignArgs = {
 
 export type MutationRevokeApiKeyArgs = {
   partnerId: Scalars['ID']['input'];
+  test?: InputMaybe<Scalars['Boolean']['input']>;
 };
 
 
@@ -809,6 +824,7 @@ export type MutationRevokeOperatorKeyArgs = {
 
 export type MutationRotateApiKeyArgs = {
   partnerId: Scalars['ID']['input'];
+  test?: InputMaybe<Scalars['Boolean']['input']>;
 };
 
 
@@ -887,6 +903,8 @@ export type Partner = {
   rateLimit?: Maybe<Scalars['Int']['output']>;
   /** Set when the key was revoked: every request with it is UNAUTHENTICATED. */
   revokedAt?: Maybe<Scalars['DateTime']['output']>;
+  /** The partner's test key (never the key itself); null for a partner made before test keys, until rotateApiKey(test: true) issues one. */
+  testKey?: Maybe<PartnerTestKey>;
 };
 
 export type PartnerConnection = {
@@ -918,6 +936,23 @@ export type PartnerStats = {
   quota?: Maybe<Scalars['Int']['output']>;
 };
 
+/**
+ * A partner's test key (`tsp_test_…`). It authenticates the partner in test mode: it sees and acts on
+ * test campaigns only (and their allocations, entries and webhook events), exactly as the live key does
+ * on live ones; a live campaign is CAMPAIGN_NOT_FOUND to it, as a test campaign is to the live key. It
+ * shares the partner's scope (scopePartnerKey) and rate limit.
+ */
+export type PartnerTestKey = {
+  __typename?: 'PartnerTestKey';
+  createdAt: Scalars['DateTime']['output'];
+  /** When the test key last authenticated a request (updated at most once a minute). */
+  lastUsedAt?: Maybe<Scalars['DateTime']['output']>;
+  /** tsp_test_ and the key's public prefix, enough to tell keys apart. */
+  prefix: Scalars['String']['output'];
+  /** Set when the test key was revoked (revokeApiKey(test: true)): every request with it is UNAUTHENTICATED. */
+  revokedAt?: Maybe<Scalars['DateTime']['output']>;
+};
+
 export type Query = {
   __typename?: 'Query';
   /** null when unknown; FORBIDDEN when it belongs to another partner. */
@@ -931,7 +966,7 @@ export type Query = {
   /** The owning partner, or admin; null when unknown or another partner's. */
   ballotEntry?: Maybe<BallotEntry>;
   campaign?: Maybe<Campaign>;
-  /** Newest first. */
+  /** Newest first. A partner key sees its mode's campaigns only (test or live); an operator every campaign, or with test: true / false test or live ones only. */
   campaigns: CampaignConnection;
   /** OWNER. Every operator key, revoked ones included, oldest first (never the key itself). */
   operatorKeys: Array<OperatorKey>;
@@ -984,6 +1019,7 @@ export type QueryCampaignsArgs = {
   after?: InputMaybe<Scalars['String']['input']>;
   first?: InputMaybe<Scalars['Int']['input']>;
   status?: InputMaybe<CampaignStatus>;
+  test?: InputMaybe<Scalars['Boolean']['input']>;
 };
 
 
@@ -1129,6 +1165,8 @@ export type WaitlistEntry = {
   /** Tickets wanted, all or nothing: offered together, or the entry waits. */
   quantity: Scalars['Int']['output'];
   status: WaitlistStatus;
+  /** Whether it belongs to a test campaign (Campaign.test). */
+  test: Scalars['Boolean']['output'];
 };
 
 export type WaitlistEntryConnection = {
@@ -1364,6 +1402,7 @@ export type ResolversTypes = {
   PartnerEdge: ResolverTypeWrapper<Omit<PartnerEdge, 'node'> & { node: ResolversTypes['Partner'] }>;
   PartnerPayload: ResolverTypeWrapper<Omit<PartnerPayload, 'partner'> & { partner: ResolversTypes['Partner'] }>;
   PartnerStats: ResolverTypeWrapper<PartnerStatsModel>;
+  PartnerTestKey: ResolverTypeWrapper<PartnerTestKey>;
   Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
   RefusalCount: ResolverTypeWrapper<RefusalCount>;
   ReleasePolicy: ReleasePolicy;
@@ -1439,6 +1478,7 @@ export type ResolversParentTypes = {
   PartnerEdge: Omit<PartnerEdge, 'node'> & { node: ResolversParentTypes['Partner'] };
   PartnerPayload: Omit<PartnerPayload, 'partner'> & { partner: ResolversParentTypes['Partner'] };
   PartnerStats: PartnerStatsModel;
+  PartnerTestKey: PartnerTestKey;
   Query: Record<PropertyKey, never>;
   RefusalCount: RefusalCount;
   String: Scalars['String']['output'];
@@ -1480,6 +1520,7 @@ export type AllocationResolvers<ContextType = Context, ParentType extends Resolv
   releasedAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
   sequence?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   status?: Resolver<ResolversTypes['AllocationStatus'], ParentType, ContextType>;
+  test?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   ticket?: Resolver<ResolversTypes['Ticket'], ParentType, ContextType>;
 };
 
@@ -1546,6 +1587,7 @@ export type BallotEntryResolvers<ContextType = Context, ParentType extends Resol
   quantity?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   rank?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
   status?: Resolver<ResolversTypes['BallotEntryStatus'], ParentType, ContextType>;
+  test?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   wonInDraw?: Resolver<Maybe<ResolversTypes['Boolean']>, ParentType, ContextType>;
 };
 
@@ -1580,6 +1622,7 @@ export type CampaignResolvers<ContextType = Context, ParentType extends Resolver
   releasePolicy?: Resolver<ResolversTypes['ReleasePolicy'], ParentType, ContextType>;
   stats?: Resolver<ResolversTypes['CampaignStats'], ParentType, ContextType>;
   status?: Resolver<ResolversTypes['CampaignStatus'], ParentType, ContextType>;
+  test?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   timeline?: Resolver<Array<ResolversTypes['TimelinePoint']>, ParentType, ContextType, RequireFields<CampaignTimelineArgs, 'bucket'>>;
   waitlist?: Resolver<ResolversTypes['WaitlistEntryConnection'], ParentType, ContextType, Partial<CampaignWaitlistArgs>>;
   waitlistLength?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
@@ -1644,6 +1687,7 @@ export type CreateOperatorKeyPayloadResolvers<ContextType = Context, ParentType 
 export type CreatePartnerPayloadResolvers<ContextType = Context, ParentType extends ResolversParentTypes['CreatePartnerPayload'] = ResolversParentTypes['CreatePartnerPayload']> = {
   apiKey?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   partner?: Resolver<ResolversTypes['Partner'], ParentType, ContextType>;
+  testApiKey?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
 };
 
 export type CreateWebhookPayloadResolvers<ContextType = Context, ParentType extends ResolversParentTypes['CreateWebhookPayload'] = ResolversParentTypes['CreateWebhookPayload']> = {
@@ -1710,9 +1754,9 @@ export type MutationResolvers<ContextType = Context, ParentType extends Resolver
   redeliverWebhook?: Resolver<ResolversTypes['WebhookDelivery'], ParentType, ContextType, RequireFields<MutationRedeliverWebhookArgs, 'deliveryId'>>;
   releaseAllocation?: Resolver<ResolversTypes['ClaimTicketPayload'], ParentType, ContextType, RequireFields<MutationReleaseAllocationArgs, 'allocationId'>>;
   repairCampaign?: Resolver<ResolversTypes['CampaignVerification'], ParentType, ContextType, RequireFields<MutationRepairCampaignArgs, 'id'>>;
-  revokeApiKey?: Resolver<ResolversTypes['PartnerPayload'], ParentType, ContextType, RequireFields<MutationRevokeApiKeyArgs, 'partnerId'>>;
+  revokeApiKey?: Resolver<ResolversTypes['PartnerPayload'], ParentType, ContextType, RequireFields<MutationRevokeApiKeyArgs, 'partnerId' | 'test'>>;
   revokeOperatorKey?: Resolver<ResolversTypes['OperatorKey'], ParentType, ContextType, RequireFields<MutationRevokeOperatorKeyArgs, 'id'>>;
-  rotateApiKey?: Resolver<ResolversTypes['CreatePartnerPayload'], ParentType, ContextType, RequireFields<MutationRotateApiKeyArgs, 'partnerId'>>;
+  rotateApiKey?: Resolver<ResolversTypes['CreatePartnerPayload'], ParentType, ContextType, RequireFields<MutationRotateApiKeyArgs, 'partnerId' | 'test'>>;
   scopePartnerKey?: Resolver<ResolversTypes['Partner'], ParentType, ContextType, RequireFields<MutationScopePartnerKeyArgs, 'partnerId'>>;
   setPartnerAllotment?: Resolver<ResolversTypes['Campaign'], ParentType, ContextType, RequireFields<MutationSetPartnerAllotmentArgs, 'campaignId' | 'partnerId' | 'size'>>;
   setPartnerQuota?: Resolver<ResolversTypes['CampaignPayload'], ParentType, ContextType, RequireFields<MutationSetPartnerQuotaArgs, 'campaignId' | 'partnerId'>>;
@@ -1743,6 +1787,7 @@ export type PartnerResolvers<ContextType = Context, ParentType extends Resolvers
   name?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   rateLimit?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
   revokedAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
+  testKey?: Resolver<Maybe<ResolversTypes['PartnerTestKey']>, ParentType, ContextType>;
 };
 
 export type PartnerConnectionResolvers<ContextType = Context, ParentType extends ResolversParentTypes['PartnerConnection'] = ResolversParentTypes['PartnerConnection']> = {
@@ -1765,6 +1810,13 @@ export type PartnerStatsResolvers<ContextType = Context, ParentType extends Reso
   held?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   partner?: Resolver<ResolversTypes['Partner'], ParentType, ContextType>;
   quota?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
+};
+
+export type PartnerTestKeyResolvers<ContextType = Context, ParentType extends ResolversParentTypes['PartnerTestKey'] = ResolversParentTypes['PartnerTestKey']> = {
+  createdAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  lastUsedAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
+  prefix?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  revokedAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
 };
 
 export type QueryResolvers<ContextType = Context, ParentType extends ResolversParentTypes['Query'] = ResolversParentTypes['Query']> = {
@@ -1819,6 +1871,7 @@ export type WaitlistEntryResolvers<ContextType = Context, ParentType extends Res
   position?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
   quantity?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   status?: Resolver<ResolversTypes['WaitlistStatus'], ParentType, ContextType>;
+  test?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
 };
 
 export type WaitlistEntryConnectionResolvers<ContextType = Context, ParentType extends ResolversParentTypes['WaitlistEntryConnection'] = ResolversParentTypes['WaitlistEntryConnection']> = {
@@ -1904,6 +1957,7 @@ export type Resolvers<ContextType = Context> = {
   PartnerEdge?: PartnerEdgeResolvers<ContextType>;
   PartnerPayload?: PartnerPayloadResolvers<ContextType>;
   PartnerStats?: PartnerStatsResolvers<ContextType>;
+  PartnerTestKey?: PartnerTestKeyResolvers<ContextType>;
   Query?: QueryResolvers<ContextType>;
   RefusalCount?: RefusalCountResolvers<ContextType>;
   Subscription?: SubscriptionResolvers<ContextType>;

@@ -1,6 +1,8 @@
 import type { BallotEntryResolvers } from '../generated/graphql';
+import { isTestCampaignId } from '../testMode';
 
 export const BallotEntry: BallotEntryResolvers = {
+  test: (entry) => isTestCampaignId(entry.campaignId),
   allocations: async (entry, _, ctx) => {
     const ids = await ctx.loaders.ballotWon.load(`${entry.campaignId}:${entry.id}`);
     const allocations = await ctx.loaders.allocation.loadMany(ids);

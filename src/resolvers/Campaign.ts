@@ -1,6 +1,7 @@
 import type { AllotmentResolvers, CampaignResolvers, CampaignStatsResolvers, PartnerStatsResolvers } from '../generated/graphql';
 import type { Loaders } from '../loaders';
 import type { CampaignModel } from '../models';
+import { isTestCampaignId } from '../testMode';
 
 /** The campaign with every field: itself when it has them, else read once per request (campaignDetails). */
 async function details(ctx: { loaders: Loaders }, campaign: CampaignModel): Promise<CampaignModel> {
@@ -9,6 +10,7 @@ async function details(ctx: { loaders: Loaders }, campaign: CampaignModel): Prom
 }
 
 export const Campaign: CampaignResolvers = {
+  test: (campaign) => isTestCampaignId(campaign.id),
   stats: (campaign, _, ctx) => ctx.loaders.stats.load(campaign.id),
   lowStockThreshold: async (campaign, _, ctx) => campaign.lowStockThreshold ?? (await details(ctx, campaign)).lowStockThreshold ?? null,
   maxHoldSeconds: async (campaign, _, ctx) => campaign.maxHoldSeconds ?? (await details(ctx, campaign)).maxHoldSeconds ?? null,

@@ -25,8 +25,8 @@ export const Mutation: MutationResolvers = {
   setPartnerAllotment: (_, { campaignId, partnerId, size, lapsesAt }, ctx) =>
     ctx.services.campaigns.setPartnerAllotment(ctx, campaignId, partnerId, size, lapsesAt),
   updateCampaign: async (_, { id, input }, ctx) => ({ campaign: await ctx.services.campaigns.update(ctx, id, input) }),
-  revokeApiKey: async (_, { partnerId }, ctx) => ({ partner: await ctx.services.partners.revoke(ctx, partnerId) }),
-  rotateApiKey: (_, { partnerId }, ctx) => ctx.services.partners.rotate(ctx, partnerId),
+  revokeApiKey: async (_, { partnerId, test }, ctx) => ({ partner: await ctx.services.partners.revoke(ctx, partnerId, test === true) }),
+  rotateApiKey: (_, { partnerId, test }, ctx) => ctx.services.partners.rotate(ctx, partnerId, test === true),
   setPartnerRateLimit: async (_, { partnerId, pointsPerSecond }, ctx) => ({
     partner: await ctx.services.partners.setRateLimit(ctx, partnerId, pointsPerSecond),
   }),

@@ -77,8 +77,8 @@ export class AllocationRecordService {
    */
   async release(ctx: RequestContext, allocationId: string): Promise<ClaimResult> {
     if (!validate.isUuid(allocationId)) return refusedOne('ALLOCATION_NOT_FOUND');
-    // A scoped key's allocation outside its campaigns is as if it did not exist.
-    if (ctx.viewer.kind === 'partner' && ctx.viewer.scope && !(await this.ownAllocation(ctx, allocationId))) return refusedOne('ALLOCATION_NOT_FOUND');
+    // A partner key's allocation outside its campaigns (its scope, its mode: live or test) is as if it did not exist.
+    if (ctx.viewer.kind === 'partner' && !(await this.ownAllocation(ctx, allocationId))) return refusedOne('ALLOCATION_NOT_FOUND');
     const ownerFilter = ctx.viewer.kind === 'admin' ? null : ctx.viewer.partnerId;
     const released = await releaseAllocation(this.db.prisma, allocationId, ownerFilter);
     if (released) {

@@ -95,8 +95,8 @@ export class BallotService {
   /** ENTERED -> WITHDRAWN before the draw (the holder may enter again); after it, ENTRIES_CLOSED. */
   async withdraw(ctx: RequestContext, entryId: string): Promise<BallotEntryResult> {
     if (!validate.isUuid(entryId)) return refused('ENTRY_NOT_FOUND', 'Unknown ballot entry, or another partner\'s.');
-    // A scoped key's entry outside its campaigns is as if it did not exist.
-    if (ctx.viewer.kind === 'partner' && ctx.viewer.scope && !(await this.get(ctx, entryId))) return refused('ENTRY_NOT_FOUND', 'Unknown ballot entry, or another partner\'s.');
+    // A partner key's entry outside its campaigns (its scope, its mode: live or test) is as if it did not exist.
+    if (ctx.viewer.kind === 'partner' && !(await this.get(ctx, entryId))) return refused('ENTRY_NOT_FOUND', 'Unknown ballot entry, or another partner\'s.');
     const id = entryId.toLowerCase();
     const { verdict, campaignId } = await retryDeadlocks(() =>
       withdrawBallotEntry(this.db.prisma, id, ctx.viewer.kind === 'admin' ? null : ctx.viewer.partnerId),

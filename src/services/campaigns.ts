@@ -1,5 +1,6 @@
 // Campaigns: the operator's side — create, load, open, close — and the reads both sides share.
 import { inScope } from '../auth';
+import { newTestCampaignId } from '../testMode';
 import type { Database } from '../db/client';
 import type { LiveUpdates } from '../live';
 import type { Logger } from '../logger';
@@ -32,6 +33,8 @@ export interface CreateCampaignInput {
   mode?: CampaignMode | null;
   entriesCloseAt?: Date | null;
   ballotConfirmSeconds?: number | null;
+  /** A test campaign (testMode.ts); fixed at creation. */
+  test?: boolean | null;
 }
 
 export interface UpdateCampaignInput {
@@ -127,8 +130,11 @@ export class CampaignService {
     const ballot = ballotSettings(input, releasePolicy, maxHoldSeconds);
     // Written, then read: Prisma casts an enum among the returned columns to text in RETURNING,
     // which Citus refuses on a reference table (docs/SCALING.md, "Citus").
+    // A test campaign's id says so (testMode.ts); a live one's is the database's (version 7).
+    const test = input.test === true;
     const { id } = await this.db.prisma.campaign.create({
       data: {
+        ...(test ? { id: newTestCampaignId(), test } : {}),
         name,
         perHolderLimit,
         lowStockThreshold,
@@ -293,22 +299,24 @@ export class CampaignService {
   /** Newest first, by keyset (see db/findCampaigns.ts). */
   async list(
     ctx: RequestContext,
-    args: { first?: number | null; after?: string | null; status?: CampaignStatus | null },
+    args: { first?: number | null; after?: string | null; status?: CampaignStatus | null; test?: boolean | null },
   ): Promise<ConnectionModel<CampaignModel>> {
     const limit = validate.pageSize(args.first);
     const after = args.after ? campaignCursor.decode(args.after) : null;
     const status = args.status ?? null;
     const only = ctx.viewer.kind === 'partner' && ctx.viewer.scope ? [...ctx.viewer.scope] : null;
+    // A partner key sees its own mode's campaigns; an operator both, or the mode it asks for.
+    const test = ctx.viewer.kind === 'partner' ? ctx.viewer.test : (args.test ?? null);
     // An operator's list may come from a replica; a partner's (which may decide a claim) from the primary.
     const db = ctx.viewer.kind === 'admin' ? this.db.read().prisma : this.db.prisma;
-    const rows = await findCampaignPage(db, { status, after, limit, only });
+    const rows = await findCampaignPage(db, { status, after, limit, only, test });
     const page = rows.slice(0, limit);
     page.forEach(({ campaign }) => ctx.loaders.campaign.prime(campaign.id, campaign));
     const edges = page.map(({ campaign, cursor }) => ({ node: campaign, cursor: campaignCursor.encode(cursor) }));
     return {
       edges,
       pageInfo: { hasNextPage: rows.length > limit, endCursor: edges.at(-1)?.cursor ?? null },
-      totalCount: () => db.campaign.count({ where: { ...(status ? { status } : {}), ...(only ? { id: { in: only } } : {}) } }),
+      totalCount: () => db.campaign.count({ where: { ...(status ? { status } : {}), ...(only ? { id: { in: only } } : {}), ...(test === null ? {} : { test }) } }),
     };
   }
 

@@ -1,5 +1,7 @@
 // Partners and their API keys: issue, look up (cached), revoke, rotate, rate limits, last use.
-import { issueApiKey, type Authenticator, type PartnerKeyRecord } from '../auth';
+// Each partner has a live key and a test key (issue 31: `tsp_test_…`, in partner_test_keys, so that
+// using it changes no live row); each kind has its own key cache, told apart by the prefix.
+import { issueApiKey, TEST_KEY_PREFIX, type Authenticator, type PartnerKeyRecord, type Viewer } from '../auth';
 import type { Database } from '../db/client';
 import type { LiveUpdates } from '../live';
 import { apiError, ErrorCode, InvalidInput, notFound } from '../errors';
@@ -13,10 +15,22 @@ import type { RequestContext } from './requestContext';
 const MAX_SCOPE = 1000;
 
 const PARTNER_FIELDS = { id: true, name: true, createdAt: true, lastUsedAt: true, revokedAt: true, rateLimit: true, scoped: true, campaignScope: true } as const;
+const KEY_RECORD_FIELDS = { id: true, name: true, createdAt: true, revokedAt: true, rateLimit: true, scoped: true, campaignScope: true } as const;
+
+/** A partner's test key, as Partner.testKey shows it (never the key). */
+export interface PartnerTestKeyModel {
+  prefix: string;
+  createdAt: Date;
+  lastUsedAt: Date | null;
+  revokedAt: Date | null;
+}
+
+const isTestPrefix = (prefix: string): boolean => prefix.startsWith(TEST_KEY_PREFIX);
 
 export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'> {
-  /** Key records by prefix (keyCache.ts). */
+  /** Key records by prefix (keyCache.ts): live keys, and test keys (`test_…` prefixes). */
   private readonly keys: KeyCache<PartnerKeyRecord>;
+  private readonly testKeys: KeyCache<PartnerKeyRecord>;
 
   constructor(
     private readonly db: Database,
@@ -25,30 +39,73 @@ export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'
     /** Tells every instance when a key was revoked, rotated or changed (live.ts). */
     private readonly live?: LiveUpdates,
   ) {
-    this.keys = new KeyCache(
+    this.keys = new KeyCache<PartnerKeyRecord>(
       keyCacheTtlMs,
-      (prefix) => this.db.prisma.partner.findUnique({ where: { keyPrefix: prefix }, select: { id: true, name: true, createdAt: true, keyHash: true, revokedAt: true, rateLimit: true, scoped: true, campaignScope: true } }),
+      async (prefix) => {
+        const row = await this.db.prisma.partner.findUnique({ where: { keyPrefix: prefix }, select: { ...KEY_RECORD_FIELDS, keyHash: true } });
+        return row && { ...row, test: false };
+      },
       (id, at) => this.db.prisma.partner.update({ where: { id }, data: { lastUsedAt: at }, select: { id: true } }),
       onError,
       async () => (await this.db.prisma.partner.findMany({ where: { revokedAt: null, keyPrefix: { not: 'operator' } }, select: { keyPrefix: true } })).map((p) => p.keyPrefix),
     );
-    // A change made on another instance: drop this instance's cached record at once.
-    live?.onKeyChanged((partnerId) => this.keys.forget(partnerId));
+    // A test key's record: the partner's, with the test key's hash and revocation.
+    this.testKeys = new KeyCache<PartnerKeyRecord>(
+      keyCacheTtlMs,
+      async (prefix) => {
+        const row = await this.db.prisma.partnerTestKey.findUnique({ where: { keyPrefix: prefix }, select: { keyHash: true, revokedAt: true, partner: { select: KEY_RECORD_FIELDS } } });
+        return row && { ...row.partner, keyHash: row.keyHash, revokedAt: row.revokedAt, test: true };
+      },
+      (id, at) => this.db.prisma.partnerTestKey.update({ where: { partnerId: id }, data: { lastUsedAt: at }, select: { partnerId: true } }),
+      onError,
+      async () => (await this.db.prisma.partnerTestKey.findMany({ where: { revokedAt: null }, select: { keyPrefix: true } })).map((k) => k.keyPrefix),
+    );
+    // A change made on another instance: drop this instance's cached records at once.
+    live?.onKeyChanged((partnerId) => this.forgetKeys(partnerId));
   }
 
-  /** Issues a partner and its API key; the key is returned once and only its hash is stored. */
-  async create(ctx: RequestContext, input: { name: string }): Promise<{ partner: PartnerModel; apiKey: string }> {
+  private cacheOf(prefix: string): KeyCache<PartnerKeyRecord> {
+    return isTestPrefix(prefix) ? this.testKeys : this.keys;
+  }
+
+  private forgetKeys(partnerId: string): void {
+    this.keys.forget(partnerId);
+    this.testKeys.forget(partnerId);
+  }
+
+  /** Issues a partner, its API key and its test key; each is returned once and only its hash is stored. */
+  async create(ctx: RequestContext, input: { name: string }): Promise<{ partner: PartnerModel; apiKey: string; testApiKey: string }> {
     const name = validate.text('name', input.name, validate.LIMITS.nameLength);
     const key = issueApiKey();
-    const row = await this.db.prisma.partner.create({ data: { name, keyPrefix: key.prefix, keyHash: key.hash }, select: PARTNER_FIELDS });
+    const testKey = issueApiKey('partner-test');
+    const row = await this.db.prisma.partner.create({
+      data: { name, keyPrefix: key.prefix, keyHash: key.hash, testKey: { create: { keyPrefix: testKey.prefix, keyHash: testKey.hash } } },
+      select: PARTNER_FIELDS,
+    });
     this.keys.added(key.prefix);
+    this.testKeys.added(testKey.prefix);
     ctx.loaders.partner.prime(row.id, row);
-    return { partner: row, apiKey: key.apiKey };
+    return { partner: row, apiKey: key.apiKey, testApiKey: testKey.apiKey };
   }
 
-  /** The key stops working: here at once, on other instances within the cache TTL. */
-  async revoke(ctx: RequestContext, partnerId: string): Promise<PartnerModel> {
+  /** The partner's test key (without the key itself); null when it has none. */
+  async testKeyOf(partnerId: string): Promise<PartnerTestKeyModel | null> {
+    const row = await this.db.prisma.partnerTestKey.findUnique({ where: { partnerId }, select: { keyPrefix: true, createdAt: true, lastUsedAt: true, revokedAt: true } });
+    return row && { prefix: `tsp_${row.keyPrefix}`, createdAt: row.createdAt, lastUsedAt: row.lastUsedAt, revokedAt: row.revokedAt };
+  }
+
+  /** The key stops working: here at once, on other instances within the cache TTL. `test`: the test key instead. */
+  async revoke(ctx: RequestContext, partnerId: string, test = false): Promise<PartnerModel> {
     const current = await this.require(partnerId);
+    if (test) {
+      const key = await this.db.prisma.partnerTestKey.findUnique({ where: { partnerId: current.id }, select: { keyPrefix: true, revokedAt: true } });
+      if (key && key.revokedAt === null) {
+        await this.db.prisma.partnerTestKey.update({ where: { partnerId: current.id }, data: { revokedAt: new Date() }, select: { partnerId: true } });
+      }
+      if (key) this.testKeys.removed(key.keyPrefix);
+      this.live?.keyChanged(current.id);
+      return this.fresh(ctx, current);
+    }
     const row = await this.db.prisma.partner.update({
       where: { id: current.id },
       data: { revokedAt: current.revokedAt ?? new Date() },
@@ -59,9 +116,22 @@ export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'
     return this.fresh(ctx, row);
   }
 
-  /** A new key (shown once); the old one stops working as with revoke. Also un-revokes. */
-  async rotate(ctx: RequestContext, partnerId: string): Promise<{ partner: PartnerModel; apiKey: string }> {
+  /**
+   * A new key (shown once); the old one stops working as with revoke. Also un-revokes. `test`: a new
+   * test key instead (issued for a partner made before test keys existed).
+   */
+  async rotate(ctx: RequestContext, partnerId: string, test = false): Promise<{ partner: PartnerModel; apiKey: string; testApiKey: string | null }> {
     const current = await this.require(partnerId);
+    if (test) {
+      const key = issueApiKey('partner-test');
+      const old = await this.db.prisma.partnerTestKey.findUnique({ where: { partnerId: current.id }, select: { keyPrefix: true } });
+      const fields = { keyPrefix: key.prefix, keyHash: key.hash, createdAt: new Date(), revokedAt: null, lastUsedAt: null };
+      await this.db.prisma.partnerTestKey.upsert({ where: { partnerId: current.id }, create: { partnerId: current.id, ...fields }, update: fields, select: { partnerId: true } });
+      if (old) this.testKeys.removed(old.keyPrefix);
+      this.testKeys.added(key.prefix);
+      this.live?.keyChanged(current.id);
+      return { partner: this.fresh(ctx, current), apiKey: key.apiKey, testApiKey: key.apiKey };
+    }
     const key = issueApiKey();
     const old = await this.db.prisma.partner.findUniqueOrThrow({ where: { id: current.id }, select: { keyPrefix: true } });
     const row = await this.db.prisma.partner.update({
@@ -72,7 +142,7 @@ export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'
     this.keys.removed(old.keyPrefix);
     this.keys.added(key.prefix);
     this.live?.keyChanged(row.id);
-    return { partner: this.fresh(ctx, row), apiKey: key.apiKey };
+    return { partner: this.fresh(ctx, row), apiKey: key.apiKey, testApiKey: null };
   }
 
   async setRateLimit(ctx: RequestContext, partnerId: string, pointsPerSecond: number | null | undefined): Promise<PartnerModel> {
@@ -80,6 +150,7 @@ export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'
     const rateLimit = validate.optionalIntInRange('pointsPerSecond', pointsPerSecond, 1, 1_000_000);
     const row = await this.db.prisma.partner.update({ where: { id: current.id }, data: { rateLimit }, select: { ...PARTNER_FIELDS, keyPrefix: true } });
     this.keys.drop(row.keyPrefix);
+    this.testKeys.forget(row.id);
     this.live?.keyChanged(row.id);
     return this.fresh(ctx, row);
   }
@@ -107,6 +178,7 @@ export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'
       select: { ...PARTNER_FIELDS, keyPrefix: true },
     });
     this.keys.drop(row.keyPrefix);
+    this.testKeys.forget(row.id);
     this.live?.keyChanged(row.id);
     return this.fresh(ctx, row);
   }
@@ -133,22 +205,22 @@ export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'
 
   /** The key's record, cached (keyCache.ts); `loadedSince`: only one read at or after that instant will do. */
   findPartnerByPrefix(prefix: string, loadedSince?: number): Promise<PartnerKeyRecord | null> {
-    return this.keys.find(prefix, loadedSince);
+    return this.cacheOf(prefix).find(prefix, loadedSince);
   }
 
   /** Authenticating a key with this prefix costs no look-up (keyCache.ts). */
   isKeyCached(prefix: string): boolean {
-    return this.keys.has(prefix);
+    return this.cacheOf(prefix).has(prefix);
   }
 
   /** Whether a partner key with this prefix exists, from memory (keyCache.ts; the failed-authentication limit). */
   keyExists(prefix: string, waitUntil: number): Promise<boolean> {
-    return this.keys.exists(prefix, waitUntil);
+    return this.cacheOf(prefix).exists(prefix, waitUntil);
   }
 
-  /** Records that a partner's key authenticated a request (keyCache.ts). */
-  touch(partnerId: string): void {
-    this.keys.touch(partnerId);
+  /** Records that a partner's key — its live or its test key — authenticated a request (keyCache.ts). */
+  touch(viewer: Extract<Viewer, { kind: 'partner' }>): void {
+    (viewer.test ? this.testKeys : this.keys).touch(viewer.partnerId);
   }
 
   async findByIds(ids: readonly string[]): Promise<PartnerModel[]> {

@@ -79,8 +79,8 @@ export class WaitlistService {
   /** A WAITING entry is LEFT; an OFFERED one's holds are released and passed on. */
   async leave(ctx: RequestContext, entryId: string): Promise<EntryResult> {
     if (!validate.isUuid(entryId)) return refused('ENTRY_NOT_FOUND');
-    // A scoped key's entry outside its campaigns is as if it did not exist.
-    if (ctx.viewer.kind === 'partner' && ctx.viewer.scope && !(await this.get(ctx, entryId))) return refused('ENTRY_NOT_FOUND');
+    // A partner key's entry outside its campaigns (its scope, its mode: live or test) is as if it did not exist.
+    if (ctx.viewer.kind === 'partner' && !(await this.get(ctx, entryId))) return refused('ENTRY_NOT_FOUND');
     const id = entryId.toLowerCase();
     const verdict = await retryDeadlocks(() => leaveWaitlist(this.db.prisma, id, ctx.viewer.kind === 'admin' ? null : ctx.viewer.partnerId));
     if (verdict === 'ENTRY_NOT_FOUND') return refused('ENTRY_NOT_FOUND');
