@@ -167,7 +167,8 @@ CREATE TABLE campaigns (
     mode campaign_mode NOT NULL DEFAULT 'FIRST_COME'::campaign_mode,
     entries_close_at timestamp(6) with time zone,
     ballot_confirm_seconds integer,
-    test boolean NOT NULL DEFAULT false
+    test boolean NOT NULL DEFAULT false,
+    test_clock_seconds bigint NOT NULL DEFAULT 0
 );
 
 CREATE TABLE minute_counters (
@@ -292,7 +293,8 @@ CREATE TABLE webhook_endpoints (
     secret_sealed text NOT NULL,
     enabled boolean NOT NULL DEFAULT true,
     created_at timestamp(6) with time zone NOT NULL DEFAULT now(),
-    deleted_at timestamp(6) with time zone
+    deleted_at timestamp(6) with time zone,
+    test boolean NOT NULL DEFAULT false
 );
 
 CREATE TABLE webhook_events (
@@ -363,6 +365,8 @@ ALTER TABLE campaigns ADD CONSTRAINT campaigns_name_length CHECK (((char_length(
 ALTER TABLE campaigns ADD CONSTRAINT campaigns_per_holder_limit_positive CHECK (((per_holder_limit IS NULL) OR (per_holder_limit > 0)));
 
 ALTER TABLE campaigns ADD CONSTRAINT campaigns_pkey PRIMARY KEY (id);
+
+ALTER TABLE campaigns ADD CONSTRAINT campaigns_test_clock_live CHECK ((test OR (test_clock_seconds = 0)));
 
 ALTER TABLE campaigns ADD CONSTRAINT campaigns_test_id CHECK ((test = ((get_byte(uuid_send(id), 6) >> 4) = 8)));
 

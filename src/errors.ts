@@ -29,6 +29,8 @@ export const ErrorCode = {
   NOT_CONFIGURED: 'NOT_CONFIGURED',
   /** Tickets loaded into a CLOSED campaign. */
   CAMPAIGN_CLOSED: 'CAMPAIGN_CLOSED',
+  /** A rehearsal control (advanceTestClock, resetTestCampaign) called on a live campaign. */
+  LIVE_CAMPAIGN: 'LIVE_CAMPAIGN',
   /** The database is busy or unreachable; retry (a claim with its idempotency key). HTTP 503. */
   UNAVAILABLE: 'UNAVAILABLE',
   /** The API key's rate limit (or the address's failed-authentication limit) is used up. HTTP 429, Retry-After. */

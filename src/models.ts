@@ -149,6 +149,8 @@ export interface WebhookEndpointModel {
   url: string;
   events: WebhookEvent[];
   enabled: boolean;
+  /** A test endpoint (issue 31): test campaigns' events only. */
+  test: boolean;
   createdAt: Date;
 }
 

@@ -321,6 +321,7 @@ const DATE_ARGUMENTS: Record<string, { field: string; send(value: string): Promi
   'Mutation.updateCampaign(input.opensAt)': { field: 'opensAt', send: (v) => server.gql(ADMIN_KEY, UPDATE, { id: fx.draft, input: { opensAt: v } }) },
   'Mutation.updateCampaign(input.closesAt)': { field: 'closesAt', send: (v) => server.gql(ADMIN_KEY, UPDATE, { id: fx.draft, input: { closesAt: v } }) },
   'Mutation.setPartnerAllotment(lapsesAt)': { field: 'lapsesAt', send: (v) => server.gql(ADMIN_KEY, ALLOT, { c: fx.draft, p: partner.id, at: v }) },
+  'Mutation.purgeTestData(before)': { field: 'before', send: (v) => server.gql(ADMIN_KEY, 'mutation($b: DateTime!) { purgeTestData(before: $b) { campaigns } }', { b: v }) },
 };
 
 /** Dates the DateTime scalar takes that are outside 1970–9999 once in UTC. */

@@ -2,11 +2,15 @@
 // two modes. A live key must not tell a test campaign (or its allocation, entry) from one that does
 // not exist, nor a test key a live one — the whole answer compared, over HTTP and graphql-ws — and
 // neither may change anything on the other side.
+import { createHmac } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { getNamedType, isEnumType, isInputObjectType, isObjectType, isScalarType, type GraphQLField, type GraphQLOutputType } from 'graphql';
 import { accessRules } from '../src/access';
 import { isTestCampaignId, newTestCampaignId } from '../src/testMode';
 import { NO_SUCH_ID, probeFor, schema } from './helpers/probes';
 import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/testServer';
+import { until } from './helpers/time';
 import { connectSocket, runOverSocket, type SocketClient } from './helpers/ws';
 
 let server: TestServer;
@@ -291,6 +295,262 @@ describe('operators see both modes', () => {
       const outcome = await runOverSocket(socketFor(ADMIN_KEY), { query: 'subscription($c: ID!) { campaignStats(id: $c) { total held } }', variables: { c: id } });
       expect(outcome.error).toBeUndefined();
       expect(outcome.results[0]).toEqual({ data: { campaignStats: { total: 5, held: 1 } } });
+    }
+  });
+});
+
+// ----- webhooks --------------------------------------------------------------------------------------
+
+/** Records every POST: its path, raw body and signature header (checked later, with the secret createWebhook returns). */
+async function startRecorder(): Promise<{ url: string; received: { path: string; raw: string; signature: string }[]; close(): Promise<void> }> {
+  const received: { path: string; raw: string; signature: string }[] = [];
+  const recorder = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      received.push({ path: req.url!, raw: Buffer.concat(chunks).toString('utf8'), signature: String(req.headers['tessera-signature']) });
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => recorder.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(recorder.address() as AddressInfo).port}`,
+    received,
+    close: () => {
+      recorder.closeAllConnections();
+      return new Promise((resolve) => recorder.close(() => resolve()));
+    },
+  };
+}
+
+const signedBy = (secret: string, r: { raw: string; signature: string }) => {
+  const t = /t=(\d+)/.exec(r.signature)?.[1];
+  return /v1=([0-9a-f]{64})/.exec(r.signature)?.[1] === createHmac('sha256', secret).update(`${t}.${r.raw}`).digest('hex');
+};
+
+describe('webhooks in test mode', () => {
+  const CREATE = 'mutation($input: CreateWebhookInput!) { createWebhook(input: $input) { endpoint { id test partner { id } } secret } }';
+
+  test('test endpoints get test campaigns\' events ("livemode": false), live endpoints live ones\' ("livemode": true), each signed', async () => {
+    const recorder = await startRecorder();
+    try {
+      const p = await createPartner('Hooked');
+      const make = async (key: string, path: string, input: Record<string, unknown> = {}) => {
+        const r = await server.gql(key, CREATE, { input: { url: `${recorder.url}/${path}`, events: ['ALLOCATION_CREATED'], ...input } });
+        expect(r.body.errors).toBeUndefined();
+        return r.body.data!.createWebhook as { endpoint: { id: string; test: boolean }; secret: string };
+      };
+      const endpoints = {
+        partnerLive: await make(p.live, 'partner-live'),
+        partnerTest: await make(p.test, 'partner-test'),
+        operatorLive: await make(ADMIN_KEY, 'operator-live'),
+        operatorTest: await make(ADMIN_KEY, 'operator-test', { test: true }),
+      };
+      expect(Object.values(endpoints).map((e) => e.endpoint.test)).toEqual([false, true, false, true]);
+      const claims: Record<Mode, string> = { live: '', test: '' };
+      for (const mode of ['live', 'test'] as const) {
+        const campaign = await campaignOf(mode, 2);
+        const r = await server.gql(p[mode], 'mutation($c: ID!) { claimTicket(input: { campaignId: $c, holder: "hook" }) { allocation { id } } }', { c: campaign });
+        claims[mode] = r.body.data!.claimTicket.allocation.id;
+      }
+      await until(() => recorder.received.length >= 4, { message: 'four deliveries' });
+      const byPath = new Map<string, { livemode: boolean; allocation: string; signed: boolean }[]>();
+      for (const r of recorder.received) {
+        const body = JSON.parse(r.raw);
+        const secret = endpoints[({ '/partner-live': 'partnerLive', '/partner-test': 'partnerTest', '/operator-live': 'operatorLive', '/operator-test': 'operatorTest' } as const)[r.path as '/partner-live']].secret;
+        byPath.set(r.path, [...(byPath.get(r.path) ?? []), { livemode: body.livemode, allocation: body.data.allocation.id, signed: signedBy(secret, r) }]);
+      }
+      expect(Object.fromEntries(byPath)).toEqual({
+        '/partner-live': [{ livemode: true, allocation: claims.live, signed: true }],
+        '/operator-live': [{ livemode: true, allocation: claims.live, signed: true }],
+        '/partner-test': [{ livemode: false, allocation: claims.test, signed: true }],
+        '/operator-test': [{ livemode: false, allocation: claims.test, signed: true }],
+      });
+    } finally {
+      await recorder.close();
+    }
+  });
+
+  test('a partner key sees and touches only its mode\'s endpoints; the other mode\'s answer as missing ones', async () => {
+    const p = await createPartner('Endpoints');
+    const url = 'http://127.0.0.1:9/hook';
+    const live = (await server.gql(p.live, CREATE, { input: { url, events: ['ALLOCATION_CREATED'] } })).body.data!.createWebhook.endpoint;
+    const test = (await server.gql(p.test, CREATE, { input: { url, events: ['ALLOCATION_CREATED'] } })).body.data!.createWebhook.endpoint;
+    expect([live.test, test.test]).toEqual([false, true]);
+    for (const [key, own, others] of [
+      [p.live, live.id, test.id],
+      [p.test, test.id, live.id],
+    ] as const) {
+      const listed = await server.gql(key, '{ webhooks { id } }');
+      expect(listed.body.data!.webhooks).toEqual([{ id: own }]);
+      for (const query of ['query($id: ID!) { webhookDeliveries(endpointId: $id) { totalCount } }', 'mutation($id: ID!) { deleteWebhook(id: $id) }']) {
+        const answer = async (id: string) => JSON.stringify((await server.gql(key, query, { id })).body).split(id).join('<id>');
+        expect(await answer(others)).toBe(await answer(NO_SUCH_ID));
+      }
+    }
+    // Both endpoints still there: the refused deletes changed nothing.
+    const { rows } = await server.sql.query('SELECT count(*)::int AS n FROM webhook_endpoints WHERE id = ANY($1::uuid[]) AND deleted_at IS NULL', [[live.id, test.id]]);
+    expect(rows[0].n).toBe(2);
+    const wrong = await server.gql(p.live, CREATE, { input: { url, events: ['ALLOCATION_CREATED'], test: true } });
+    expect(wrong.body.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+  });
+});
+
+// ----- the test clock --------------------------------------------------------------------------------
+
+describe('advanceTestClock', () => {
+  const ADVANCE = 'mutation($c: ID!, $s: Int!) { advanceTestClock(campaignId: $c, seconds: $s) { campaign { id testClock opensAt stats { available held allotted } } } }';
+
+  test('drives a hold to HOLD_EXPIRED at once: its ticket is back in the pool when the call returns', async () => {
+    const campaign = await campaignOf('test', 2);
+    const held = await server.gql(partner.test, 'mutation($c: ID!) { holdTicket(input: { campaignId: $c, holder: "clock", ttlSeconds: 600 }) { allocation { id expiresAt } } }', { c: campaign });
+    const hold = held.body.data!.holdTicket.allocation;
+    const started = performance.now();
+    const advanced = await server.gql(partner.test, ADVANCE, { c: campaign, s: 601 });
+    expect(advanced.body.errors).toBeUndefined();
+    expect(advanced.body.data!.advanceTestClock.campaign.stats).toEqual({ available: 2, held: 0, allotted: 0 });
+    const confirmed = await server.gql(partner.test, 'mutation($a: ID!) { confirmHold(allocationId: $a) { allocation { status } error { code } } }', { a: hold.id });
+    expect(confirmed.body.data!.confirmHold.error.code).toBe('HOLD_EXPIRED');
+    const { rows } = await server.sql.query('SELECT status FROM allocations WHERE id = $1', [hold.id]);
+    expect(rows[0].status).toBe('EXPIRED');
+    // No waiting on the sweeper's interval: both answers came straight after the call.
+    console.log(`advanceTestClock → HOLD_EXPIRED in ${Math.round(performance.now() - started)} ms of wall time`);
+    const clock = new Date(advanced.body.data!.advanceTestClock.campaign.testClock).getTime();
+    expect(clock - Date.now()).toBeGreaterThan(590_000);
+  });
+
+  test('drives an allotment to its lapse at once: its unused tickets go back to the pool', async () => {
+    const campaign = await campaignOf('test', 5);
+    const lapsesAt = new Date(Date.now() + 3_600_000).toISOString();
+    const allotted = await server.gql(ADMIN_KEY, 'mutation($c: ID!, $p: ID!, $l: DateTime) { setPartnerAllotment(campaignId: $c, partnerId: $p, size: 3, lapsesAt: $l) { stats { available allotted } } }', {
+      c: campaign,
+      p: partner.id,
+      l: lapsesAt,
+    });
+    expect(allotted.body.data!.setPartnerAllotment.stats).toEqual({ available: 2, allotted: 3 });
+    const advanced = await server.gql(ADMIN_KEY, ADVANCE, { c: campaign, s: 3_601 });
+    expect(advanced.body.data!.advanceTestClock.campaign.stats).toEqual({ available: 5, held: 0, allotted: 0 });
+    const allotment = await server.gql(ADMIN_KEY, 'query($c: ID!) { campaign(id: $c) { allotments { remaining lapsedAt } } }', { c: campaign });
+    expect(allotment.body.data!.campaign.allotments).toEqual([{ remaining: 0, lapsedAt: expect.any(String) }]);
+  });
+
+  test('opens the window: a claim before opensAt is CAMPAIGN_NOT_OPEN, after advancing past it it succeeds', async () => {
+    const opensAt = new Date(Date.now() + 3_600_000);
+    const campaign = await campaignOf('test', 2, { opensAt: opensAt.toISOString() });
+    const claim = () => server.gql(partner.test, 'mutation($c: ID!) { claimTicket(input: { campaignId: $c, holder: "early" }) { allocation { id } error { code } } }', { c: campaign });
+    expect((await claim()).body.data!.claimTicket.error.code).toBe('CAMPAIGN_NOT_OPEN');
+    const advanced = await server.gql(ADMIN_KEY, ADVANCE, { c: campaign, s: 3_600 });
+    expect(new Date(advanced.body.data!.advanceTestClock.campaign.opensAt).getTime()).toBe(opensAt.getTime() - 3_600_000);
+    expect((await claim()).body.data!.claimTicket.error).toBeNull();
+  });
+
+  test('refuses a live campaign (LIVE_CAMPAIGN, nothing moved); a live key cannot tell a test campaign from a missing one', async () => {
+    const live = await campaignOf('live', 1);
+    const held = await server.gql(partner.live, 'mutation($c: ID!) { holdTicket(input: { campaignId: $c, holder: "live", ttlSeconds: 600 }) { allocation { id expiresAt } } }', { c: live });
+    const before = (await server.sql.query('SELECT expires_at, (SELECT opens_at FROM campaigns WHERE id = $2) AS opens FROM allocations WHERE id = $1', [held.body.data!.holdTicket.allocation.id, live])).rows[0];
+    for (const key of [ADMIN_KEY, partner.live]) {
+      const r = await server.gql(key, ADVANCE, { c: live, s: 600 });
+      expect(r.body.errors?.map((e) => e.extensions?.code)).toEqual(['LIVE_CAMPAIGN']);
+    }
+    const after = (await server.sql.query('SELECT expires_at, (SELECT opens_at FROM campaigns WHERE id = $2) AS opens FROM allocations WHERE id = $1', [held.body.data!.holdTicket.allocation.id, live])).rows[0];
+    expect(after).toEqual(before);
+    const answer = async (key: string, id: string) => JSON.stringify((await server.gql(key, ADVANCE, { c: id, s: 1 })).body).split(id).join('<id>');
+    expect(await answer(partner.live, objects.test.campaign)).toBe(await answer(partner.live, NO_SUCH_TEST_ID));
+    expect(await answer(partner.test, live)).toBe(await answer(partner.test, NO_SUCH_ID));
+    expect(await answer(partner.test, NO_SUCH_TEST_ID)).toMatch(/NOT_FOUND/);
+  });
+
+  test('seconds must be 1 to 31,536,000', async () => {
+    for (const s of [0, -5, 31_536_001]) {
+      const r = await server.gql(ADMIN_KEY, ADVANCE, { c: objects.test.campaign, s });
+      expect(r.body.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'seconds' });
+    }
+  });
+});
+
+// ----- purgeTestData ---------------------------------------------------------------------------------
+
+/**
+ * Every live row, as a digest per table: rows of live campaigns (their id is not version 8) in every
+ * table with a campaign_id — counters summed over their slots, which the sweeper may fold — and
+ * partners, webhook endpoints and live endpoints' deliveries.
+ */
+async function liveSnapshot(): Promise<Record<string, string>> {
+  const live = "substring(campaign_id::text, 15, 1) <> '8'";
+  const queries: Record<string, string> = {
+    campaign_counters: `SELECT campaign_id, sum(total), sum(allocated), sum(held), sum(void) FROM campaign_counters WHERE ${live} GROUP BY campaign_id`,
+    partner_counters: `SELECT campaign_id, partner_id, sum(active), sum(held) FROM partner_counters WHERE ${live} GROUP BY campaign_id, partner_id`,
+    minute_counters: `SELECT campaign_id, minute, sum(active) FROM minute_counters WHERE ${live} GROUP BY campaign_id, minute`,
+    campaigns: "SELECT * FROM campaigns WHERE substring(id::text, 15, 1) <> '8'",
+    partners: 'SELECT * FROM partners',
+    webhook_endpoints: 'SELECT * FROM webhook_endpoints WHERE NOT test',
+    webhook_deliveries: 'SELECT d.* FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE NOT e.test',
+  };
+  const { rows: tables } = await server.sql.query<{ table_name: string }>(
+    "SELECT table_name FROM information_schema.columns WHERE table_schema = current_schema() AND column_name = 'campaign_id' ORDER BY table_name",
+  );
+  for (const { table_name: t } of tables) queries[t] ??= `SELECT * FROM ${t} WHERE ${live}`;
+  const digest: Record<string, string> = {};
+  for (const [name, sql] of Object.entries(queries)) {
+    digest[name] = (await server.sql.query(`SELECT count(*)::int || ':' || coalesce(md5(string_agg(r::text, '|' ORDER BY r::text)), '') AS d FROM (${sql}) r`)).rows[0].d;
+  }
+  return digest;
+}
+
+describe('purgeTestData', () => {
+  test('deletes test campaigns made before `before` with all that is theirs, and touches no live row', async () => {
+    const recorder = await startRecorder();
+    try {
+      const p = await createPartner('Purged');
+      await server.gql(p.test, 'mutation($input: CreateWebhookInput!) { createWebhook(input: $input) { endpoint { id } } }', { input: { url: `${recorder.url}/t`, events: ['ALLOCATION_CREATED', 'HOLD_CREATED'] } });
+      // A test campaign with a bit of everything: claims, a hold, an allotment, a quota, a waitlist, a ballot.
+      const campaign = await campaignOf('test', 6, { releasePolicy: 'WAITLIST_FIRST' });
+      await server.gql(ADMIN_KEY, 'mutation($c: ID!, $p: ID!) { setPartnerQuota(campaignId: $c, partnerId: $p, quota: 5) { campaign { id } } }', { c: campaign, p: p.id });
+      await server.gql(ADMIN_KEY, 'mutation($c: ID!, $p: ID!) { setPartnerAllotment(campaignId: $c, partnerId: $p, size: 1) { id } }', { c: campaign, p: partner.id });
+      for (const holder of ['a', 'b', 'c']) await server.gql(p.test, 'mutation($c: ID!, $h: String!) { claimTicket(input: { campaignId: $c, holder: $h }) { allocation { id } } }', { c: campaign, h: holder });
+      await server.gql(p.test, 'mutation($c: ID!) { holdTicket(input: { campaignId: $c, holder: "d", ttlSeconds: 600 }) { allocation { id } } }', { c: campaign });
+      const ballot = await campaignOf('test', 2, { mode: 'BALLOT' });
+      await server.gql(p.test, 'mutation($c: ID!) { enterBallot(input: { campaignId: $c, holder: "e" }) { entry { id } } }', { c: ballot });
+      await until(() => recorder.received.length >= 4, { message: 'the test endpoint\'s deliveries' });
+      const sequence = (await server.sql.query("SELECT count(*)::int AS n FROM pg_class WHERE relkind = 'S' AND relname LIKE '%' || replace($1, '-', '') || '%'", [campaign])).rows[0].n;
+
+      const before = await liveSnapshot();
+      const testCampaigns = (await server.sql.query('SELECT count(*)::int AS n FROM campaigns WHERE test')).rows[0].n;
+      const r = await server.gql(ADMIN_KEY, 'mutation($b: DateTime!) { purgeTestData(before: $b) { campaigns tickets allocations webhookDeliveries } }', { b: new Date(Date.now() + 1000).toISOString() });
+      expect(r.body.errors).toBeUndefined();
+      expect(r.body.data!.purgeTestData.campaigns).toBe(testCampaigns);
+      expect(r.body.data!.purgeTestData.tickets).toBeGreaterThanOrEqual(8);
+      expect(r.body.data!.purgeTestData.allocations).toBeGreaterThanOrEqual(4);
+      expect(r.body.data!.purgeTestData.webhookDeliveries).toBeGreaterThanOrEqual(4);
+      expect(await liveSnapshot()).toEqual(before);
+
+      // Nothing of a test campaign is left anywhere: not a row, not its allocation sequence.
+      const { rows: tables } = await server.sql.query<{ table_name: string }>(
+        "SELECT table_name FROM information_schema.columns WHERE table_schema = current_schema() AND column_name = 'campaign_id'",
+      );
+      for (const { table_name: t } of tables) {
+        expect([t, (await server.sql.query(`SELECT count(*)::int AS n FROM ${t} WHERE substring(campaign_id::text, 15, 1) = '8'`)).rows[0].n]).toEqual([t, 0]);
+      }
+      expect((await server.sql.query('SELECT count(*)::int AS n FROM campaigns WHERE test')).rows[0].n).toBe(0);
+      if (sequence > 0) expect((await server.sql.query("SELECT count(*)::int AS n FROM pg_class WHERE relkind = 'S' AND relname LIKE '%' || replace($1, '-', '') || '%'", [campaign])).rows[0].n).toBe(0);
+      expect((await server.gql(ADMIN_KEY, 'query($c: ID!) { campaign(id: $c) { id } }', { c: campaign })).body.data!.campaign).toBeNull();
+      // The live side works on as before.
+      const live = await campaignOf('live', 1);
+      expect((await server.gql(partner.live, 'mutation($c: ID!) { claimTicket(input: { campaignId: $c, holder: "after" }) { error { code } } }', { c: live })).body.data!.claimTicket.error).toBeNull();
+      // A test campaign made after `before` stays.
+      const kept = await campaignOf('test', 1);
+      const again = await server.gql(ADMIN_KEY, 'mutation($b: DateTime!) { purgeTestData(before: $b) { campaigns } }', { b: new Date(Date.now() - 60_000).toISOString() });
+      expect(again.body.data!.purgeTestData.campaigns).toBe(0);
+      expect((await server.gql(ADMIN_KEY, 'query($c: ID!) { campaign(id: $c) { test } }', { c: kept })).body.data!.campaign).toEqual({ test: true });
+    } finally {
+      await recorder.close();
+    }
+  });
+
+  test('is for operators: a partner key, test or live, is FORBIDDEN', async () => {
+    for (const key of [partner.test, partner.live]) {
+      const r = await server.gql(key, 'mutation { purgeTestData(before: "2020-01-01T00:00:00Z") { campaigns } }');
+      expect(r.body.errors?.map((e) => e.extensions?.code)).toEqual(['FORBIDDEN']);
     }
   });
 });

@@ -13,18 +13,21 @@ import { ENDPOINT_COLUMNS, type EndpointRow } from './webhookRows';
  */
 const ENDPOINT_OWNER_LOCK = 4;
 
-/** The new endpoint, or null when its owner already has `limit` endpoints (deleted ones not counted). */
+/**
+ * The new endpoint, or null when its owner already has `limit` endpoints in its mode (deleted ones
+ * not counted): test endpoints (issue 31) have a limit of their own.
+ */
 export async function createWebhookEndpoint(
   db: Batchable,
-  e: { partnerId: string | null; url: string; events: readonly WebhookEvent[]; secretSealed: string; limit: number },
+  e: { partnerId: string | null; test: boolean; url: string; events: readonly WebhookEvent[]; secretSealed: string; limit: number },
 ): Promise<EndpointRow | null> {
   const [, rows] = await db.$transaction([
-    db.$executeRaw`SELECT pg_advisory_xact_lock(${ENDPOINT_OWNER_LOCK}::integer, hashtext(COALESCE(${e.partnerId}::uuid::text, 'operator')))`,
+    db.$executeRaw`SELECT pg_advisory_xact_lock(${ENDPOINT_OWNER_LOCK}::integer, hashtext(COALESCE(${e.partnerId}::uuid::text, 'operator') || ${e.test ? ' test' : ''}::text))`,
     db.$queryRaw<EndpointRow[]>`
-      INSERT INTO webhook_endpoints (partner_id, url, events, secret_sealed)
-      SELECT ${e.partnerId}::uuid, ${e.url}::text, ${e.events}::text[], ${e.secretSealed}::text
+      INSERT INTO webhook_endpoints (partner_id, test, url, events, secret_sealed)
+      SELECT ${e.partnerId}::uuid, ${e.test}::boolean, ${e.url}::text, ${e.events}::text[], ${e.secretSealed}::text
        WHERE (SELECT count(*) FROM webhook_endpoints
-               WHERE partner_id IS NOT DISTINCT FROM ${e.partnerId}::uuid AND deleted_at IS NULL) < ${e.limit}::integer
+               WHERE partner_id IS NOT DISTINCT FROM ${e.partnerId}::uuid AND test = ${e.test}::boolean AND deleted_at IS NULL) < ${e.limit}::integer
       RETURNING ${Prisma.raw(ENDPOINT_COLUMNS)}`,
   ]);
   return (rows as EndpointRow[])[0] ?? null;

@@ -12,13 +12,16 @@ export const ENDPOINT_DELETED = 'endpoint deleted';
  * Deletes the endpoint if it exists, is not deleted yet and belongs to `partnerId` (null: any owner,
  * for the admin). True when this call deleted it.
  */
-export async function deleteWebhookEndpoint(db: Batchable, id: string, partnerId: string | null): Promise<boolean> {
+export async function deleteWebhookEndpoint(db: Batchable, id: string, owner: { partnerId: string; test: boolean } | null): Promise<boolean> {
+  const partnerId = owner?.partnerId ?? null;
+  const test = owner?.test ?? null;
   const [deleted] = await db.$transaction([
     db.$executeRaw`
       UPDATE webhook_endpoints
          SET deleted_at = now(), enabled = false
        WHERE id = ${id}::uuid AND deleted_at IS NULL
-         AND (${partnerId}::uuid IS NULL OR partner_id = ${partnerId}::uuid)`,
+         AND (${partnerId}::uuid IS NULL OR partner_id = ${partnerId}::uuid)
+         AND (${test}::boolean IS NULL OR test = ${test}::boolean)`,
     // Whoever deleted it: a pending delivery of a deleted endpoint is never to be sent.
     db.$executeRaw`
       UPDATE webhook_deliveries d

@@ -22,6 +22,7 @@
 // every shard is refused), all in the one transaction; the lease picks its deliveries with a SELECT,
 // then leases them by id (Citus refuses clock_timestamp() in an UPDATE of a reference table, and
 // fails to run the picking CTEs inside one). Plain PostgreSQL keeps its one statement each.
+import { isTestCampaignId } from '../testMode';
 import { types, type CustomTypesConfig, type Pool, type PoolClient } from 'pg';
 
 /** The allocation's status each allocation event reports. */
@@ -61,6 +62,8 @@ interface EndpointRow {
   events: string[];
   /** The campaigns a scoped partner key is limited to (scopePartnerKey); null = every campaign. */
   scope: string[] | null;
+  /** A test endpoint: test campaigns' events only (a live one: live campaigns' only). */
+  test: boolean;
 }
 
 /**
@@ -112,17 +115,20 @@ function onCitus(pool: Pool): Promise<boolean> {
 }
 
 /**
- * Whether `endpoint` receives `event`: its type is asked for, it is the operator's, the partner's
- * own, or campaign-wide, and its campaign is within the partner's scope. (A revoked partner's
+ * Whether `endpoint` receives `event`: its type is asked for, the event's campaign is of the
+ * endpoint's mode (test or live), it is the operator's, the partner's own, or campaign-wide, and
+ * its campaign is within the partner's scope. (A revoked partner's
  * endpoints are not among the endpoints at all: insertDeliveries.)
  */
 const routes = (endpoint: EndpointRow, event: EventRow) =>
   endpoint.events.includes(event.type) &&
+  endpoint.test === isTestCampaignId(event.campaign_id) &&
   (endpoint.partner_id === null || event.partner_id === null || endpoint.partner_id === event.partner_id) &&
   (endpoint.scope === null || endpoint.scope.includes(event.campaign_id));
 
 /**
- * The body of an event, as the contract gives it: {id, type, createdAt, data}. A campaign event
+ * The body of an event, as the contract gives it: {id, type, createdAt, data}, and `livemode`: false
+ * for a test campaign's event (issue 31; a test endpoint receives nothing else). A campaign event
  * brought its data from its transaction (tessera_campaign_event_data); an allocation event's is
  * made here from the allocation's columns that never change and the status its type implies.
  */
@@ -142,7 +148,7 @@ function bodyOf(event: EventRow, allocation: AllocationFacts | undefined): strin
       },
     };
   }
-  return JSON.stringify({ id: event.id, type: event.type, createdAt: event.created_at.toISOString(), data });
+  return JSON.stringify({ id: event.id, type: event.type, createdAt: event.created_at.toISOString(), livemode: !isTestCampaignId(event.campaign_id), data });
 }
 
 /** Drains up to `limit` events into deliveries; returns how many events it took. */
@@ -178,7 +184,7 @@ export async function drainEvents(pool: Pool, limit: number): Promise<number> {
 
 async function insertDeliveries(client: PoolClient, drained: EventRow[]): Promise<void> {
   const { rows: endpoints } = await client.query<EndpointRow>(
-    `SELECT e.id, e.partner_id, e.events, CASE WHEN p.scoped THEN p.campaign_scope::text[] END AS scope
+    `SELECT e.id, e.partner_id, e.events, e.test, CASE WHEN p.scoped THEN p.campaign_scope::text[] END AS scope
        FROM webhook_endpoints e LEFT JOIN partners p ON p.id = e.partner_id
       WHERE e.enabled AND p.revoked_at IS NULL`,
   );

@@ -4,7 +4,7 @@ import type { DeliveryStatus, WebhookEvent } from '../generated/graphql';
 import type { WebhookDeliveryModel, WebhookEndpointModel } from '../models';
 
 /** What an endpoint statement returns (never its sealed secret). */
-export const ENDPOINT_COLUMNS = 'id, partner_id, url, events, enabled, created_at';
+export const ENDPOINT_COLUMNS = 'id, partner_id, url, events, enabled, test, created_at';
 
 export interface EndpointRow {
   id: string;
@@ -12,6 +12,7 @@ export interface EndpointRow {
   url: string;
   events: WebhookEvent[];
   enabled: boolean;
+  test: boolean;
   created_at: Date;
 }
 
@@ -21,6 +22,7 @@ export const toEndpoint = (r: EndpointRow): WebhookEndpointModel => ({
   url: r.url,
   events: r.events,
   enabled: r.enabled,
+  test: r.test,
   createdAt: r.created_at,
 });
 

@@ -234,6 +234,8 @@ export type Campaign = {
    * campaign is to a test key. Its objects (allocations, entries, webhook events) carry test: true.
    */
   test: Scalars['Boolean']['output'];
+  /** A test campaign's clock: the time now, moved on by every advanceTestClock. null for a live campaign. */
+  testClock?: Maybe<Scalars['DateTime']['output']>;
   /** Admin. ACTIVE allocations and refused claims per bucket; the allocated counts sum to stats.allocated. */
   timeline: Array<TimelinePoint>;
   /** Admin. The waitlist's entries in join order (first: 0 to 100, default 20): every status, or only `status`. */
@@ -484,6 +486,8 @@ export type CreateWebhookInput = {
   events: Array<WebhookEvent>;
   /** The partner whose endpoint it is: a partner key may name only itself (or leave it out); the admin any partner, or null for an operator endpoint. */
   partnerId?: InputMaybe<Scalars['ID']['input']>;
+  /** Operators: true makes a test endpoint (default false). A partner key makes endpoints of its own mode (its test key test ones); any other value is INVALID_INPUT. */
+  test?: InputMaybe<Scalars['Boolean']['input']>;
   /**
    * https; outside production also http to 127.0.0.1, localhost or [::1]. At most 2048 characters,
    * without credentials or a fragment; production refuses private and reserved addresses (see
@@ -590,6 +594,17 @@ export type LoadTicketsPayload = {
 
 export type Mutation = {
   __typename?: 'Mutation';
+  /**
+   * Test campaigns only: moves the campaign's clock seconds (1 to 31,536,000) forward, for everything
+   * that runs by it — hold and offer expiry, allotment lapses, entriesCloseAt, the opensAt/closesAt
+   * window — and does at once what the sweeper would then do (expired holds back to the pool or to
+   * the waitlist, HOLD_EXPIRED on their confirmHold, lapsed allotments returned with ALLOTMENT_LAPSED,
+   * offers made). The campaign's deadlines move back by as much; what already happened keeps its
+   * time, so a hold's cap (allocatedAt + maxHoldSeconds) stays on the real clock. Campaign.testClock
+   * shows the campaign's time. An operator, or a partner's test key (a live key is answered
+   * CAMPAIGN_NOT_FOUND, as for any test campaign). LIVE_CAMPAIGN on a live campaign: nothing changes.
+   */
+  advanceTestClock: CampaignPayload;
   /** Partner (admin may call it too). One available ticket, exactly once. */
   claimTicket: ClaimTicketPayload;
   /** Partner (admin may call it too). quantity tickets, all or nothing; INSUFFICIENT_TICKETS allocates nothing. */
@@ -651,6 +666,12 @@ export type Mutation = {
   loadTickets: LoadTicketsPayload;
   /** Admin. DRAFT -> OPEN (opening an OPEN campaign changes nothing). */
   openCampaign: CampaignPayload;
+  /**
+   * Admin. Deletes every test campaign created before `before` with everything of its own — tickets,
+   * allocations, holds, waitlist and ballot entries, allotments, quotas, counters, undelivered events —
+   * and test webhook endpoints' deliveries made before it. No live row is touched. Returns what went.
+   */
+  purgeTestData: PurgeTestDataPayload;
   /** Admin, or the owning partner. The delivery is PENDING again and attempted now, with the same event id and body. */
   redeliverWebhook: WebhookDelivery;
   /**
@@ -699,6 +720,12 @@ export type Mutation = {
   updateCampaign: CampaignPayload;
   /** The entry's partner, or admin. ENTERED -> WITHDRAWN before the draw (the holder may enter again); ENTRIES_CLOSED after it. */
   withdrawBallotEntry: EnterBallotPayload;
+};
+
+
+export type MutationAdvanceTestClockArgs = {
+  campaignId: Scalars['ID']['input'];
+  seconds: Scalars['Int']['input'];
 };
 
 
@@ -793,6 +820,11 @@ export type MutationLoadTicketsArgs = {
 
 export type MutationOpenCampaignArgs = {
   id: Scalars['ID']['input'];
+};
+
+
+export type MutationPurgeTestDataArgs = {
+  before: Scalars['DateTime']['input'];
 };
 
 
@@ -951,6 +983,14 @@ export type PartnerTestKey = {
   prefix: Scalars['String']['output'];
   /** Set when the test key was revoked (revokeApiKey(test: true)): every request with it is UNAUTHENTICATED. */
   revokedAt?: Maybe<Scalars['DateTime']['output']>;
+};
+
+export type PurgeTestDataPayload = {
+  __typename?: 'PurgeTestDataPayload';
+  allocations: Scalars['Int']['output'];
+  campaigns: Scalars['Int']['output'];
+  tickets: Scalars['Int']['output'];
+  webhookDeliveries: Scalars['Int']['output'];
 };
 
 export type Query = {
@@ -1235,8 +1275,14 @@ export type WebhookEndpoint = {
   /** Each once, in the order of the WebhookEvent enum. */
   events: Array<WebhookEvent>;
   id: Scalars['ID']['output'];
-  /** null: an operator endpoint, which receives every event. */
+  /** null: an operator endpoint, which receives every event of its mode. */
   partner?: Maybe<Partner>;
+  /**
+   * A test endpoint: it receives the events of test campaigns only (their bodies carry
+   * "livemode": false); a live endpoint those of live campaigns only ("livemode": true). Made with a
+   * partner's test key, or by an operator with test: true.
+   */
+  test: Scalars['Boolean']['output'];
   url: Scalars['String']['output'];
 };
 
@@ -1403,6 +1449,7 @@ export type ResolversTypes = {
   PartnerPayload: ResolverTypeWrapper<Omit<PartnerPayload, 'partner'> & { partner: ResolversTypes['Partner'] }>;
   PartnerStats: ResolverTypeWrapper<PartnerStatsModel>;
   PartnerTestKey: ResolverTypeWrapper<PartnerTestKey>;
+  PurgeTestDataPayload: ResolverTypeWrapper<PurgeTestDataPayload>;
   Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
   RefusalCount: ResolverTypeWrapper<RefusalCount>;
   ReleasePolicy: ReleasePolicy;
@@ -1479,6 +1526,7 @@ export type ResolversParentTypes = {
   PartnerPayload: Omit<PartnerPayload, 'partner'> & { partner: ResolversParentTypes['Partner'] };
   PartnerStats: PartnerStatsModel;
   PartnerTestKey: PartnerTestKey;
+  PurgeTestDataPayload: PurgeTestDataPayload;
   Query: Record<PropertyKey, never>;
   RefusalCount: RefusalCount;
   String: Scalars['String']['output'];
@@ -1623,6 +1671,7 @@ export type CampaignResolvers<ContextType = Context, ParentType extends Resolver
   stats?: Resolver<ResolversTypes['CampaignStats'], ParentType, ContextType>;
   status?: Resolver<ResolversTypes['CampaignStatus'], ParentType, ContextType>;
   test?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  testClock?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
   timeline?: Resolver<Array<ResolversTypes['TimelinePoint']>, ParentType, ContextType, RequireFields<CampaignTimelineArgs, 'bucket'>>;
   waitlist?: Resolver<ResolversTypes['WaitlistEntryConnection'], ParentType, ContextType, Partial<CampaignWaitlistArgs>>;
   waitlistLength?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
@@ -1733,6 +1782,7 @@ export type LoadTicketsPayloadResolvers<ContextType = Context, ParentType extend
 };
 
 export type MutationResolvers<ContextType = Context, ParentType extends ResolversParentTypes['Mutation'] = ResolversParentTypes['Mutation']> = {
+  advanceTestClock?: Resolver<ResolversTypes['CampaignPayload'], ParentType, ContextType, RequireFields<MutationAdvanceTestClockArgs, 'campaignId' | 'seconds'>>;
   claimTicket?: Resolver<ResolversTypes['ClaimTicketPayload'], ParentType, ContextType, RequireFields<MutationClaimTicketArgs, 'input'>>;
   claimTickets?: Resolver<ResolversTypes['ClaimTicketsPayload'], ParentType, ContextType, RequireFields<MutationClaimTicketsArgs, 'input'>>;
   closeCampaign?: Resolver<ResolversTypes['CampaignPayload'], ParentType, ContextType, RequireFields<MutationCloseCampaignArgs, 'id'>>;
@@ -1751,6 +1801,7 @@ export type MutationResolvers<ContextType = Context, ParentType extends Resolver
   leaveWaitlist?: Resolver<ResolversTypes['JoinWaitlistPayload'], ParentType, ContextType, RequireFields<MutationLeaveWaitlistArgs, 'entryId'>>;
   loadTickets?: Resolver<ResolversTypes['LoadTicketsPayload'], ParentType, ContextType, RequireFields<MutationLoadTicketsArgs, 'campaignId' | 'codes'>>;
   openCampaign?: Resolver<ResolversTypes['CampaignPayload'], ParentType, ContextType, RequireFields<MutationOpenCampaignArgs, 'id'>>;
+  purgeTestData?: Resolver<ResolversTypes['PurgeTestDataPayload'], ParentType, ContextType, RequireFields<MutationPurgeTestDataArgs, 'before'>>;
   redeliverWebhook?: Resolver<ResolversTypes['WebhookDelivery'], ParentType, ContextType, RequireFields<MutationRedeliverWebhookArgs, 'deliveryId'>>;
   releaseAllocation?: Resolver<ResolversTypes['ClaimTicketPayload'], ParentType, ContextType, RequireFields<MutationReleaseAllocationArgs, 'allocationId'>>;
   repairCampaign?: Resolver<ResolversTypes['CampaignVerification'], ParentType, ContextType, RequireFields<MutationRepairCampaignArgs, 'id'>>;
@@ -1817,6 +1868,13 @@ export type PartnerTestKeyResolvers<ContextType = Context, ParentType extends Re
   lastUsedAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
   prefix?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   revokedAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
+};
+
+export type PurgeTestDataPayloadResolvers<ContextType = Context, ParentType extends ResolversParentTypes['PurgeTestDataPayload'] = ResolversParentTypes['PurgeTestDataPayload']> = {
+  allocations?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  campaigns?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  tickets?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  webhookDeliveries?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
 };
 
 export type QueryResolvers<ContextType = Context, ParentType extends ResolversParentTypes['Query'] = ResolversParentTypes['Query']> = {
@@ -1915,6 +1973,7 @@ export type WebhookEndpointResolvers<ContextType = Context, ParentType extends R
   events?: Resolver<Array<ResolversTypes['WebhookEvent']>, ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   partner?: Resolver<Maybe<ResolversTypes['Partner']>, ParentType, ContextType>;
+  test?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   url?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
 };
 
@@ -1958,6 +2017,7 @@ export type Resolvers<ContextType = Context> = {
   PartnerPayload?: PartnerPayloadResolvers<ContextType>;
   PartnerStats?: PartnerStatsResolvers<ContextType>;
   PartnerTestKey?: PartnerTestKeyResolvers<ContextType>;
+  PurgeTestDataPayload?: PurgeTestDataPayloadResolvers<ContextType>;
   Query?: QueryResolvers<ContextType>;
   RefusalCount?: RefusalCountResolvers<ContextType>;
   Subscription?: SubscriptionResolvers<ContextType>;

@@ -11,6 +11,7 @@ async function details(ctx: { loaders: Loaders }, campaign: CampaignModel): Prom
 
 export const Campaign: CampaignResolvers = {
   test: (campaign) => isTestCampaignId(campaign.id),
+  testClock: (campaign, _, ctx) => (isTestCampaignId(campaign.id) ? ctx.services.campaigns.testClockOf(campaign.id) : null),
   stats: (campaign, _, ctx) => ctx.loaders.stats.load(campaign.id),
   lowStockThreshold: async (campaign, _, ctx) => campaign.lowStockThreshold ?? (await details(ctx, campaign)).lowStockThreshold ?? null,
   maxHoldSeconds: async (campaign, _, ctx) => campaign.maxHoldSeconds ?? (await details(ctx, campaign)).maxHoldSeconds ?? null,

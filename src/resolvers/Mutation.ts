@@ -7,6 +7,8 @@ export const Mutation: MutationResolvers = {
   generateTickets: (_, { campaignId, count, prefix }, ctx) =>
     ctx.services.campaigns.generateTickets(ctx, campaignId, count, prefix),
   openCampaign: async (_, { id }, ctx) => ({ campaign: await ctx.services.campaigns.open(ctx, id) }),
+  purgeTestData: (_, { before }, ctx) => ctx.services.campaigns.purgeTestData(ctx, before),
+  advanceTestClock: async (_, { campaignId, seconds }, ctx) => ({ campaign: await ctx.services.campaigns.advanceTestClock(ctx, campaignId, seconds) }),
   closeCampaign: async (_, { id }, ctx) => ({ campaign: await ctx.services.campaigns.close(ctx, id) }),
   claimTicket: (_, { input }, ctx) => ctx.services.allocations.claim(ctx, input),
   releaseAllocation: (_, { allocationId }, ctx) => ctx.services.allocationRecords.release(ctx, allocationId),

@@ -1,6 +1,11 @@
 // Campaigns: the operator's side — create, load, open, close — and the reads both sides share.
 import { inScope } from '../auth';
-import { newTestCampaignId } from '../testMode';
+import { isTestCampaignId, newTestCampaignId } from '../testMode';
+import { advanceTestClock } from '../db/testClock';
+import { purgeTestData, type Purged } from '../db/purgeTestData';
+import { expireHolds, lapseAllotments, stockEvents } from '../db/expireHolds';
+import { offerAllReturned } from '../db/waitlist';
+import { passOnBallots } from '../db/ballots';
 import type { Database } from '../db/client';
 import type { LiveUpdates } from '../live';
 import type { Logger } from '../logger';
@@ -20,6 +25,11 @@ import { campaignCursor } from './cursors';
 import { campaignStatsStream } from './liveStats';
 import * as validate from '../validation';
 import type { RequestContext } from './requestContext';
+
+/** advanceTestClock moves a clock at most a year at a time. */
+const MAX_TEST_CLOCK_SECONDS = 31_536_000;
+/** Expired holds returned per statement when advanceTestClock sweeps (as the sweeper does). */
+const HOLD_SWEEP_BATCH = 1000;
 
 export interface CreateCampaignInput {
   name: string;
@@ -150,6 +160,43 @@ export class CampaignService {
     const campaign = await this.db.prisma.campaign.findUniqueOrThrow({ where: { id }, select: CAMPAIGN_FIELDS });
     ctx.loaders.campaign.prime(campaign.id, campaign);
     return campaign;
+  }
+
+  /**
+   * advanceTestClock (db/testClock.ts): a test campaign's clock `seconds` forward, then what the
+   * sweeper would do at once — holds expired, allotments lapsed, returned tickets offered, ballots
+   * passed on, stock announced — so the effects are there when this returns. An operator, or a
+   * partner's test key; to a live key a test campaign does not exist. LIVE_CAMPAIGN on a live one.
+   */
+  async advanceTestClock(ctx: RequestContext, id: string, seconds: number): Promise<CampaignModel> {
+    if (!validate.isUuid(id) || !inScope(ctx.viewer, id)) throw notFound('Campaign', id);
+    const current = await this.require(id);
+    if (!isTestCampaignId(current.id)) {
+      throw apiError(ErrorCode.LIVE_CAMPAIGN, `Campaign ${id} is live: advanceTestClock moves test campaigns' clocks only.`);
+    }
+    const by = validate.intInRange('seconds', seconds, 1, MAX_TEST_CLOCK_SECONDS);
+    if (!(await advanceTestClock(this.db.prisma, current.id, by))) throw notFound('Campaign', id);
+    for (let swept = HOLD_SWEEP_BATCH; swept >= HOLD_SWEEP_BATCH; ) swept = await expireHolds(this.db.prisma, HOLD_SWEEP_BATCH);
+    await lapseAllotments(this.db.prisma);
+    await offerAllReturned(this.db.prisma);
+    await passOnBallots(this.db.prisma);
+    await stockEvents(this.db.prisma);
+    ctx.loaders.allocation.clearAll();
+    return this.fresh(ctx, await this.require(id));
+  }
+
+  /** purgeTestData (db/purgeTestData.ts): test campaigns made before `before`, and what is theirs, deleted. */
+  async purgeTestData(ctx: RequestContext, before: Date): Promise<Purged> {
+    const purged = await purgeTestData(this.db.prisma, validate.date('before', before));
+    ctx.loaders.campaign.clearAll();
+    ctx.loaders.allocation.clearAll();
+    return purged;
+  }
+
+  /** A test campaign's clock now (the real time plus what advanceTestClock added); null when there is no such campaign. */
+  async testClockOf(id: string): Promise<Date | null> {
+    const row = await this.db.prisma.campaign.findUnique({ where: { id }, select: { testClockSeconds: true } });
+    return row && new Date(Date.now() + Number(row.testClockSeconds) * 1000);
   }
 
   /** DRAFT -> OPEN. Opening an OPEN campaign changes nothing; a CLOSED one stays closed. */

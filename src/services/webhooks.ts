@@ -12,7 +12,7 @@ import { deleteWebhookEndpoint } from '../db/deleteWebhookEndpoint';
 import { countWebhookDeliveries, findWebhookDeliveryPage } from '../db/findWebhookDeliveries';
 import { redeliverWebhook } from '../db/redeliverWebhook';
 import { toDelivery, toEndpoint } from '../db/webhookRows';
-import { apiError, ErrorCode, notFound, Refusal } from '../errors';
+import { apiError, ErrorCode, InvalidInput, notFound, Refusal } from '../errors';
 import type { CreateWebhookInput, DeliveryStatus, WebhookEvent } from '../generated/graphql';
 import type { ConnectionModel, WebhookDeliveryModel, WebhookEndpointModel } from '../models';
 import * as validate from '../validation';
@@ -26,10 +26,11 @@ export type WebhookOptions = Config['webhooks'];
 /** Tests and tools that build services without a configuration: no key, so no endpoint can be created. */
 export const NO_WEBHOOK_CONFIG: WebhookOptions = { secretKey: undefined, allowPrivateNetworks: false, production: false };
 
-const ENDPOINT_FIELDS = { id: true, partnerId: true, url: true, events: true, enabled: true, createdAt: true } as const;
+const ENDPOINT_FIELDS = { id: true, partnerId: true, url: true, events: true, enabled: true, test: true, createdAt: true } as const;
 
-/** The partner a viewer is limited to; null for the admin (every endpoint). */
-const ownerScope = (ctx: RequestContext): string | null => (ctx.viewer.kind === 'partner' ? ctx.viewer.partnerId : null);
+/** The partner and mode a viewer is limited to (a partner's live or test key); null for the admin (every endpoint). */
+const ownerScope = (ctx: RequestContext): { partnerId: string; test: boolean } | null =>
+  ctx.viewer.kind === 'partner' ? { partnerId: ctx.viewer.partnerId, test: ctx.viewer.test } : null;
 
 export class WebhookService {
   constructor(
@@ -40,6 +41,11 @@ export class WebhookService {
   /** A new endpoint and its secret, which is returned here once and stored only sealed. */
   async create(ctx: RequestContext, input: CreateWebhookInput): Promise<{ endpoint: WebhookEndpointModel; secret: string }> {
     const partnerId = await this.ownerFor(ctx, input.partnerId);
+    // A partner key makes endpoints of its own mode; an operator chooses (live unless test: true).
+    if (ctx.viewer.kind === 'partner' && input.test !== null && input.test !== undefined && input.test !== ctx.viewer.test) {
+      throw new InvalidInput('test', `A ${ctx.viewer.test ? 'test' : 'live'} key makes ${ctx.viewer.test ? 'test' : 'live'} endpoints: leave test out.`);
+    }
+    const test = ctx.viewer.kind === 'partner' ? ctx.viewer.test : input.test === true;
     const key = this.options.secretKey;
     if (!key) {
       throw apiError(
@@ -51,10 +57,10 @@ export class WebhookService {
     const events = validate.webhookEvents(input.events);
     const secret = newWebhookSecret();
     const limit = validate.LIMITS.webhooksPerOwner;
-    const row = await createWebhookEndpoint(this.db.prisma, { partnerId, url, events, secretSealed: sealSecret(secret, key), limit });
+    const row = await createWebhookEndpoint(this.db.prisma, { partnerId, test, url, events, secretSealed: sealSecret(secret, key), limit });
     if (!row) {
       const owner = partnerId === null ? 'The operator' : `Partner ${partnerId}`;
-      throw apiError(ErrorCode.LIMIT_REACHED, `${owner} already has ${limit} webhook endpoints; delete one first.`, { limit });
+      throw apiError(ErrorCode.LIMIT_REACHED, `${owner} already has ${limit} ${test ? 'test' : 'live'} webhook endpoints; delete one first.`, { limit });
     }
     return { endpoint: toEndpoint(row), secret };
   }
@@ -68,11 +74,11 @@ export class WebhookService {
     throw notFound('Webhook endpoint', id);
   }
 
-  /** Every live endpoint (admin), or the partner's own; oldest first. */
+  /** Every endpoint not deleted (admin), or the partner's own of its key's mode; oldest first. */
   async list(ctx: RequestContext): Promise<WebhookEndpointModel[]> {
-    const partnerId = ownerScope(ctx);
+    const owner = ownerScope(ctx);
     const rows = await this.db.prisma.webhookEndpoint.findMany({
-      where: { deletedAt: null, ...(partnerId === null ? {} : { partnerId }) },
+      where: { deletedAt: null, ...(owner ?? {}) },
       orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
       select: ENDPOINT_FIELDS,
     });
@@ -103,10 +109,10 @@ export class WebhookService {
     const id = deliveryId.toLowerCase();
     const found = await this.db.prisma.webhookDelivery.findUnique({
       where: { id },
-      select: { endpoint: { select: { partnerId: true, deletedAt: true } } },
+      select: { endpoint: { select: { partnerId: true, test: true, deletedAt: true } } },
     });
     if (!found) throw notFound('Webhook delivery', deliveryId);
-    this.checkOwner(ctx, found.endpoint.partnerId, 'Webhook delivery', deliveryId);
+    this.checkOwner(ctx, found.endpoint, 'Webhook delivery', deliveryId);
     const row = found.endpoint.deletedAt === null ? await redeliverWebhook(this.db.prisma, id) : null;
     // Deleted before, or while this ran (redeliverWebhook.ts): its deliveries are never sent again.
     if (!row) throw apiError(ErrorCode.INVALID_TRANSITION, `Webhook delivery ${deliveryId} cannot be sent again: its endpoint was deleted.`);
@@ -135,13 +141,14 @@ export class WebhookService {
   /** The endpoint (deleted ones too) if the viewer may see it; NOT_FOUND otherwise. */
   private async requireEndpoint(ctx: RequestContext, endpointId: string): Promise<{ id: string }> {
     if (!validate.isUuid(endpointId)) throw notFound('Webhook endpoint', endpointId);
-    const endpoint = await this.db.prisma.webhookEndpoint.findUnique({ where: { id: endpointId.toLowerCase() }, select: { id: true, partnerId: true } });
+    const endpoint = await this.db.prisma.webhookEndpoint.findUnique({ where: { id: endpointId.toLowerCase() }, select: { id: true, partnerId: true, test: true } });
     if (!endpoint) throw notFound('Webhook endpoint', endpointId);
-    this.checkOwner(ctx, endpoint.partnerId, 'Webhook endpoint', endpointId);
+    this.checkOwner(ctx, endpoint, 'Webhook endpoint', endpointId);
     return endpoint;
   }
 
-  private checkOwner(ctx: RequestContext, ownerId: string | null, what: string, id: string): void {
-    if (ctx.viewer.kind === 'partner' && ownerId !== ctx.viewer.partnerId) throw new Refusal(what, id);
+  /** Another partner's endpoint, or one of the other mode (a live key's view of a test endpoint): a Refusal, answered NOT_FOUND. */
+  private checkOwner(ctx: RequestContext, endpoint: { partnerId: string | null; test: boolean }, what: string, id: string): void {
+    if (ctx.viewer.kind === 'partner' && (endpoint.partnerId !== ctx.viewer.partnerId || endpoint.test !== ctx.viewer.test)) throw new Refusal(what, id);
   }
 }
