@@ -14,7 +14,8 @@ const base = require('./jest.config');
  * concurrency suites (the exactly-once race and storm, the mixed stress, the chaos scenarios with
  * servers SIGKILLed and backends terminated), the core flows and every feature's happy path through
  * the GraphQL API, group claims (of one campaign each on Citus), verify/repair, and the loads (COPY
- * into the distributed table) with the tickets-campaigns rule kept on the shards. Not listed: the failover drill (a Patroni cluster of plain
+ * into the distributed table) with the tickets-campaigns rule kept on the shards, and test mode (its
+ * wall between modes, its clock and its purge, all of whose statements Citus must accept). Not listed: the failover drill (a Patroni cluster of plain
  * PostgreSQL), suites about the process or the transports, which do not change with the database,
  * and the CLI's (it speaks only the GraphQL API, whose operations the suites above run; it passes
  * here too, in 32 s that CI's budget needs). The chaos scenarios run on databases of the cluster
@@ -46,6 +47,7 @@ const SUITES = [
   'operatorReads.test.ts',
   'observability.test.ts',
   'ticketLoads.test.ts',
+  'testMode.test.ts',
   'ticketCampaignKey.test.ts',
 ];
 

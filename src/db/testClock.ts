@@ -20,19 +20,22 @@ import { lockCampaignGate, type Batchable } from './campaignGate';
  */
 export async function advanceTestClock(db: Batchable, campaignId: string, seconds: number): Promise<boolean> {
   if (!isTestCampaignId(campaignId)) return false;
-  const shift = Prisma.sql`make_interval(secs => ${seconds}::integer)`;
+  // `column` moved back by `seconds`, in UTC: the same instant as timestamptz arithmetic for a shift
+  // of seconds, and made of IMMUTABLE functions, which Citus requires of an UPDATE's expressions
+  // (timestamptz - interval is STABLE: it reads the time zone for shifts of days and months).
+  const back = (column: string) => Prisma.sql`((${Prisma.raw(column)} AT TIME ZONE 'UTC') - make_interval(secs => ${seconds}::integer)) AT TIME ZONE 'UTC'`;
   const [, , moved] = await db.$transaction([
     ...lockCampaignGate(db, campaignId),
     db.$executeRaw`
       UPDATE campaigns
-         SET opens_at = opens_at - ${shift}, closes_at = closes_at - ${shift}, entries_close_at = entries_close_at - ${shift},
+         SET opens_at = ${back('opens_at')}, closes_at = ${back('closes_at')}, entries_close_at = ${back('entries_close_at')},
              test_clock_seconds = test_clock_seconds + ${seconds}::integer
        WHERE id = ${campaignId}::uuid AND test`,
     db.$executeRaw`
-      UPDATE allocations SET expires_at = expires_at - ${shift}
+      UPDATE allocations SET expires_at = ${back('expires_at')}
        WHERE campaign_id = ${campaignId}::uuid AND status = 'HELD' AND expires_at IS NOT NULL`,
     db.$executeRaw`
-      UPDATE allotments SET lapses_at = lapses_at - ${shift}
+      UPDATE allotments SET lapses_at = ${back('lapses_at')}
        WHERE campaign_id = ${campaignId}::uuid AND lapsed_at IS NULL AND lapses_at IS NOT NULL`,
   ]);
   return moved === 1;
