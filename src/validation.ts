@@ -13,6 +13,8 @@ export const LIMITS = {
   codeLength: 128,
   codesPerLoad: 10_000,
   generateCount: 1_000_000,
+  /** createTestCopy's tickets (generated a million at a time). */
+  testCopyTickets: 10_000_000,
   prefixLength: 64,
   pageSize: 100,
   defaultPageSize: 20,

@@ -554,3 +554,63 @@ describe('purgeTestData', () => {
     }
   });
 });
+
+// ----- createTestCopy --------------------------------------------------------------------------------
+
+describe('createTestCopy', () => {
+  const COPY = 'mutation($c: ID!, $n: Int) { createTestCopy(campaignId: $c, tickets: $n) { campaign { id name test status perHolderLimit maxHoldSeconds lowStockThreshold releasePolicy waitlistOfferSeconds opensAt closesAt stats { total available allotted } allotments { partner { id } size lapsesAt } } } }';
+
+  test('copies the settings, quotas and live allotments, with synthetic codes as many as the original has; no live row changes', async () => {
+    const closesAt = new Date(Date.now() + 86_400_000).toISOString();
+    const lapsesAt = new Date(Date.now() + 3_600_000).toISOString();
+    const original = await server.openCampaignWith(10, { name: 'Spring drop', perHolderLimit: 2, maxHoldSeconds: 900, lowStockThreshold: 3, releasePolicy: 'WAITLIST_FIRST', waitlistOfferSeconds: 300, closesAt });
+    await server.gql(ADMIN_KEY, 'mutation($c: ID!, $p: ID!) { setPartnerQuota(campaignId: $c, partnerId: $p, quota: 4) { campaign { id } } }', { c: original, p: partner.id });
+    await server.gql(ADMIN_KEY, 'mutation($c: ID!, $p: ID!, $l: DateTime) { setPartnerAllotment(campaignId: $c, partnerId: $p, size: 2, lapsesAt: $l) { id } }', { c: original, p: partner.id, l: lapsesAt });
+    const before = await liveSnapshot();
+    const r = await server.gql(ADMIN_KEY, COPY, { c: original });
+    expect(r.body.errors).toBeUndefined();
+    const copy = r.body.data!.createTestCopy.campaign;
+    expect(copy).toEqual({
+      id: expect.any(String),
+      name: 'Spring drop (test copy)',
+      test: true,
+      status: 'OPEN',
+      perHolderLimit: 2,
+      maxHoldSeconds: 900,
+      lowStockThreshold: 3,
+      releasePolicy: 'WAITLIST_FIRST',
+      waitlistOfferSeconds: 300,
+      opensAt: null,
+      closesAt,
+      stats: { total: 10, available: 8, allotted: 2 },
+      allotments: [{ partner: { id: partner.id }, size: 2, lapsesAt }],
+    });
+    expect(await liveSnapshot()).toEqual(before);
+    const { rows: quotas } = await server.sql.query('SELECT partner_id::text, quota FROM partner_quotas WHERE campaign_id = $1', [copy.id]);
+    expect(quotas).toEqual([{ partner_id: partner.id, quota: 4 }]);
+    const { rows: codes } = await server.sql.query("SELECT count(*)::int AS n FROM tickets WHERE campaign_id = $1 AND code LIKE 'TEST-%'", [copy.id]);
+    expect(codes[0].n).toBe(10);
+    // The partner rehearses on it with its test key; its live key cannot see it.
+    const claim = (key: string) => server.gql(key, 'mutation($c: ID!) { claimTicket(input: { campaignId: $c, holder: "copy" }) { allocation { test } error { code } } }', { c: copy.id });
+    expect((await claim(partner.test)).body.data!.claimTicket).toEqual({ allocation: { test: true }, error: null });
+    expect((await claim(partner.live)).body.data!.claimTicket.error.code).toBe('CAMPAIGN_NOT_FOUND');
+  });
+
+  test('tickets sets the count (0 and up, at least the allotments); a DRAFT is copied as a DRAFT; partners are FORBIDDEN', async () => {
+    const draft = await server.createCampaign({ name: 'Draft' });
+    const three = await server.gql(ADMIN_KEY, COPY, { c: draft, n: 3 });
+    expect(three.body.data!.createTestCopy.campaign).toMatchObject({ status: 'DRAFT', test: true, stats: { total: 3 } });
+    const empty = await server.gql(ADMIN_KEY, COPY, { c: draft });
+    expect(empty.body.data!.createTestCopy.campaign.stats.total).toBe(0);
+    const allotted = await campaignOf('live', 5);
+    await server.gql(ADMIN_KEY, 'mutation($c: ID!, $p: ID!) { setPartnerAllotment(campaignId: $c, partnerId: $p, size: 4) { id } }', { c: allotted, p: partner.id });
+    const campaigns = (await server.sql.query('SELECT count(*)::int AS n FROM campaigns')).rows[0].n;
+    for (const n of [3, -1, 10_000_001]) {
+      const r = await server.gql(ADMIN_KEY, COPY, { c: allotted, n });
+      expect(r.body.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'tickets' });
+    }
+    expect((await server.sql.query('SELECT count(*)::int AS n FROM campaigns')).rows[0].n).toBe(campaigns);
+    for (const key of [partner.live, partner.test]) expect((await server.gql(key, COPY, { c: allotted })).body.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+    expect((await server.gql(ADMIN_KEY, COPY, { c: NO_SUCH_ID })).body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+  });
+});

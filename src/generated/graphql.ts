@@ -619,6 +619,15 @@ export type Mutation = {
   createOperatorKey: CreateOperatorKeyPayload;
   /** Admin. Issues a partner API key (shown once). */
   createPartner: CreatePartnerPayload;
+  /**
+   * Admin. A test campaign made from a campaign (live or test): the same settings (per-holder limit,
+   * hold cap, low-stock threshold, release policy, waitlist offer time, mode and a ballot's settings —
+   * the window and entriesCloseAt only while still ahead), the partners' quotas and live allotments,
+   * and `tickets` synthetic codes (TEST-…; 0 to 10,000,000; as many as the original has when left
+   * out, and at least its allotments). OPEN, with a ballot's own seed, unless the original is a DRAFT.
+   * Its name is the original's with " (test copy)". BAD_USER_INPUT (field tickets) below the allotments.
+   */
+  createTestCopy: CampaignPayload;
   /** Admin (for any partner, or an operator endpoint), or a partner for itself. At most 20 endpoints each; the secret is shown once. */
   createWebhook: CreateWebhookPayload;
   /** Admin, or the owning partner. Its pending deliveries become FAILED; deleting it again is NOT_FOUND. */
@@ -761,6 +770,12 @@ export type MutationCreateOperatorKeyArgs = {
 
 export type MutationCreatePartnerArgs = {
   input: CreatePartnerInput;
+};
+
+
+export type MutationCreateTestCopyArgs = {
+  campaignId: Scalars['ID']['input'];
+  tickets?: InputMaybe<Scalars['Int']['input']>;
 };
 
 
@@ -1790,6 +1805,7 @@ export type MutationResolvers<ContextType = Context, ParentType extends Resolver
   createCampaign?: Resolver<ResolversTypes['CampaignPayload'], ParentType, ContextType, RequireFields<MutationCreateCampaignArgs, 'input'>>;
   createOperatorKey?: Resolver<ResolversTypes['CreateOperatorKeyPayload'], ParentType, ContextType, RequireFields<MutationCreateOperatorKeyArgs, 'input'>>;
   createPartner?: Resolver<ResolversTypes['CreatePartnerPayload'], ParentType, ContextType, RequireFields<MutationCreatePartnerArgs, 'input'>>;
+  createTestCopy?: Resolver<ResolversTypes['CampaignPayload'], ParentType, ContextType, RequireFields<MutationCreateTestCopyArgs, 'campaignId'>>;
   createWebhook?: Resolver<ResolversTypes['CreateWebhookPayload'], ParentType, ContextType, RequireFields<MutationCreateWebhookArgs, 'input'>>;
   deleteWebhook?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType, RequireFields<MutationDeleteWebhookArgs, 'id'>>;
   drawBallot?: Resolver<ResolversTypes['DrawBallotPayload'], ParentType, ContextType, RequireFields<MutationDrawBallotArgs, 'campaignId'>>;

@@ -26,6 +26,10 @@ import { campaignStatsStream } from './liveStats';
 import * as validate from '../validation';
 import type { RequestContext } from './requestContext';
 
+/** A test copy's name ends so (the name is cut to fit 200 characters with it). */
+const TEST_COPY_SUFFIX = ' (test copy)';
+/** A test copy's synthetic codes start so. */
+const TEST_COPY_PREFIX = 'TEST-';
 /** advanceTestClock moves a clock at most a year at a time. */
 const MAX_TEST_CLOCK_SECONDS = 31_536_000;
 /** Expired holds returned per statement when advanceTestClock sweeps (as the sweeper does). */
@@ -183,6 +187,57 @@ export class CampaignService {
     await stockEvents(this.db.prisma);
     ctx.loaders.allocation.clearAll();
     return this.fresh(ctx, await this.require(id));
+  }
+
+  /**
+   * createTestCopy: a test campaign with the original's settings — limits, window (while it is
+   * still ahead), release policy, waitlist and ballot settings (a ballot gets its own seed when the
+   * copy opens) — its partners' quotas and live allotments, and `tickets` synthetic codes (TEST-…;
+   * as many as the original has when left out). OPEN unless the original is a DRAFT. Made step by
+   * step through the same operations an operator would call: a failure part-way leaves a partial
+   * test copy, which purgeTestData removes like any other.
+   */
+  async createTestCopy(ctx: RequestContext, campaignId: string, tickets: number | null | undefined): Promise<CampaignModel> {
+    const original = await this.require(campaignId);
+    const count =
+      tickets === null || tickets === undefined
+        ? (await ctx.loaders.stats.load(original.id)).total
+        : validate.intInRange('tickets', tickets, 0, validate.LIMITS.testCopyTickets);
+    const [quotas, allotments] = await Promise.all([
+      this.db.prisma.partnerQuota.findMany({ where: { campaignId: original.id }, select: { partnerId: true, quota: true } }),
+      this.db.prisma.allotment.findMany({ where: { campaignId: original.id, lapsedAt: null }, select: { partnerId: true, size: true, lapsesAt: true } }),
+    ]);
+    const now = Date.now();
+    const kept = allotments.filter((a) => a.size > 0 && (a.lapsesAt === null || a.lapsesAt.getTime() > now));
+    const allotted = kept.reduce((sum, a) => sum + a.size, 0);
+    if (allotted > count) throw new InvalidInput('tickets', `The original's allotments set aside ${allotted} tickets: a copy needs at least as many.`);
+    const ahead = (at: Date | null) => (at !== null && at.getTime() > now ? at : null);
+    const closesAt = ahead(original.closesAt);
+    const copy = await this.create(ctx, {
+      name: `${[...original.name].slice(0, validate.LIMITS.nameLength - TEST_COPY_SUFFIX.length).join('')}${TEST_COPY_SUFFIX}`,
+      perHolderLimit: original.perHolderLimit,
+      opensAt: closesAt ? original.opensAt : null,
+      closesAt,
+      lowStockThreshold: original.lowStockThreshold,
+      maxHoldSeconds: original.maxHoldSeconds,
+      releasePolicy: original.releasePolicy,
+      waitlistOfferSeconds: original.waitlistOfferSeconds,
+      mode: original.mode,
+      entriesCloseAt: original.mode === 'BALLOT' ? ahead(original.entriesCloseAt ?? null) : null,
+      ballotConfirmSeconds: original.mode === 'BALLOT' ? original.ballotConfirmSeconds : null,
+      test: true,
+    });
+    for (let left = count; left > 0; left -= validate.LIMITS.generateCount) {
+      await generateTicketsByCopy(this.db.pool, copy.id, Math.min(left, validate.LIMITS.generateCount), TEST_COPY_PREFIX);
+    }
+    await this.analyzed(count);
+    for (const q of quotas) await setPartnerQuota(this.db.prisma, copy.id, q.partnerId, q.quota);
+    for (const a of kept) {
+      const result = await setPartnerAllotment(this.db.prisma, { campaignId: copy.id, partnerId: a.partnerId, size: a.size, lapsesAt: a.lapsesAt });
+      if (result.verdict !== 'OK') throw new Error(`createTestCopy: allotment of ${a.size} for partner ${a.partnerId} refused (${result.verdict})`);
+    }
+    if (original.status !== 'DRAFT') await openCampaign(this.db.prisma, copy.id, this.ballotSeed(copy));
+    return this.fresh(ctx, await this.require(copy.id));
   }
 
   /** purgeTestData (db/purgeTestData.ts): test campaigns made before `before`, and what is theirs, deleted. */
