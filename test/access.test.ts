@@ -80,9 +80,10 @@ describe.each(roleRules.map((rule) => [rule.field, rule] as const))('%s', (_fiel
   });
 });
 
-test("the @audited fields are the webhook mutations and advanceTestClock, each audited, and releaseAllocation, audited for operators' calls only", () => {
+test("the @audited fields are the webhook mutations and the rehearsal controls, each audited, and releaseAllocation, audited for operators' calls only", () => {
   expect(openRules).toEqual([
     { field: 'Mutation.advanceTestClock', role: null, audited: true, auditsPartners: true },
+    { field: 'Mutation.resetTestCampaign', role: null, audited: true, auditsPartners: true },
     { field: 'Mutation.releaseAllocation', role: null, audited: true, auditsPartners: false },
     ...['createWebhook', 'deleteWebhook', 'redeliverWebhook'].map((m) => ({ field: `Mutation.${m}`, role: null, audited: true, auditsPartners: true })),
   ]);

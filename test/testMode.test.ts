@@ -473,18 +473,22 @@ describe('advanceTestClock', () => {
 /**
  * Every live row, as a digest per table: rows of live campaigns (their id is not version 8) in every
  * table with a campaign_id — counters summed over their slots, which the sweeper may fold — and
- * partners, webhook endpoints and live endpoints' deliveries.
+ * partners, webhook endpoints and live endpoints' deliveries. Left out: what runs on by itself while
+ * the test runs — a delivery's attempts (an endpoint that refuses is retried) and the sweeper's
+ * stock announcements (*_announced_at).
  */
 async function liveSnapshot(): Promise<Record<string, string>> {
+  // The outbox drained first: a live event waiting there would become deliveries mid-comparison.
+  await until(async () => (await server.sql.query('SELECT count(*)::int AS n FROM webhook_events')).rows[0].n === 0, { message: 'the outbox to drain' });
   const live = "substring(campaign_id::text, 15, 1) <> '8'";
   const queries: Record<string, string> = {
     campaign_counters: `SELECT campaign_id, sum(total), sum(allocated), sum(held), sum(void) FROM campaign_counters WHERE ${live} GROUP BY campaign_id`,
     partner_counters: `SELECT campaign_id, partner_id, sum(active), sum(held) FROM partner_counters WHERE ${live} GROUP BY campaign_id, partner_id`,
     minute_counters: `SELECT campaign_id, minute, sum(active) FROM minute_counters WHERE ${live} GROUP BY campaign_id, minute`,
-    campaigns: "SELECT * FROM campaigns WHERE substring(id::text, 15, 1) <> '8'",
+    campaigns: "SELECT to_jsonb(c) - 'sold_out_announced_at' - 'low_stock_announced_at' FROM campaigns c WHERE substring(id::text, 15, 1) <> '8'",
     partners: 'SELECT * FROM partners',
     webhook_endpoints: 'SELECT * FROM webhook_endpoints WHERE NOT test',
-    webhook_deliveries: 'SELECT d.* FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE NOT e.test',
+    webhook_deliveries: 'SELECT d.id, d.endpoint_id, d.event_id, d.event, d.allocation_id, d.body FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE NOT e.test',
   };
   const { rows: tables } = await server.sql.query<{ table_name: string }>(
     "SELECT table_name FROM information_schema.columns WHERE table_schema = current_schema() AND column_name = 'campaign_id' ORDER BY table_name",
@@ -612,5 +616,70 @@ describe('createTestCopy', () => {
     expect((await server.sql.query('SELECT count(*)::int AS n FROM campaigns')).rows[0].n).toBe(campaigns);
     for (const key of [partner.live, partner.test]) expect((await server.gql(key, COPY, { c: allotted })).body.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
     expect((await server.gql(ADMIN_KEY, COPY, { c: NO_SUCH_ID })).body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+  });
+});
+
+// ----- resetTestCampaign -----------------------------------------------------------------------------
+
+describe('resetTestCampaign', () => {
+  const RESET = 'mutation($c: ID!) { resetTestCampaign(id: $c) { campaign { status testClock stats { total allocated held available allotted void } } } }';
+  const verify = async (c: string) => (await server.gql(ADMIN_KEY, 'query($c: ID!) { verifyCampaign(id: $c) { ok drifts { check subject expected found } } }', { c })).body.data!.verifyCampaign;
+
+  test('returns a used, clock-moved, closed test campaign to its opening; every figure checks out; sequences keep rising', async () => {
+    const campaign = await campaignOf('test', 6, { releasePolicy: 'VOID' });
+    await server.gql(ADMIN_KEY, 'mutation($c: ID!, $p: ID!) { setPartnerQuota(campaignId: $c, partnerId: $p, quota: 3) { campaign { id } } }', { c: campaign, p: partner.id });
+    await server.gql(ADMIN_KEY, 'mutation($c: ID!, $p: ID!) { setPartnerAllotment(campaignId: $c, partnerId: $p, size: 1) { id } }', { c: campaign, p: partner.id });
+    const sequences: number[] = [];
+    for (const holder of ['a', 'b']) {
+      const r = await server.gql(partner.test, 'mutation($c: ID!, $h: String!) { claimTicket(input: { campaignId: $c, holder: $h }) { allocation { id sequence } } }', { c: campaign, h: holder });
+      sequences.push(Number(r.body.data!.claimTicket.allocation.sequence));
+    }
+    const first = (await server.gql(partner.test, 'query($c: ID!) { campaign(id: $c) { allocations { edges { node { id } } } } }', { c: campaign })).body.data!.campaign.allocations.edges[0].node.id;
+    await server.gql(partner.test, 'mutation($a: ID!) { releaseAllocation(allocationId: $a) { allocation { status } } }', { a: first }); // VOID: a ticket retired
+    await server.gql(partner.test, 'mutation($c: ID!) { holdTicket(input: { campaignId: $c, holder: "h", ttlSeconds: 600 }) { allocation { id } } }', { c: campaign });
+    await server.gql(ADMIN_KEY, 'mutation($c: ID!, $s: Int!) { advanceTestClock(campaignId: $c, seconds: $s) { campaign { id } } }', { c: campaign, s: 120 });
+    await server.gql(ADMIN_KEY, 'mutation($c: ID!) { closeCampaign(id: $c) { campaign { status } } }', { c: campaign });
+
+    const r = await server.gql(partner.test, RESET, { c: campaign });
+    expect(r.body.errors).toBeUndefined();
+    const reset = r.body.data!.resetTestCampaign.campaign;
+    expect({ ...reset, testClock: undefined }).toEqual({ status: 'OPEN', testClock: undefined, stats: { total: 6, allocated: 0, held: 0, available: 5, allotted: 1, void: 0 } });
+    expect(Math.abs(new Date(reset.testClock).getTime() - Date.now())).toBeLessThan(60_000);
+    expect(await verify(campaign)).toEqual({ ok: true, drifts: [] });
+    const { rows } = await server.sql.query('SELECT (SELECT count(*)::int FROM allocations WHERE campaign_id = $1) AS allocations, (SELECT live FROM partner_quotas WHERE campaign_id = $1) AS live, (SELECT quota FROM partner_quotas WHERE campaign_id = $1) AS quota', [campaign]);
+    expect(rows[0]).toEqual({ allocations: 0, live: 0, quota: 3 });
+    // It works on as a just-opened campaign, and the allocation numbers go on from where they were.
+    const again = await server.gql(partner.test, 'mutation($c: ID!) { claimTicket(input: { campaignId: $c, holder: "a" }) { allocation { sequence } error { code } } }', { c: campaign });
+    expect(again.body.data!.claimTicket.error).toBeNull();
+    expect(Number(again.body.data!.claimTicket.allocation.sequence)).toBeGreaterThan(Math.max(...sequences));
+    expect(await verify(campaign)).toEqual({ ok: true, drifts: [] });
+  });
+
+  test('a drawn ballot gets a fresh seed and its entries go; holders may enter again', async () => {
+    const campaign = await campaignOf('test', 3, { mode: 'BALLOT' });
+    const BALLOT = 'query($c: ID!) { campaign(id: $c) { ballot { seedCommitment seed drawnAt entryCount } } }';
+    await server.gql(partner.test, 'mutation($c: ID!) { enterBallot(input: { campaignId: $c, holder: "b" }) { entry { id } } }', { c: campaign });
+    await server.gql(ADMIN_KEY, 'mutation($c: ID!) { drawBallot(campaignId: $c) { ballot { seed } } }', { c: campaign });
+    const drawn = (await server.gql(ADMIN_KEY, BALLOT, { c: campaign })).body.data!.campaign.ballot;
+    expect(drawn.seed).not.toBeNull();
+    expect((await server.gql(ADMIN_KEY, RESET, { c: campaign })).body.errors).toBeUndefined();
+    const fresh = (await server.gql(ADMIN_KEY, BALLOT, { c: campaign })).body.data!.campaign.ballot;
+    expect(fresh).toEqual({ seedCommitment: expect.any(String), seed: null, drawnAt: null, entryCount: 0 });
+    expect(fresh.seedCommitment).not.toBe(drawn.seedCommitment);
+    const entered = await server.gql(partner.test, 'mutation($c: ID!) { enterBallot(input: { campaignId: $c, holder: "b" }) { entry { status } error { code } } }', { c: campaign });
+    expect(entered.body.data!.enterBallot).toEqual({ entry: { status: 'ENTERED' }, error: null });
+    expect(await verify(campaign)).toEqual({ ok: true, drifts: [] });
+  });
+
+  test('refuses a live campaign (LIVE_CAMPAIGN, nothing changes); a live key cannot tell a test campaign from a missing one', async () => {
+    const live = await campaignOf('live', 2);
+    await server.gql(partner.live, 'mutation($c: ID!) { claimTicket(input: { campaignId: $c, holder: "x" }) { allocation { id } } }', { c: live });
+    const before = await liveSnapshot();
+    for (const key of [ADMIN_KEY, partner.live]) expect((await server.gql(key, RESET, { c: live })).body.errors?.map((e) => e.extensions?.code)).toEqual(['LIVE_CAMPAIGN']);
+    expect(await liveSnapshot()).toEqual(before);
+    const test = await campaignOf('test', 1);
+    const answer = async (key: string, id: string) => JSON.stringify((await server.gql(key, RESET, { c: id })).body).split(id).join('<id>');
+    expect(await answer(partner.live, test)).toBe(await answer(partner.live, NO_SUCH_TEST_ID));
+    expect(await answer(partner.test, live)).toBe(await answer(partner.test, NO_SUCH_ID));
   });
 });

@@ -9,6 +9,7 @@
 // sequence goes with it: tessera_campaign_sequence). The audit log keeps its rows: it is history.
 import { isTestCampaignId } from '../testMode';
 import { lockCampaignGate, type Batchable } from './campaignGate';
+import { retryDeadlocks } from './pgErrors';
 
 export interface Purged {
   campaigns: number;
@@ -27,7 +28,7 @@ export async function purgeTestData(db: Batchable, before: Date): Promise<Purged
       SELECT id::text FROM campaigns WHERE test AND created_at < ${before}::timestamptz ORDER BY created_at, id LIMIT ${ROUND}::integer`;
     for (const { id } of round) {
       if (!isTestCampaignId(id)) throw new Error(`campaign ${id} is marked test but its id is live's: refusing to purge it`);
-      const counts = await purgeCampaign(db, id);
+      const counts = await retryDeadlocks(() => purgeCampaign(db, id));
       purged.campaigns += counts.campaign;
       purged.tickets += counts.tickets;
       purged.allocations += counts.allocations;

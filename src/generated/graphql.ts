@@ -696,6 +696,16 @@ export type Mutation = {
    * ticket or an allocation: drifts of rows stay in `drifts`. Audited.
    */
   repairCampaign: CampaignVerification;
+  /**
+   * Test campaigns only: back to the state just after it opened. Every allocation, hold, waitlist and
+   * ballot entry, pending webhook event and counted figure of its activity is deleted; every ticket is
+   * available again, live allotments set aside anew (lapsed ones restored); its clock is the real one
+   * again (advanceTestClock undone); a CLOSED one is OPEN again (a DRAFT stays a DRAFT); a drawn
+   * ballot gets a new seed. Kept: tickets and codes, settings, quotas, allotments, webhook deliveries
+   * already made, and the allocation sequence — numbers keep rising, so none is issued twice. Who may
+   * call it, and LIVE_CAMPAIGN, as for advanceTestClock.
+   */
+  resetTestCampaign: CampaignPayload;
   /** Admin. The partner's key stops working (on this server at once, on others within API_KEY_CACHE_TTL_MS). test: true revokes its test key instead (the live key is untouched). */
   revokeApiKey: PartnerPayload;
   /**
@@ -854,6 +864,11 @@ export type MutationReleaseAllocationArgs = {
 
 
 export type MutationRepairCampaignArgs = {
+  id: Scalars['ID']['input'];
+};
+
+
+export type MutationResetTestCampaignArgs = {
   id: Scalars['ID']['input'];
 };
 
@@ -1821,6 +1836,7 @@ export type MutationResolvers<ContextType = Context, ParentType extends Resolver
   redeliverWebhook?: Resolver<ResolversTypes['WebhookDelivery'], ParentType, ContextType, RequireFields<MutationRedeliverWebhookArgs, 'deliveryId'>>;
   releaseAllocation?: Resolver<ResolversTypes['ClaimTicketPayload'], ParentType, ContextType, RequireFields<MutationReleaseAllocationArgs, 'allocationId'>>;
   repairCampaign?: Resolver<ResolversTypes['CampaignVerification'], ParentType, ContextType, RequireFields<MutationRepairCampaignArgs, 'id'>>;
+  resetTestCampaign?: Resolver<ResolversTypes['CampaignPayload'], ParentType, ContextType, RequireFields<MutationResetTestCampaignArgs, 'id'>>;
   revokeApiKey?: Resolver<ResolversTypes['PartnerPayload'], ParentType, ContextType, RequireFields<MutationRevokeApiKeyArgs, 'partnerId' | 'test'>>;
   revokeOperatorKey?: Resolver<ResolversTypes['OperatorKey'], ParentType, ContextType, RequireFields<MutationRevokeOperatorKeyArgs, 'id'>>;
   rotateApiKey?: Resolver<ResolversTypes['CreatePartnerPayload'], ParentType, ContextType, RequireFields<MutationRotateApiKeyArgs, 'partnerId' | 'test'>>;

@@ -9,6 +9,7 @@ export const Mutation: MutationResolvers = {
   openCampaign: async (_, { id }, ctx) => ({ campaign: await ctx.services.campaigns.open(ctx, id) }),
   purgeTestData: (_, { before }, ctx) => ctx.services.campaigns.purgeTestData(ctx, before),
   createTestCopy: async (_, { campaignId, tickets }, ctx) => ({ campaign: await ctx.services.campaigns.createTestCopy(ctx, campaignId, tickets) }),
+  resetTestCampaign: async (_, { id }, ctx) => ({ campaign: await ctx.services.campaigns.resetTestCampaign(ctx, id) }),
   advanceTestClock: async (_, { campaignId, seconds }, ctx) => ({ campaign: await ctx.services.campaigns.advanceTestClock(ctx, campaignId, seconds) }),
   closeCampaign: async (_, { id }, ctx) => ({ campaign: await ctx.services.campaigns.close(ctx, id) }),
   claimTicket: (_, { input }, ctx) => ctx.services.allocations.claim(ctx, input),

@@ -3,6 +3,8 @@ import { inScope } from '../auth';
 import { isTestCampaignId, newTestCampaignId } from '../testMode';
 import { advanceTestClock } from '../db/testClock';
 import { purgeTestData, type Purged } from '../db/purgeTestData';
+import { resetTestCampaign } from '../db/resetTestCampaign';
+import { retryDeadlocks } from '../db/pgErrors';
 import { expireHolds, lapseAllotments, stockEvents } from '../db/expireHolds';
 import { offerAllReturned } from '../db/waitlist';
 import { passOnBallots } from '../db/ballots';
@@ -173,13 +175,9 @@ export class CampaignService {
    * partner's test key; to a live key a test campaign does not exist. LIVE_CAMPAIGN on a live one.
    */
   async advanceTestClock(ctx: RequestContext, id: string, seconds: number): Promise<CampaignModel> {
-    if (!validate.isUuid(id) || !inScope(ctx.viewer, id)) throw notFound('Campaign', id);
-    const current = await this.require(id);
-    if (!isTestCampaignId(current.id)) {
-      throw apiError(ErrorCode.LIVE_CAMPAIGN, `Campaign ${id} is live: advanceTestClock moves test campaigns' clocks only.`);
-    }
+    const current = await this.requireTest(ctx, id, "advanceTestClock moves test campaigns' clocks only");
     const by = validate.intInRange('seconds', seconds, 1, MAX_TEST_CLOCK_SECONDS);
-    if (!(await advanceTestClock(this.db.prisma, current.id, by))) throw notFound('Campaign', id);
+    if (!(await retryDeadlocks(() => advanceTestClock(this.db.prisma, current.id, by)))) throw notFound('Campaign', id);
     for (let swept = HOLD_SWEEP_BATCH; swept >= HOLD_SWEEP_BATCH; ) swept = await expireHolds(this.db.prisma, HOLD_SWEEP_BATCH);
     await lapseAllotments(this.db.prisma);
     await offerAllReturned(this.db.prisma);
@@ -187,6 +185,28 @@ export class CampaignService {
     await stockEvents(this.db.prisma);
     ctx.loaders.allocation.clearAll();
     return this.fresh(ctx, await this.require(id));
+  }
+
+  /**
+   * resetTestCampaign (db/resetTestCampaign.ts): a test campaign back to just after its opening —
+   * no allocation, entry or counted activity left, every ticket available (allotments set aside
+   * anew), its clock the real one, a ballot's fresh seed. Who may: as advanceTestClock.
+   */
+  async resetTestCampaign(ctx: RequestContext, id: string): Promise<CampaignModel> {
+    const current = await this.requireTest(ctx, id, 'resetTestCampaign returns test campaigns to their opening');
+    const seed = current.mode === 'BALLOT' && current.status !== 'DRAFT' ? this.ballotSeed(current) : null;
+    // A deadlock with the sweeper (on Citus, a distributed one) rolled the whole reset back: run it again.
+    if (!(await retryDeadlocks(() => resetTestCampaign(this.db.pool, current.id, seed)))) throw notFound('Campaign', id);
+    ctx.loaders.allocation.clearAll();
+    return this.fresh(ctx, await this.require(id));
+  }
+
+  /** A test campaign the caller may see (an operator, or a partner's test key); NOT_FOUND as for a missing one, LIVE_CAMPAIGN for a live one. */
+  private async requireTest(ctx: RequestContext, id: string, what: string): Promise<CampaignModel> {
+    if (!validate.isUuid(id) || !inScope(ctx.viewer, id)) throw notFound('Campaign', id);
+    const current = await this.require(id);
+    if (!isTestCampaignId(current.id)) throw apiError(ErrorCode.LIVE_CAMPAIGN, `Campaign ${id} is live: ${what}.`);
+    return current;
   }
 
   /**
