@@ -48,6 +48,7 @@ const SUITES = [
   'observability.test.ts',
   'ticketLoads.test.ts',
   'testMode.test.ts',
+  'testModeRehearsal.test.ts',
   'ticketCampaignKey.test.ts',
 ];
 

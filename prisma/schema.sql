@@ -96,7 +96,8 @@ CREATE TABLE audit_log (
     outcome text NOT NULL,
     request_id text,
     client_request_id text,
-    operator_id uuid
+    operator_id uuid,
+    test boolean NOT NULL DEFAULT false
 );
 
 CREATE TABLE ballot_entries (

@@ -23,6 +23,8 @@ import type { OperatorRole } from './models';
 import type { AuditRecord } from './audit';
 import { apiError, ErrorCode, InvalidInput, Refusal } from './errors';
 import { summarizeArguments } from './auditArguments';
+import { isTestCampaignId } from './testMode';
+import { isUuid } from './validation';
 
 export type { OperatorRole };
 const RANK: Record<OperatorRole, number> = { VIEWER: 1, OPERATOR: 2, OWNER: 3 };
@@ -109,6 +111,22 @@ function returnedOutcome(result: unknown): string {
 /** `admin` (ADMIN_API_KEY), `operator:<key id>` or `partner:<id>`. */
 const actorOf = (viewer: Viewer) => (viewer.kind === 'partner' ? `partner:${viewer.partnerId}` : viewer.operator ? `operator:${viewer.operator.id}` : 'admin');
 
+/** The operations that act on test mode only, whatever they name. */
+const TEST_OPERATIONS = new Set(['createTestCopy', 'advanceTestClock', 'resetTestCampaign', 'purgeTestData']);
+
+/**
+ * Whether test mode acted, for the audit row: a partner's test key, a test-mode operation, or a
+ * call that names a test campaign — as campaignId or id, at the top or in its input
+ * (createCampaign's input.test too).
+ */
+function testModeActed(viewer: Viewer, operation: string, args: Record<string, unknown>): boolean {
+  if (viewer.kind === 'partner') return viewer.test;
+  if (TEST_OPERATIONS.has(operation)) return true;
+  const input = (typeof args.input === 'object' && args.input !== null ? args.input : {}) as Record<string, unknown>;
+  if (input.test === true) return true;
+  return [args.campaignId, args.id, input.campaignId].some((id) => typeof id === 'string' && isUuid(id) && isTestCampaignId(id));
+}
+
 /** The role a call of a Mutation field needs that the caller lacks, if any. */
 function missingRole(viewer: Viewer, rule: AccessRule | undefined): OperatorRole | null {
   if (rule?.role) return mayUse(viewer, rule.role) ? null : rule.role;
@@ -133,6 +151,7 @@ export function enforceAccess(schema: GraphQLSchema): GraphQLSchema {
           outcome,
           requestId: ctx.requestId,
           clientRequestId: ctx.clientRequestId ?? null,
+          test: testModeActed(ctx.viewer, fieldName, args),
         });
         const missing = mutation ? missingRole(ctx.viewer, rule) : rule?.role && !mayUse(ctx.viewer, rule.role) ? rule.role : null;
         if (missing) {

@@ -29,6 +29,8 @@ export interface AuditRecord {
   requestId: string;
   /** The client's x-request-id, when it sent a well-formed one. */
   clientRequestId: string | null;
+  /** Test mode acted: a partner's test key, or a call naming a test campaign (access.ts). */
+  test: boolean;
 }
 
 export class AuditService {
@@ -76,6 +78,7 @@ export class AuditService {
       arguments: r.arguments as JsonValue,
       outcome: r.outcome,
       requestId: r.requestId,
+      test: r.test,
     }));
     const edges = page.map((node) => ({ node, cursor: auditCursor.encode(node.id) }));
     return {

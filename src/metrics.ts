@@ -10,6 +10,8 @@ export interface Metrics {
   /** Claims (claimTicket, holdTicket, claimTickets) by outcome: ALLOCATED, REPLAYED, a ClaimErrorCode, UNAVAILABLE or ERROR. */
   readonly claims: Counter<'operation' | 'outcome'>;
   readonly claimSeconds: Histogram<'operation' | 'outcome'>;
+  /** Claims in test campaigns, kept out of the two above (issue 31). */
+  readonly testClaims: Counter<'operation' | 'outcome'>;
   /** Expired holds returned to the pool by the sweeper. */
   readonly holdsExpired: Counter;
   /** Claims per group statement (batches of two or more). */
@@ -84,6 +86,12 @@ export function createMetrics(pool: Pool): Metrics {
     claims: new Counter({
       name: 'tessera_claims_total',
       help: 'Claims by operation and outcome',
+      labelNames: ['operation', 'outcome'] as const,
+      registers: [registry],
+    }),
+    testClaims: new Counter({
+      name: 'tessera_test_claims_total',
+      help: 'Claims in test campaigns (issue 31), by operation and outcome; never counted in tessera_claims_total or tessera_claim_duration_seconds',
       labelNames: ['operation', 'outcome'] as const,
       registers: [registry],
     }),

@@ -40,6 +40,7 @@ export interface AuditEntryModel {
   arguments: import('./db/json').JsonValue;
   outcome: string;
   requestId: string | null;
+  test: boolean;
 }
 
 export interface CampaignModel {

@@ -10,6 +10,7 @@ import { accessRules } from '../src/access';
 import { isTestCampaignId, newTestCampaignId } from '../src/testMode';
 import { NO_SUCH_ID, probeFor, schema } from './helpers/probes';
 import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/testServer';
+import { liveSnapshot as liveRows, REFUSAL_FLUSH_MS } from './helpers/liveRows';
 import { until } from './helpers/time';
 import { connectSocket, runOverSocket, type SocketClient } from './helpers/ws';
 
@@ -44,7 +45,7 @@ async function createPartner(name: string): Promise<Keys> {
 const campaignOf = (mode: Mode, count: number, input: Record<string, unknown> = {}) => server.openCampaignWith(count, { ...input, test: mode === 'test' });
 
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await startTestServer({ config: { refusalFlushMs: REFUSAL_FLUSH_MS } });
   partner = await createPartner('Rehearsing, Inc.');
   for (const mode of ['live', 'test'] as const) {
     const key = partner[mode];
@@ -470,36 +471,7 @@ describe('advanceTestClock', () => {
 
 // ----- purgeTestData ---------------------------------------------------------------------------------
 
-/**
- * Every live row, as a digest per table: rows of live campaigns (their id is not version 8) in every
- * table with a campaign_id — counters summed over their slots, which the sweeper may fold — and
- * partners, webhook endpoints and live endpoints' deliveries. Left out: what runs on by itself while
- * the test runs — a delivery's attempts (an endpoint that refuses is retried) and the sweeper's
- * stock announcements (*_announced_at).
- */
-async function liveSnapshot(): Promise<Record<string, string>> {
-  // The outbox drained first: a live event waiting there would become deliveries mid-comparison.
-  await until(async () => (await server.sql.query('SELECT count(*)::int AS n FROM webhook_events')).rows[0].n === 0, { message: 'the outbox to drain' });
-  const live = "substring(campaign_id::text, 15, 1) <> '8'";
-  const queries: Record<string, string> = {
-    campaign_counters: `SELECT campaign_id, sum(total), sum(allocated), sum(held), sum(void) FROM campaign_counters WHERE ${live} GROUP BY campaign_id`,
-    partner_counters: `SELECT campaign_id, partner_id, sum(active), sum(held) FROM partner_counters WHERE ${live} GROUP BY campaign_id, partner_id`,
-    minute_counters: `SELECT campaign_id, minute, sum(active) FROM minute_counters WHERE ${live} GROUP BY campaign_id, minute`,
-    campaigns: "SELECT to_jsonb(c) - 'sold_out_announced_at' - 'low_stock_announced_at' FROM campaigns c WHERE substring(id::text, 15, 1) <> '8'",
-    partners: 'SELECT * FROM partners',
-    webhook_endpoints: 'SELECT * FROM webhook_endpoints WHERE NOT test',
-    webhook_deliveries: 'SELECT d.id, d.endpoint_id, d.event_id, d.event, d.allocation_id, d.body FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE NOT e.test',
-  };
-  const { rows: tables } = await server.sql.query<{ table_name: string }>(
-    "SELECT table_name FROM information_schema.columns WHERE table_schema = current_schema() AND column_name = 'campaign_id' ORDER BY table_name",
-  );
-  for (const { table_name: t } of tables) queries[t] ??= `SELECT * FROM ${t} WHERE ${live}`;
-  const digest: Record<string, string> = {};
-  for (const [name, sql] of Object.entries(queries)) {
-    digest[name] = (await server.sql.query(`SELECT count(*)::int || ':' || coalesce(md5(string_agg(r::text, '|' ORDER BY r::text)), '') AS d FROM (${sql}) r`)).rows[0].d;
-  }
-  return digest;
-}
+const liveSnapshot = () => liveRows(server.sql);
 
 describe('purgeTestData', () => {
   test('deletes test campaigns made before `before` with all that is theirs, and touches no live row', async () => {

@@ -104,6 +104,8 @@ export type AuditEntry = {
   /** The partner that acted: its own webhook change, or a call it was refused. */
   partner?: Maybe<Partner>;
   requestId?: Maybe<Scalars['String']['output']>;
+  /** Test mode acted: the call was made with a partner's test key, was a test-mode operation (createTestCopy, advanceTestClock, resetTestCampaign, purgeTestData), or named a test campaign (its campaignId or id). */
+  test: Scalars['Boolean']['output'];
 };
 
 export type AuditEntryConnection = {
@@ -1632,6 +1634,7 @@ export type AuditEntryResolvers<ContextType = Context, ParentType extends Resolv
   outcome?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   partner?: Resolver<Maybe<ResolversTypes['Partner']>, ParentType, ContextType>;
   requestId?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  test?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
 };
 
 export type AuditEntryConnectionResolvers<ContextType = Context, ParentType extends ResolversParentTypes['AuditEntryConnection'] = ResolversParentTypes['AuditEntryConnection']> = {

@@ -6,6 +6,7 @@
 import { randomInt } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { inScope } from '../auth';
+import { isTestCampaignId } from '../testMode';
 import type { Database } from '../db/client';
 import { claimTicket, readClaim, type ClaimOutcome, type ClaimTicketParams } from '../db/claimTicket';
 import { keyCheckOf } from '../db/claimTransaction';
@@ -128,10 +129,12 @@ export class AllocationService {
   private async allocate(ctx: RequestContext, operation: Request['operation'], parse: () => Request): Promise<Allocated> {
     const started = performance.now();
     let outcome = 'ERROR';
+    let test = false;
     try {
       let request: Request;
       try {
         request = parse();
+        test = isTestCampaignId(request.campaignId);
       } catch (error) {
         if (error instanceof InvalidInput) {
           outcome = 'INVALID_INPUT';
@@ -160,8 +163,13 @@ export class AllocationService {
       if (isTransientDbError(error) || (error as { extensions?: { code?: string } }).extensions?.code === ErrorCode.UNAVAILABLE) outcome = 'UNAVAILABLE';
       throw error;
     } finally {
-      this.metrics?.claims.inc({ operation, outcome });
-      this.metrics?.claimSeconds.observe({ operation, outcome }, (performance.now() - started) / 1000);
+      // Test campaigns' claims stay out of the live figures (testMode.ts).
+      if (test) {
+        this.metrics?.testClaims.inc({ operation, outcome });
+      } else {
+        this.metrics?.claims.inc({ operation, outcome });
+        this.metrics?.claimSeconds.observe({ operation, outcome }, (performance.now() - started) / 1000);
+      }
     }
   }
 
