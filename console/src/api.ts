@@ -6,6 +6,7 @@ import { createClient, type Client } from 'graphql-ws';
 
 const KEY = 'tessera-admin-key';
 const ROLE = 'tessera-role';
+const TEST_MODE = 'tessera-test-mode';
 export type Role = 'OWNER' | 'OPERATOR' | 'VIEWER';
 
 export const session = {
@@ -22,6 +23,14 @@ export const session = {
   set role(value: Role | null) {
     if (value === null) sessionStorage.removeItem(ROLE);
     else sessionStorage.setItem(ROLE, value);
+  },
+  /** The Test mode switch (issue 31): the console shows test campaigns and their figures. */
+  get testMode(): boolean {
+    return sessionStorage.getItem(TEST_MODE) === '1';
+  },
+  set testMode(value: boolean) {
+    if (value) sessionStorage.setItem(TEST_MODE, '1');
+    else sessionStorage.removeItem(TEST_MODE);
   },
 };
 
@@ -95,6 +104,7 @@ export function subscription(): Client {
 export function signOut(): void {
   session.key = null;
   session.role = null;
+  session.testMode = false;
   void ws?.dispose();
   ws = null;
 }

@@ -3,7 +3,7 @@
 // allotments, waitlist or ballot, editing, and loading tickets. Every time is shown with its zone.
 import uPlot from 'uplot';
 import { EXPORT_QUERY, HEADER, csvRow } from '../../bin/csv';
-import { gql, subscription } from './api';
+import { gql, session, subscription } from './api';
 import { onLeave, screen } from './shell';
 import {
   action,
@@ -67,23 +67,25 @@ interface CampaignRow {
 export async function campaigns(): Promise<void> {
   const body = h('tbody');
   const status = h('div');
-  screen(h('h1', {}, 'Campaigns'), status, table(['Name', 'Status', 'Fill', 'Allocated', 'Total'], body, { class: 'campaigns' }));
+  const test = session.testMode;
+  screen(h('h1', {}, test ? 'Test campaigns' : 'Campaigns'), status, table(['Name', 'Status', 'Fill', 'Allocated', 'Total'], body, { class: 'campaigns' }));
   const refresh = async () => {
     try {
-      const data = await gql<{ campaigns: { edges: { node: CampaignRow }[] } }>(`{ campaigns(first: 100) { edges { node { id name status stats { ${STATS} } } } } }`);
+      // Test mode lists test campaigns only, live mode live ones only (the API's campaigns(test:)).
+      const data = await gql<{ campaigns: { edges: { node: CampaignRow }[] } }>(`query($test: Boolean) { campaigns(first: 100, test: $test) { edges { node { id name status stats { ${STATS} } } } } }`, { test });
       status.replaceChildren();
       const rows = data.campaigns.edges.map(({ node }) =>
         h(
           'tr',
           { 'data-testid': `campaign-${node.id}` },
-          h('td', {}, h('a', { href: `#/campaigns/${node.id}` }, node.name)),
+          h('td', {}, h('a', { href: `#/campaigns/${node.id}` }, node.name), test ? h('span.test-mark', { 'data-testid': 'test-mark' }, 'TEST') : ''),
           h('td', {}, h(`span.status.${node.status.toLowerCase()}`, {}, node.status)),
           h('td', {}, fillBar(node.stats)),
           h('td', {}, `${fmt(node.stats.allocated)} (${pct(node.stats.fillRate)})`),
           h('td', {}, fmt(node.stats.total)),
         ),
       );
-      body.replaceChildren(...rowsOr(rows, 5, 'No campaigns yet. "New campaign" above makes the first.'));
+      body.replaceChildren(...rowsOr(rows, 5, test ? 'No test campaigns. "New campaign" makes one while Test mode is on; createTestCopy copies a live one.' : 'No campaigns yet. "New campaign" above makes the first.'));
     } catch (error) {
       status.replaceChildren(problem(error));
     }
@@ -166,6 +168,7 @@ export function newCampaign(): void {
         e.preventDefault();
         try {
           const input: Record<string, unknown> = { name: name.value, mode: mode.value, releasePolicy: policy.value };
+          if (session.testMode) input.test = true;
           if (fields.limit.value) input.perHolderLimit = Number(fields.limit.value);
           if (fields.opensAt.value) input.opensAt = fromLocalInput(fields.opensAt.value);
           if (fields.closesAt.value) input.closesAt = fromLocalInput(fields.closesAt.value);
@@ -204,7 +207,7 @@ export function newCampaign(): void {
     status,
   );
   sync();
-  screen(h('h1', {}, 'New campaign'), guardForm(form));
+  screen(h('h1', {}, session.testMode ? 'New test campaign' : 'New campaign'), guardForm(form));
 }
 
 interface LatestAllocation {
@@ -228,6 +231,9 @@ interface CampaignDetail {
   id: string;
   name: string;
   status: 'DRAFT' | 'OPEN' | 'CLOSED';
+  /** A test campaign (issue 31), with its clock (advanceTestClock). */
+  test: boolean;
+  testClock: string | null;
   opensAt: string | null;
   closesAt: string | null;
   perHolderLimit: number | null;
@@ -309,7 +315,7 @@ const waitlistQuery = (statuses: (string | null)[]) => `query($id: ID!, ${status
 const ALLOCATION_FIELDS = 'id sequence holder status allocatedAt ticket { code } partner { name }';
 const DETAIL = `query($id: ID!) {
   campaign(id: $id) {
-    id name status opensAt closesAt perHolderLimit releasePolicy maxHoldSeconds lowStockThreshold
+    id name status test testClock opensAt closesAt perHolderLimit releasePolicy maxHoldSeconds lowStockThreshold
     stats { ${STATS} }
     allotments { partner { name } size used remaining lapsesAt lapsedAt }
     waitlistLength waitlistOfferSeconds
@@ -479,7 +485,7 @@ export async function campaign(id: string): Promise<void> {
       body.replaceChildren(h('p.empty', {}, 'There is no campaign with this id. ', h('a', { href: '#/campaigns' }, 'Back to the campaigns.')));
       return;
     }
-    title.textContent = c.name;
+    title.replaceChildren(c.name, c.test ? h('span.test-mark', { 'data-testid': 'test-mark' }, 'TEST') : '');
     place(c.status);
     meta.replaceChildren(
       h(`span.status.${c.status.toLowerCase()}`, { 'data-testid': 'status' }, c.status),
@@ -491,12 +497,16 @@ export async function campaign(id: string): Promise<void> {
       c.maxHoldSeconds === null ? '' : ` · holds at most ${fmt(c.maxHoldSeconds)} s`,
       c.lowStockThreshold === null ? '' : ` · low-stock alert at ${fmt(c.lowStockThreshold)} available`,
       c.mode === 'BALLOT' ? h('span', { 'data-testid': 'mode' }, ' · by ballot') : '',
+      c.test ? h('span', { 'data-testid': 'test-clock' }, ' · test clock ', when(c.testClock)) : '',
     );
     actions.replaceChildren(
       c.mode === 'BALLOT' && c.status === 'OPEN' && !c.ballot?.drawnAt ? action('Draw', { 'data-testid': 'draw', onclick: () => draw(c.ballot?.entryCount ?? 0) }) : '',
       c.status === 'DRAFT' ? action('Open', { 'data-testid': 'open', onclick: () => transition('openCampaign', 'Open this campaign for claims?') }) : '',
       c.status !== 'CLOSED' ? action('Edit', { class: 'secondary', 'data-testid': 'edit', onclick: () => edit(c) }) : '',
       c.status !== 'CLOSED' ? action('Close', { class: 'danger', 'data-testid': 'close', onclick: () => transition('closeCampaign', 'Close this campaign? No claim will be served after this.') }) : '',
+      // Rehearsal controls: test campaigns only.
+      c.test ? action('Advance clock…', { class: 'secondary', 'data-testid': 'advance-clock', onclick: () => void advanceClock() }) : '',
+      c.test ? action('Reset', { class: 'secondary', 'data-testid': 'reset-test', onclick: () => void resetTest() }) : '',
     );
     loadSection.hidden = c.status === 'CLOSED';
     partnersBody.replaceChildren(
@@ -721,6 +731,29 @@ export async function campaign(id: string): Promise<void> {
     if (!confirm(`Draw the ballot now? Entries close, ${fmt(entries)} entries are ranked and the winners get their holds. It cannot be undone.`)) return;
     try {
       await gql('mutation($id: ID!) { drawBallot(campaignId: $id) { ballot { drawnAt } } }', { id });
+      await showDetail();
+    } catch (error) {
+      actionStatus.replaceChildren(problem(error));
+    }
+  };
+
+  const advanceClock = async () => {
+    const answer = prompt('Move this test campaign\'s clock forward by how many seconds? (Holds and offers expire, allotments lapse, the window moves.)', '600');
+    if (answer === null) return;
+    try {
+      await gql('mutation($id: ID!, $s: Int!) { advanceTestClock(campaignId: $id, seconds: $s) { campaign { id } } }', { id, s: Number(answer) });
+      actionStatus.replaceChildren(h('p', { role: 'status' }, `The clock moved ${answer} s forward.`));
+      await showDetail();
+    } catch (error) {
+      actionStatus.replaceChildren(problem(error));
+    }
+  };
+
+  const resetTest = async () => {
+    if (!confirm('Reset this test campaign to just after its opening? Every allocation, hold, waitlist and ballot entry of it is deleted.')) return;
+    try {
+      await gql('mutation($id: ID!) { resetTestCampaign(id: $id) { campaign { id } } }', { id });
+      actionStatus.replaceChildren(h('p', { role: 'status' }, 'The test campaign is back to its opening.'));
       await showDetail();
     } catch (error) {
       actionStatus.replaceChildren(problem(error));

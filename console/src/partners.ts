@@ -13,15 +13,17 @@ interface Partner {
   revokedAt: string | null;
   rateLimit: number | null;
   campaignScope: string[] | null;
+  /** Its test key (issue 31), by its public prefix; null for a partner made before test keys. */
+  testKey: { prefix: string; createdAt: string; lastUsedAt: string | null; revokedAt: string | null } | null;
 }
 
-const PARTNER_FIELDS = 'id name createdAt lastUsedAt revokedAt rateLimit campaignScope';
+const PARTNER_FIELDS = 'id name createdAt lastUsedAt revokedAt rateLimit campaignScope testKey { prefix createdAt lastUsedAt revokedAt }';
 
 /** The key, once: a box the operator must copy from now, because it is never shown again. */
-function keyOnce(apiKey: string, what: string): HTMLElement {
-  return h('div.key-once', { role: 'status', 'data-testid': 'key-once' },
+function keyOnce(apiKey: string, what: string, testid = 'api-key'): HTMLElement {
+  return h('div.key-once', { role: 'status', 'data-testid': testid === 'api-key' ? 'key-once' : `${testid}-once` },
     h('p', {}, h('strong', {}, `${what}. `), 'Copy it now: it is shown once and never again (only its hash is kept).'),
-    copyable(apiKey, 'api-key', 'Copy key'),
+    copyable(apiKey, testid, 'Copy key'),
   );
 }
 
@@ -38,8 +40,11 @@ export async function partners(): Promise<void> {
       onsubmit: async (e: Event) => {
         e.preventDefault();
         try {
-          const data = await gql<{ createPartner: { apiKey: string; partner: Partner } }>(`mutation($name: String!) { createPartner(input: { name: $name }) { apiKey partner { ${PARTNER_FIELDS} } } }`, { name: name.value });
-          created.replaceChildren(keyOnce(data.createPartner.apiKey, `${data.createPartner.partner.name} was created with this key`));
+          const data = await gql<{ createPartner: { apiKey: string; testApiKey: string; partner: Partner } }>(`mutation($name: String!) { createPartner(input: { name: $name }) { apiKey testApiKey partner { ${PARTNER_FIELDS} } } }`, { name: name.value });
+          created.replaceChildren(
+            keyOnce(data.createPartner.apiKey, `${data.createPartner.partner.name} was created with this key`),
+            keyOnce(data.createPartner.testApiKey, 'And this test key, which sees test campaigns only', 'test-api-key'),
+          );
           name.value = '';
           await load();
         } catch (error) {
@@ -91,6 +96,8 @@ export async function partner(id: string): Promise<void> {
   const meta = h('p.meta');
   const keyActions = h('div.actions');
   const keyStatus = h('div');
+  const testKeyActions = h('div.actions');
+  const testKeyStatus = h('div');
   const rateSlot = h('div');
   const scopeSlot = h('div');
   const scopeStatus = h('p', { role: 'status', 'data-testid': 'scope-status' });
@@ -101,6 +108,7 @@ export async function partner(id: string): Promise<void> {
     title,
     meta,
     h('section', {}, h('h2', {}, 'API key'), keyActions, keyStatus),
+    h('section', { 'data-testid': 'test-key' }, h('h2', {}, 'Test key'), h('p.meta', {}, 'The partner in test mode: it sees and acts on test campaigns only, as the live key does on live ones.'), testKeyActions, testKeyStatus),
     h('section', {}, h('h2', {}, 'Rate limit'), rateSlot),
     h('section', {}, h('h2', {}, 'Campaigns its key can use'), scopeSlot, scopeStatus),
     h('section', {}, h('h2', {}, 'Quotas and allotments'), table(['Campaign', 'Status', 'Allocated', 'Held', 'Quota', 'Allotment', 'Allotment lapses'], termsBody), termsSlot),
@@ -123,6 +131,12 @@ export async function partner(id: string): Promise<void> {
       keyState(p),
       action('Rotate key', { class: 'secondary', 'data-testid': 'rotate', onclick: () => void rotate(p) }),
       p.revokedAt ? '' : action('Revoke key', { class: 'danger', 'data-testid': 'revoke', onclick: () => void revoke(p) }),
+    );
+    const t = p.testKey;
+    testKeyActions.replaceChildren(
+      t ? h('span', { 'data-testid': 'test-key-prefix' }, h('code', {}, `${t.prefix}_…`), ' ', t.revokedAt ? h('span.status.closed', {}, 'revoked') : h('span.status.open', {}, 'active'), ' · last used ', when(t.lastUsedAt, 'never')) : h('span', {}, 'No test key yet.'),
+      action(t ? 'Rotate test key' : 'Issue test key', { class: 'secondary', 'data-testid': 'rotate-test', onclick: () => void rotateTest(p) }),
+      t && !t.revokedAt ? action('Revoke test key', { class: 'danger', 'data-testid': 'revoke-test', onclick: () => void revokeTest(p) }) : '',
     );
     rateSlot.replaceChildren(rateForm(p));
     scopeSlot.replaceChildren(scopeForm(p, all));
@@ -163,6 +177,28 @@ export async function partner(id: string): Promise<void> {
       await show();
     } catch (error) {
       keyStatus.replaceChildren(problem(error));
+    }
+  };
+
+  const rotateTest = async (p: Partner) => {
+    if (p.testKey && !confirm(`Give ${p.name} a new test key? The current one stops working at once.`)) return;
+    try {
+      const data = await gql<{ rotateApiKey: { apiKey: string } }>('mutation($id: ID!) { rotateApiKey(partnerId: $id, test: true) { apiKey } }', { id: p.id });
+      testKeyStatus.replaceChildren(keyOnce(data.rotateApiKey.apiKey, `${p.name}'s new test key`, 'test-api-key'));
+      await show();
+    } catch (error) {
+      testKeyStatus.replaceChildren(problem(error));
+    }
+  };
+
+  const revokeTest = async (p: Partner) => {
+    if (!confirm(`Revoke ${p.name}'s test key? The live key keeps working.`)) return;
+    try {
+      await gql('mutation($id: ID!) { revokeApiKey(partnerId: $id, test: true) { partner { id } } }', { id: p.id });
+      testKeyStatus.replaceChildren(h('p', { role: 'status' }, 'The test key is revoked.'));
+      await show();
+    } catch (error) {
+      testKeyStatus.replaceChildren(problem(error));
     }
   };
 

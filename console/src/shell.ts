@@ -54,11 +54,27 @@ export function screen(...children: Child[]): void {
         h('a', { href: '/graphql' }, 'GraphiQL'),
       ),
       liveIndicator(),
+      h('button.test-switch', {
+        type: 'button',
+        'aria-pressed': String(session.testMode),
+        'data-testid': 'test-mode',
+        title: 'Test mode shows test campaigns and their figures; live mode shows live ones',
+        onclick: () => {
+          session.testMode = !session.testMode;
+          // The campaigns list and every page of a campaign follow the switch.
+          if (location.hash.startsWith('#/campaigns/')) location.hash = '#/campaigns';
+          render();
+        },
+      }, session.testMode ? 'Test mode: on' : 'Test mode: off'),
       h('span.role', { 'data-testid': 'role', title: role === 'VIEWER' ? READ_ONLY_REASON : `Signed in with an ${role} key` }, role ?? ''),
       h('button.link', { type: 'button', onclick: () => (signOut(), (location.hash = '#/'), render()), 'data-testid': 'sign-out' }, 'Sign out'),
     ),
-    h('main', {}, role === 'VIEWER' ? h('p.readonly-banner', { 'data-testid': 'read-only-banner' }, READ_ONLY_REASON) : null, ...children),
+    h('main', {},
+      session.testMode ? h('p.test-banner', { 'data-testid': 'test-mode-banner', role: 'note' }, 'Test mode — test campaigns and their figures only. Nothing here is live; the test keys of partners act on these.') : null,
+      role === 'VIEWER' ? h('p.readonly-banner', { 'data-testid': 'read-only-banner' }, READ_ONLY_REASON) : null,
+      ...children),
   );
+  document.body.classList.toggle('test-mode', session.testMode);
   // Every 15 s a tiny request keeps the indicator honest on pages without a live socket.
   const heartbeat = setInterval(() => void gql('{ viewer { role } }').catch(() => undefined), 15_000);
   onLeave(() => clearInterval(heartbeat));
