@@ -5,9 +5,8 @@
 // it runs) exactly when the declaration says so. Then what a scoped key sees outside its campaigns
 // is compared, field by field, with what it would see for a campaign that does not exist. The cases
 // are generated from the schema, so a new operation cannot be left out.
-import { getNamedType, isEnumType, isInputObjectType, isObjectType, isScalarType, type GraphQLField, type GraphQLOutputType } from 'graphql';
 import { accessRules, type OperatorRole } from '../src/access';
-import { NO_SUCH_ID, probeFor, schema, type Probe } from './helpers/probes';
+import { NO_SUCH_ID, probeFor, schema, selectionOf, targetOf, type Probe, type Target } from './helpers/probes';
 import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/testServer';
 import { until } from './helpers/time';
 import { connectSocket, runOverSocket, socketErrors, type SocketClient } from './helpers/ws';
@@ -246,28 +245,6 @@ describe('operator keys', () => {
 
 /** The partner operations (no role): each names a campaign, an allocation or an entry. */
 const partnerMutations = mutationFields.filter((f) => !rules.has(f)).map((f) => f.slice('Mutation.'.length));
-type Target = 'campaign' | 'allocation' | 'waitlistEntry' | 'ballotEntry';
-function targetOf(field: string): Target | null {
-  const definition = schema.getMutationType()!.getFields()[field]!;
-  const names = definition.args.flatMap((a) => {
-    const named = getNamedType(a.type);
-    return isInputObjectType(named) ? Object.keys(named.getFields()) : [a.name];
-  });
-  if (names.includes('campaignId')) return 'campaign';
-  if (names.includes('allocationId')) return 'allocation';
-  if (names.includes('entryId')) return /Ballot/.test(field) ? 'ballotEntry' : 'waitlistEntry';
-  return null;
-}
-
-/** Every leaf of a type, two levels down (fields without required arguments), for a whole-answer comparison. */
-function selectionOf(type: GraphQLOutputType, depth = 2): string {
-  const named = getNamedType(type);
-  if (isScalarType(named) || isEnumType(named)) return '';
-  if (!isObjectType(named) || depth === 0) return '{ __typename }';
-  const fields = Object.values(named.getFields()).filter((f: GraphQLField<unknown, unknown>) => f.args.every((a) => !String(a.type).endsWith('!')));
-  return `{ __typename ${fields.map((f) => `${f.name} ${selectionOf(f.type, depth - 1)}`).join(' ')} }`;
-}
-
 describe('a scoped partner key', () => {
   let partner: { id: string; apiKey: string };
   let inside: string;

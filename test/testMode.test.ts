@@ -3,14 +3,12 @@
 // not exist, nor a test key a live one — the whole answer compared, over HTTP and graphql-ws — and
 // neither may change anything on the other side.
 import { createHmac } from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { getNamedType, isEnumType, isInputObjectType, isObjectType, isScalarType, type GraphQLField, type GraphQLOutputType } from 'graphql';
 import { accessRules } from '../src/access';
 import { isTestCampaignId, newTestCampaignId } from '../src/testMode';
-import { NO_SUCH_ID, probeFor, schema } from './helpers/probes';
+import { NO_SUCH_ID, probeFor, schema, selectionOf, targetOf, type Target } from './helpers/probes';
 import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/testServer';
 import { liveSnapshot as liveRows, REFUSAL_FLUSH_MS } from './helpers/liveRows';
+import { startRecorder } from './helpers/receiver';
 import { until } from './helpers/time';
 import { connectSocket, runOverSocket, type SocketClient } from './helpers/ws';
 
@@ -18,7 +16,6 @@ let server: TestServer;
 const CREATE_PARTNER = 'mutation($name: String!) { createPartner(input: { name: $name }) { partner { id testKey { prefix createdAt lastUsedAt revokedAt } } apiKey testApiKey } }';
 
 type Mode = 'live' | 'test';
-type Target = 'campaign' | 'allocation' | 'waitlistEntry' | 'ballotEntry';
 interface Keys {
   id: string;
   live: string;
@@ -151,27 +148,6 @@ describe('test keys and test campaigns', () => {
 // ----- the wall between the modes ------------------------------------------------------------------
 
 const partnerMutations = Object.keys(schema.getMutationType()!.getFields()).filter((f) => !accessRules(schema).some((r) => r.field === `Mutation.${f}`));
-function targetOf(field: string): Target | null {
-  const definition = schema.getMutationType()!.getFields()[field]!;
-  const names = definition.args.flatMap((a) => {
-    const named = getNamedType(a.type);
-    return isInputObjectType(named) ? Object.keys(named.getFields()) : [a.name];
-  });
-  if (names.includes('campaignId')) return 'campaign';
-  if (names.includes('allocationId')) return 'allocation';
-  if (names.includes('entryId')) return /Ballot/.test(field) ? 'ballotEntry' : 'waitlistEntry';
-  return null;
-}
-
-/** Every leaf of a type, two levels down (fields without required arguments), for a whole-answer comparison. */
-function selectionOf(type: GraphQLOutputType, depth = 2): string {
-  const named = getNamedType(type);
-  if (isScalarType(named) || isEnumType(named)) return '';
-  if (!isObjectType(named) || depth === 0) return '{ __typename }';
-  const fields = Object.values(named.getFields()).filter((f: GraphQLField<unknown, unknown>) => f.args.every((a) => !String(a.type).endsWith('!')));
-  return `{ __typename ${fields.map((f) => `${f.name} ${selectionOf(f.type, depth - 1)}`).join(' ')} }`;
-}
-
 const socketFor = (() => {
   const byKey = new Map<string, SocketClient>();
   return (key: string) => {
@@ -301,28 +277,6 @@ describe('operators see both modes', () => {
 });
 
 // ----- webhooks --------------------------------------------------------------------------------------
-
-/** Records every POST: its path, raw body and signature header (checked later, with the secret createWebhook returns). */
-async function startRecorder(): Promise<{ url: string; received: { path: string; raw: string; signature: string }[]; close(): Promise<void> }> {
-  const received: { path: string; raw: string; signature: string }[] = [];
-  const recorder = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      received.push({ path: req.url!, raw: Buffer.concat(chunks).toString('utf8'), signature: String(req.headers['tessera-signature']) });
-      res.end();
-    });
-  });
-  await new Promise<void>((resolve) => recorder.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(recorder.address() as AddressInfo).port}`,
-    received,
-    close: () => {
-      recorder.closeAllConnections();
-      return new Promise((resolve) => recorder.close(() => resolve()));
-    },
-  };
-}
 
 const signedBy = (secret: string, r: { raw: string; signature: string }) => {
   const t = /t=(\d+)/.exec(r.signature)?.[1];

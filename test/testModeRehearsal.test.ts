@@ -5,12 +5,11 @@
 // line, a live metric or a live endpoint's delivery (compared before and after).
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { liveSnapshot, REFUSAL_FLUSH_MS } from './helpers/liveRows';
 import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/testServer';
+import { startRecorder } from './helpers/receiver';
 import { until } from './helpers/time';
 
 const run = promisify(execFile);
@@ -25,32 +24,6 @@ const verifyTessera: Verify = (() => {
   if (!code) throw new Error('README.md no longer has its verifying snippet');
   return new Function('require', `${code}\nreturn verifyTessera;`)(require) as Verify;
 })();
-
-interface Delivery {
-  path: string;
-  raw: string;
-  signature: string;
-}
-async function startReceiver(): Promise<{ url: string; received: Delivery[]; close(): Promise<void> }> {
-  const received: Delivery[] = [];
-  const receiver = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      received.push({ path: req.url!, raw: Buffer.concat(chunks).toString('utf8'), signature: String(req.headers['tessera-signature']) });
-      res.end();
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`,
-    received,
-    close: () => {
-      receiver.closeAllConnections();
-      return new Promise((resolve) => receiver.close(() => resolve()));
-    },
-  };
-}
 
 /** The live claim metrics: every tessera_claims_total and tessera_claim_duration_seconds sample. */
 async function liveMetrics(): Promise<string[]> {
@@ -70,7 +43,7 @@ beforeAll(async () => {
 afterAll(() => server.stop());
 
 test('the README partner flow with a test key against test copies changes nothing live', async () => {
-  const receiver = await startReceiver();
+  const receiver = await startRecorder();
   try {
     const created = await server.gql(ADMIN_KEY, 'mutation { createPartner(input: { name: "Rehearsal" }) { partner { id } apiKey testApiKey } }');
     const { apiKey: liveKey, testApiKey: testKey } = created.body.data!.createPartner;

@@ -17,6 +17,7 @@ import type { Pool, PoolClient } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { Db } from './client';
 import { PG, pgErrorInfo } from './pgErrors';
+import { inPoolTransaction } from './poolTransaction';
 
 const COPY_TICKETS = 'COPY tickets (campaign_id, code, pick_order) FROM STDIN';
 /** The longest a generateTickets transaction may run (a million rows take seconds; this bounds a stuck one). */
@@ -60,22 +61,12 @@ function copyText(value: string): string {
 }
 
 /** Runs `load` in one transaction with the sold-out check first; returns what `load` returns. */
-async function inLoadTransaction(pool: Pool, campaignId: string, timeoutMs: number | null, load: (client: PoolClient) => Promise<number>): Promise<number> {
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  try {
-    await client.query('BEGIN');
+function inLoadTransaction(pool: Pool, campaignId: string, timeoutMs: number | null, load: (client: PoolClient) => Promise<number>): Promise<number> {
+  return inPoolTransaction(pool, async (client) => {
     if (timeoutMs) await client.query(`SELECT set_config('statement_timeout', $1, true)`, [String(timeoutMs)]);
     await client.query('SELECT tessera_record_sold_out($1::uuid)', [campaignId]);
-    const loaded = await load(client);
-    await client.query('COMMIT');
-    return loaded;
-  } catch (error) {
-    await client.query('ROLLBACK').catch((rollback: Error) => (broken = rollback));
-    throw error;
-  } finally {
-    client.release(broken);
-  }
+    return load(client);
+  });
 }
 
 /** Streams rows (COPY's text format, whole lines) into tickets; returns how many it wrote. */

@@ -13,6 +13,7 @@
 // none of the rest.
 import type { Pool } from 'pg';
 import { isTestCampaignId } from '../testMode';
+import { inPoolTransaction } from './poolTransaction';
 
 /** A ballot's new seed, committed and sealed (services/campaigns.ts makes it). */
 export interface NewSeed {
@@ -23,18 +24,12 @@ export interface NewSeed {
 /** false when there is no such test campaign. */
 export async function resetTestCampaign(pool: Pool, campaignId: string, seed: NewSeed | null): Promise<boolean> {
   if (!isTestCampaignId(campaignId)) return false;
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  const q = (text: string, values: unknown[] = [campaignId]) => client.query(text, values);
-  try {
-    await client.query('BEGIN');
+  return inPoolTransaction(pool, async (client) => {
+    const q = (text: string, values: unknown[] = [campaignId]) => client.query(text, values);
     await q('SELECT pg_advisory_xact_lock(1, hashtext($1::uuid::text))');
     await q('SELECT tessera_lock_campaign_gate($1::uuid)');
     const { rows } = await q('SELECT test_clock_seconds::int AS seconds FROM campaigns WHERE id = $1::uuid AND test FOR UPDATE');
-    if (rows.length === 0) {
-      await client.query('ROLLBACK');
-      return false;
-    }
+    if (rows.length === 0) return false;
     const seconds = rows[0].seconds as number;
     // Its clock back to the real one: the deadlines advanceTestClock moved back, forward again.
     const forward = (column: string) => `((${column} AT TIME ZONE 'UTC') + make_interval(secs => $2::integer)) AT TIME ZONE 'UTC'`;
@@ -78,12 +73,6 @@ export async function resetTestCampaign(pool: Pool, campaignId: string, seed: Ne
     }
     const { rows: counted } = await q('SELECT count(*)::bigint AS total FROM tickets WHERE campaign_id = $1::uuid');
     await q('INSERT INTO campaign_counters (campaign_id, slot, total) VALUES ($1::uuid, 0, $2::bigint)', [campaignId, counted[0].total]);
-    await client.query('COMMIT');
     return true;
-  } catch (error) {
-    await client.query('ROLLBACK').catch((rollback: Error) => (broken = rollback));
-    throw error;
-  } finally {
-    client.release(broken);
-  }
+  });
 }

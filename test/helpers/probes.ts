@@ -13,7 +13,9 @@ import {
   isObjectType,
   isScalarType,
   type GraphQLArgument,
+  type GraphQLField,
   type GraphQLInputType,
+  type GraphQLOutputType,
   type GraphQLSchema,
 } from 'graphql';
 
@@ -85,4 +87,29 @@ export function probeFor(field: string, ids: Record<string, string>, s: GraphQLS
     return { query: `query Probe(${declarations}) { campaign(id: $campaign) { ${fieldName}${own.call}${selection} } }`, variables: { campaign: ids.campaignId, ...own.variables }, transport: 'http' };
   }
   throw new Error(`add a path to ${field} in test/helpers/probes.ts`);
+}
+
+/** What a partner operation acts on: the campaign, allocation or entry its arguments name. */
+export type Target = 'campaign' | 'allocation' | 'waitlistEntry' | 'ballotEntry';
+
+/** The Mutation field's target, from its arguments (and its input's fields); null when it names none. */
+export function targetOf(field: string, s: GraphQLSchema = schema): Target | null {
+  const definition = s.getMutationType()!.getFields()[field]!;
+  const names = definition.args.flatMap((a) => {
+    const named = getNamedType(a.type);
+    return isInputObjectType(named) ? Object.keys(named.getFields()) : [a.name];
+  });
+  if (names.includes('campaignId')) return 'campaign';
+  if (names.includes('allocationId')) return 'allocation';
+  if (names.includes('entryId')) return /Ballot/.test(field) ? 'ballotEntry' : 'waitlistEntry';
+  return null;
+}
+
+/** Every leaf of a type, two levels down (fields without required arguments), for a whole-answer comparison. */
+export function selectionOf(type: GraphQLOutputType, depth = 2): string {
+  const named = getNamedType(type);
+  if (isScalarType(named) || isEnumType(named)) return '';
+  if (!isObjectType(named) || depth === 0) return '{ __typename }';
+  const fields = Object.values(named.getFields()).filter((f: GraphQLField<unknown, unknown>) => f.args.every((a) => !String(a.type).endsWith('!')));
+  return `{ __typename ${fields.map((f) => `${f.name} ${selectionOf(f.type, depth - 1)}`).join(' ')} }`;
 }

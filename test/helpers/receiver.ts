@@ -37,3 +37,35 @@ export async function startSignedReceiver(secret: string): Promise<SignedReceive
     },
   };
 }
+
+/** One POST as it arrived: its path, raw body and Tessera-Signature header. */
+export interface RecordedDelivery {
+  path: string;
+  raw: string;
+  signature: string;
+}
+
+/**
+ * A receiver that keeps every POST unchecked, for a test that learns the secret later (createWebhook
+ * returns it after the URL is given) or checks signatures its own way.
+ */
+export async function startRecorder(): Promise<{ url: string; received: RecordedDelivery[]; close(): Promise<void> }> {
+  const received: RecordedDelivery[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      received.push({ path: req.url!, raw: Buffer.concat(chunks).toString('utf8'), signature: String(req.headers['tessera-signature']) });
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    received,
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
