@@ -3,6 +3,7 @@
 // number of queries (test/dataloader.test.ts counts them). Caches live for one request only, and a
 // loader is made only when the request first uses it.
 import DataLoader from 'dataloader';
+import type { PartnerTestKeyModel } from './services/partners';
 import type { Database } from './db/client';
 import { campaignStats } from './db/campaignStats';
 import { findAllocationsByIds } from './db/findAllocations';
@@ -24,6 +25,8 @@ export interface Loaders {
   readonly partner: DataLoader<string, PartnerModel | null>;
   /** Every field of a partner, whatever `partner` was primed with. */
   readonly partnerDetails: DataLoader<string, PartnerModel | null>;
+  /** A partner's test key (issue 31), without the key: one statement for a page of partners. */
+  readonly partnerTestKey: DataLoader<string, PartnerTestKeyModel | null>;
   /** Keyed by `${campaignId}:${ticketId}`. */
   readonly ticket: DataLoader<string, TicketModel | null>;
   readonly allocation: DataLoader<string, AllocationModel | null>;
@@ -60,6 +63,7 @@ class RequestLoaders implements Loaders {
   #stats?: Loaders['stats'];
   #partner?: Loaders['partner'];
   #partnerDetails?: Loaders['partnerDetails'];
+  #partnerTestKey?: Loaders['partnerTestKey'];
   #ticket?: Loaders['ticket'];
   #allocation?: Loaders['allocation'];
   #partnerStats?: Loaders['partnerStats'];
@@ -100,6 +104,10 @@ class RequestLoaders implements Loaders {
 
   get operatorKey(): Loaders['operatorKey'] {
     return (this.#operatorKey ??= new DataLoader(async (ids) => byKey(ids, await this.services.operatorKeys.findByIds(ids), (k) => k.id)));
+  }
+
+  get partnerTestKey(): Loaders['partnerTestKey'] {
+    return (this.#partnerTestKey ??= new DataLoader(async (ids) => byKey(ids, await this.services.partners.testKeysOf(ids), (k) => k.partnerId)));
   }
 
   get partnerDetails(): Loaders['partnerDetails'] {

@@ -12,6 +12,6 @@ export const Partner: PartnerResolvers = {
   lastUsedAt: detail('lastUsedAt'),
   revokedAt: detail('revokedAt'),
   rateLimit: detail('rateLimit'),
-  testKey: (partner, _, ctx) => ctx.services.partners.testKeyOf(partner.id),
+  testKey: (partner, _, ctx) => ctx.loaders.partnerTestKey.load(partner.id),
   campaignScope: async (partner, args, ctx) => ((await detail('scoped')(partner, args, ctx)) ? await detail('campaignScope')(partner, args, ctx) : null),
 };

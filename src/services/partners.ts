@@ -19,6 +19,7 @@ const KEY_RECORD_FIELDS = { id: true, name: true, createdAt: true, revokedAt: tr
 
 /** A partner's test key, as Partner.testKey shows it (never the key). */
 export interface PartnerTestKeyModel {
+  partnerId: string;
   prefix: string;
   createdAt: Date;
   lastUsedAt: Date | null;
@@ -88,10 +89,13 @@ export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'
     return { partner: row, apiKey: key.apiKey, testApiKey: testKey.apiKey };
   }
 
-  /** The partner's test key (without the key itself); null when it has none. */
-  async testKeyOf(partnerId: string): Promise<PartnerTestKeyModel | null> {
-    const row = await this.db.prisma.partnerTestKey.findUnique({ where: { partnerId }, select: { keyPrefix: true, createdAt: true, lastUsedAt: true, revokedAt: true } });
-    return row && { prefix: `tsp_${row.keyPrefix}`, createdAt: row.createdAt, lastUsedAt: row.lastUsedAt, revokedAt: row.revokedAt };
+  /** These partners' test keys (without the keys themselves); a partner without one is left out. */
+  async testKeysOf(partnerIds: readonly string[]): Promise<PartnerTestKeyModel[]> {
+    const rows = await this.db.prisma.partnerTestKey.findMany({
+      where: { partnerId: { in: [...partnerIds] } },
+      select: { partnerId: true, keyPrefix: true, createdAt: true, lastUsedAt: true, revokedAt: true },
+    });
+    return rows.map((r) => ({ partnerId: r.partnerId, prefix: `tsp_${r.keyPrefix}`, createdAt: r.createdAt, lastUsedAt: r.lastUsedAt, revokedAt: r.revokedAt }));
   }
 
   /** The key stops working: here at once, on other instances within the cache TTL. `test`: the test key instead. */
