@@ -5,7 +5,7 @@ import { advanceTestClock } from '../db/testClock';
 import { purgeTestData, type Purged } from '../db/purgeTestData';
 import { resetTestCampaign } from '../db/resetTestCampaign';
 import { retryDeadlocks } from '../db/pgErrors';
-import { expireHolds, lapseAllotments, stockEvents } from '../db/expireHolds';
+import { expireHolds, lapseAllotments } from '../db/expireHolds';
 import { offerAllReturned } from '../db/waitlist';
 import { passOnBallots } from '../db/ballots';
 import type { Database } from '../db/client';
@@ -171,8 +171,10 @@ export class CampaignService {
   /**
    * advanceTestClock (db/testClock.ts): a test campaign's clock `seconds` forward, then what the
    * sweeper would do at once — holds expired, allotments lapsed, returned tickets offered, ballots
-   * passed on, stock announced — so the effects are there when this returns. An operator, or a
-   * partner's test key; to a live key a test campaign does not exist. LIVE_CAMPAIGN on a live one.
+   * passed on — so the effects are there when this returns. Those sweeps are the sweeper's own, for
+   * every campaign: what is due elsewhere is done a moment before the sweeper would, nothing that is
+   * not due; stock announcements are left to the sweeper. An operator, or a partner's test key; to
+   * a live key a test campaign does not exist. LIVE_CAMPAIGN on a live one.
    */
   async advanceTestClock(ctx: RequestContext, id: string, seconds: number): Promise<CampaignModel> {
     const current = await this.requireTest(ctx, id, "advanceTestClock moves test campaigns' clocks only");
@@ -182,7 +184,6 @@ export class CampaignService {
     await lapseAllotments(this.db.prisma);
     await offerAllReturned(this.db.prisma);
     await passOnBallots(this.db.prisma);
-    await stockEvents(this.db.prisma);
     ctx.loaders.allocation.clearAll();
     return this.fresh(ctx, await this.require(id));
   }

@@ -158,6 +158,8 @@ test("a WAITLIST_FIRST campaign's page shows its waitlist: who waits, in order, 
   await page.goto(`${base}/console/#/campaigns/${campaignId}`);
   expect(await page.getByTestId('release-policy').textContent({ timeout: 10_000 })).toBe('go to the waitlist first');
   await page.getByTestId('waitlist-summary').getByText('2 waiting · 0 offers out').waitFor();
+  // The summary comes with the page's figures; the table's page of entries is its own request.
+  await page.getByTestId('waitlist').getByText('bob').waitFor();
   expect(await page.getByTestId('waitlist').locator('tr').allTextContents()).toEqual([
     expect.stringContaining('1ada'),
     expect.stringContaining('2bob'),
