@@ -22,6 +22,8 @@ export interface Metrics {
   readonly shed: Counter;
   /** Webhook attempts by outcome: delivered, retry (failed, tried again later), failed (for good). */
   readonly webhookDeliveries: Counter<'outcome'>;
+  /** The same for test endpoints (issue 31), never counted in webhookDeliveries. */
+  readonly testWebhookDeliveries: Counter<'outcome'>;
 }
 
 export function createMetrics(pool: Pool): Metrics {
@@ -62,7 +64,7 @@ export function createMetrics(pool: Pool): Metrics {
   // keeps the last values rather than failing.
   new Gauge({
     name: 'tessera_webhook_queue_depth',
-    help: 'Webhook work waiting: events not yet drained from the outbox (undrained), deliveries not yet delivered or failed (pending)',
+    help: 'Live webhook work waiting: live campaigns\' events not yet drained from the outbox (undrained), live endpoints\' deliveries not yet delivered or failed (pending)',
     labelNames: ['stage'] as const,
     registers: [registry],
     async collect() {
@@ -123,6 +125,12 @@ export function createMetrics(pool: Pool): Metrics {
     webhookDeliveries: new Counter({
       name: 'tessera_webhook_deliveries_total',
       help: 'Webhook attempts by outcome: delivered, retry (tried again later), failed (given up)',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
+    testWebhookDeliveries: new Counter({
+      name: 'tessera_test_webhook_deliveries_total',
+      help: 'Webhook attempts to test endpoints (issue 31) by outcome; never counted in tessera_webhook_deliveries_total',
       labelNames: ['outcome'] as const,
       registers: [registry],
     }),

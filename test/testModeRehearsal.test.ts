@@ -25,10 +25,10 @@ const verifyTessera: Verify = (() => {
   return new Function('require', `${code}\nreturn verifyTessera;`)(require) as Verify;
 })();
 
-/** The live claim metrics: every tessera_claims_total and tessera_claim_duration_seconds sample. */
+/** The live metrics of claims and deliveries: every tessera_claims_total, tessera_claim_duration_seconds and tessera_webhook_deliveries_total sample. */
 async function liveMetrics(): Promise<string[]> {
   const text = await (await fetch(`${base}/metrics`)).text();
-  return text.split('\n').filter((line) => /^tessera_claim(s_total|_duration_seconds)/.test(line));
+  return text.split('\n').filter((line) => /^tessera_(claims_total|claim_duration_seconds|webhook_deliveries_total)/.test(line));
 }
 
 async function exportOf(campaignId: string): Promise<string> {
@@ -127,6 +127,7 @@ test('the README partner flow with a test key against test copies changes nothin
     // The rehearsal's claims were counted apart.
     const text = await (await fetch(`${base}/metrics`)).text();
     expect(text).toMatch(/^tessera_test_claims_total\{operation="claimTicket",outcome="ALLOCATED"\} 1$/m);
+    expect(text).toMatch(/^tessera_test_webhook_deliveries_total\{outcome="delivered"\} [1-9]/m);
     // And the audit log says which mode acted.
     const audit = await server.sql.query("SELECT operation, test FROM audit_log WHERE operation IN ('createTestCopy', 'drawBallot') ORDER BY id");
     expect(audit.rows).toEqual([

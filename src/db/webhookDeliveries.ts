@@ -228,6 +228,8 @@ export interface LeasedDelivery {
   enabled: boolean;
   /** The endpoint's partner is revoked: the delivery is not to be sent. */
   partner_revoked: boolean;
+  /** A test endpoint's (issue 31): counted apart from the live deliveries. */
+  test: boolean;
 }
 
 const LEASE_SQL = `
@@ -259,7 +261,7 @@ UPDATE webhook_deliveries d
    SET lease_until = clock_timestamp() + make_interval(secs => $2::double precision / 1000), attempts = d.attempts + 1
   FROM leased l, webhook_endpoints e
  WHERE d.id = l.id AND e.id = d.endpoint_id
-RETURNING d.id, d.endpoint_id, d.event_id, d.body, d.attempts, e.url, e.secret_sealed, e.enabled,
+RETURNING d.id, d.endpoint_id, d.event_id, d.body, d.attempts, e.url, e.secret_sealed, e.enabled, e.test,
           EXISTS (SELECT 1 FROM partners p WHERE p.id = e.partner_id AND p.revoked_at IS NOT NULL) AS partner_revoked`;
 
 /**
@@ -293,7 +295,7 @@ UPDATE webhook_deliveries d
   FROM webhook_endpoints e LEFT JOIN partners p ON p.id = e.partner_id
  WHERE d.id = ANY ($1::uuid[]) AND e.id = d.endpoint_id
    AND d.status = 'PENDING' AND (d.lease_until IS NULL OR d.lease_until <= statement_timestamp())
-RETURNING d.id, d.endpoint_id, d.event_id, d.body, d.attempts, e.url, e.secret_sealed, e.enabled, p.revoked_at IS NOT NULL AS partner_revoked`;
+RETURNING d.id, d.endpoint_id, d.event_id, d.body, d.attempts, e.url, e.secret_sealed, e.enabled, e.test, p.revoked_at IS NOT NULL AS partner_revoked`;
 
 /** The advisory lock's class (createWebhookEndpoint.ts lists the classes in use): the leasers' turn. */
 const LEASE_LOCK = 5;
@@ -347,11 +349,13 @@ export async function recordAttempt(
 }
 
 /** What /metrics reports of the queue: deliveries pending, and how long the oldest has waited. */
+/** The live webhook queue (test endpoints' deliveries and test campaigns' events are not counted: issue 31). */
 export async function queueState(pool: Pool): Promise<{ pending: number; oldestSeconds: number; undrained: number }> {
   const { rows } = await pool.query<{ pending: number; oldest: number | null; undrained: number }>(
-    `SELECT (SELECT count(*)::int FROM webhook_deliveries WHERE status = 'PENDING') AS pending,
-            (SELECT extract(epoch FROM clock_timestamp() - min(event_created_at))::float8 FROM webhook_deliveries WHERE status = 'PENDING') AS oldest,
-            (SELECT count(*)::int FROM webhook_events) AS undrained`,
+    `SELECT (SELECT count(*)::int FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE d.status = 'PENDING' AND NOT e.test) AS pending,
+            (SELECT extract(epoch FROM clock_timestamp() - min(d.event_created_at))::float8
+               FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE d.status = 'PENDING' AND NOT e.test) AS oldest,
+            (SELECT count(*)::int FROM webhook_events WHERE substring(campaign_id::text, 15, 1) <> '8') AS undrained`,
   );
   const r = rows[0]!;
   return { pending: r.pending, oldestSeconds: r.oldest ?? 0, undrained: r.undrained };

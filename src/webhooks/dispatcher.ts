@@ -55,10 +55,12 @@ export function startWebhookDispatcher(db: Database, logger: Logger, metrics: Me
   let stopped = false;
 
   const count = () => attempts.size;
+  // A test endpoint's attempts are counted apart from the live ones (issue 31).
+  const counter = (d: LeasedDelivery) => (d.test ? metrics.testWebhookDeliveries : metrics.webhookDeliveries);
   const attempt = async (d: LeasedDelivery) => {
     if (!d.enabled || d.partner_revoked) {
       await recordAttempt(db.pool, d.id, { status: 'FAILED', statusCode: null, error: d.enabled ? 'partner revoked' : 'endpoint deleted' });
-      metrics.webhookDeliveries.inc({ outcome: 'failed' });
+      counter(d).inc({ outcome: 'failed' });
       return;
     }
     let secret = secrets.get(d.endpoint_id);
@@ -66,16 +68,16 @@ export function startWebhookDispatcher(db: Database, logger: Logger, metrics: Me
     const result = await deliverOnce({ url: d.url, body: d.body, eventId: d.event_id, secret, production: options.production, allowPrivate: options.allowPrivateNetworks });
     if (result.ok) {
       await recordAttempt(db.pool, d.id, { status: 'DELIVERED', statusCode: result.status, error: null });
-      metrics.webhookDeliveries.inc({ outcome: 'delivered' });
+      counter(d).inc({ outcome: 'delivered' });
       return;
     }
     const delay = nextAttemptDelayMs(d.attempts);
     if (delay === null) {
       await recordAttempt(db.pool, d.id, { status: 'FAILED', statusCode: result.status, error: result.error });
-      metrics.webhookDeliveries.inc({ outcome: 'failed' });
+      counter(d).inc({ outcome: 'failed' });
     } else {
       await recordAttempt(db.pool, d.id, { status: 'PENDING', statusCode: result.status, error: result.error, nextAttemptAt: new Date(Date.now() + delay) });
-      metrics.webhookDeliveries.inc({ outcome: 'retry' });
+      counter(d).inc({ outcome: 'retry' });
     }
   };
   const start = (d: LeasedDelivery) => {
