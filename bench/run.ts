@@ -19,6 +19,9 @@
 //     the bench, against the same campaigns after VACUUM ANALYZE, two rounds (issue 30);
 //   - hot and spread claims before and after the database gains 10,000,000 allocations of closed
 //     campaigns (issue 30);
+//   - tracing (issue 32): hot and spread claims on an instance with tracing on at ratio 1.0, exporting
+//     OTLP to a receiver in the bench process (bench/otlpReceiver.ts), against the same claims on the
+//     instance with tracing off, in alternating runs;
 //   - CPU per claim (issue 30): open-loop runs at COST_RATE requests a second, well under saturation,
 //     reading the CPU time of the Tessera process and of PostgreSQL from /proc (bench/cpu.ts): the
 //     empty query's, the minimal claim's (pgbench -R) and claimTicket's, hot and spread;
@@ -55,6 +58,7 @@ import { INTEGRATION } from './ceilings/integration';
 import { cpuDuring, postmasterOf, treeCpu } from './cpu';
 import { citusBench } from './citus';
 import { ADMIN_KEY, ChildServer, codeVersion, freePort, gql, httpLoad, pgbenchVersion, ROOT, sequentialLatency, Server, type LoadResult } from './harness';
+import { startOtlpReceiver, type OtlpReceiver } from './otlpReceiver';
 import { GROUP_SIZE, SqlClaims, type SqlClaimResult } from './sqlClaims';
 import { sealSecret } from '../src/webhooks/secrets';
 import { newWebhookSecret } from '../src/webhooks/signature';
@@ -425,17 +429,17 @@ async function main(): Promise<void> {
      * One hot and one spread claim run at 64 connections against `url`, each verified and recorded as
      * `claimTicket <name>, 64 connections, <label>`, with `versus` (ratios) when given.
      */
-    const hotAndSpread = async (url: string, label: string, versus?: (name: 'hot' | 'spread', r: LoadResult) => string) => {
+    const hotAndSpread = async (url: string, label: string, versus?: (name: 'hot' | 'spread', r: LoadResult) => string, on = { hot: pool, spread: cool }) => {
       const out: Partial<Record<'hot' | 'spread', LoadResult>> = {};
       for (const [name, bodiesOf] of [
-        ['hot', (run: string) => [CLAIM(pool, run)]],
-        ['spread', (run: string) => cool.map((id) => CLAIM(id, run))],
+        ['hot', (run: string) => [CLAIM(on.hot, run)]],
+        ['spread', (run: string) => on.spread.map((id) => CLAIM(id, run))],
       ] as const) {
         await vacuum(sql);
         const run = nextRun();
         const bodies = bodiesOf(run);
         const r = await httpLoad({ url, key: partnerKey, body: bodies[0]!, bodies, connections: 64, seconds: SECONDS, okPattern: CLAIMED });
-        const check = await verify(sql, r, run, name === 'hot' ? [pool] : cool, 64, `claims ${name}, ${label}`, failures);
+        const check = await verify(sql, r, run, name === 'hot' ? [on.hot] : on.spread, 64, `claims ${name}, ${label}`, failures);
         record(`claimTicket ${name}, 64 connections, ${label}`, versus ? `${perSecond(http(r))}  ${versus(name, r)}  ${check}` : perSecond(http(r)));
         out[name] = r;
       }
@@ -461,6 +465,41 @@ async function main(): Promise<void> {
     for (const name of ['hot', 'spread'] as const) {
       record(`claimTicket ${name}: with ten webhook endpoints ÷ without (adjacent runs)`, ratio(webhooks.on[name].requestsPerSecond, webhooks.off[name].requestsPerSecond));
     }
+
+    // Tracing (issue 32): a second instance on the same database with tracing on at ratio 1.0,
+    // exporting OTLP (protobuf over HTTP, the SDK's batch processor) to a receiver in this process,
+    // against the instance above (tracing off), in alternating runs of two rounds on campaigns of
+    // their own. The receiver counts the spans that arrived.
+    const traceCampaigns = { hot: await newCampaign('traced hot'), spread: await Promise.all(Array.from({ length: SPREAD_CAMPAIGNS }, (_, i) => newCampaign(`traced cool ${i}`))) };
+    await gql(server.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${traceCampaigns.hot}", count: ${quick ? 50_000 : 200_000}) { loaded } }`);
+    for (const id of traceCampaigns.spread) await gql(server.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${id}", count: ${SPREAD_TICKETS}) { loaded } }`);
+    await Promise.all([traceCampaigns.hot, ...traceCampaigns.spread].map((id) => open(id)));
+    await vacuum(sql, { analyze: true });
+    const tracing = await tracingPhase(serverEnv, async (tracedServer) => {
+      await httpLoad({ url: tracedServer.url, key: partnerKey, body: CLAIM(traceCampaigns.hot, nextRun()), connections: 64, seconds: WARMUP_SECONDS });
+      const on = { hot: [] as LoadResult[], spread: [] as LoadResult[] };
+      const off = { hot: [] as LoadResult[], spread: [] as LoadResult[] };
+      for (let round = 1; round <= 2; round += 1) {
+        const traced = await hotAndSpread(tracedServer.url, `tracing on (ratio 1.0), round ${round}`, undefined, traceCampaigns);
+        const plain = await hotAndSpread(server.url, `tracing off, round ${round}`, undefined, traceCampaigns);
+        for (const name of ['hot', 'spread'] as const) {
+          on[name].push(traced[name]);
+          off[name].push(plain[name]);
+        }
+      }
+      return { on, off };
+    });
+    for (const name of ['hot', 'spread'] as const) {
+      record(
+        `claimTicket ${name}, 64 connections: tracing on (ratio 1.0) ÷ off (means of 2 adjacent runs)`,
+        `${fmt(meanRate(tracing.on[name]))} / ${fmt(meanRate(tracing.off[name]))}/s = ${ratio(meanRate(tracing.on[name]), meanRate(tracing.off[name]))}`,
+      );
+    }
+    const tracedClaims = [...tracing.on.hot, ...tracing.on.spread].reduce((sum, r) => sum + r.requests, 0);
+    record(
+      'spans exported while tracing was on (received by the bench\'s OTLP receiver)',
+      `${fmt(tracing.exported.spans)} spans in ${fmt(tracing.exported.requests)} requests (${fmt(tracing.exported.bytes / 1e6)} MB), ${(tracing.exported.spans / Math.max(1, tracedClaims)).toFixed(1)} per claim`,
+    );
 
     // Synchronous commit (issue 19): claims on a primary with a streaming standby of its own,
     // asynchronous and synchronous in alternating runs on the same pair.
@@ -646,6 +685,10 @@ async function main(): Promise<void> {
     for (const name of ['hot', 'spread'] as const) {
       atLeast(`claimTicket ${name} with ten webhook endpoints ÷ without`, webhooks.on[name].requestsPerSecond / webhooks.off[name].requestsPerSecond, 0.9);
     }
+    // Issue 32: tracing on at ratio 1.0 costs at most 10% of hot claims (and of spread ones).
+    for (const name of ['hot', 'spread'] as const) {
+      atLeast(`claimTicket ${name}, tracing on (ratio 1.0) ÷ off`, meanRate(tracing.on[name]) / meanRate(tracing.off[name]), 0.9);
+    }
     bars.push({ what: `drawBallot of ${fmt(BALLOT_ENTRIES)} entries`, figure: `${(draw.ms / 1000).toFixed(1)} s`, target: '< 60 s', pass: draw.ms < 60_000 });
     bars.push({
       what: 'lost or duplicated tickets, every claim run',
@@ -797,6 +840,33 @@ async function pgbouncerPhase<T>(serverUrl: string, dbUrl: URL, serverEnv: Recor
   } finally {
     await server.stop();
     await bouncer.stop();
+  }
+}
+
+/**
+ * A Tessera instance on the bench's database with tracing on: every trace sampled (ratio 1.0), OTLP
+ * protobuf over HTTP to a receiver of the bench's own (otlpReceiver.ts), the batch processor's queue
+ * large enough for a claim storm's spans (docs/OBSERVABILITY.md, "Sizing the export").
+ */
+async function tracingPhase<T>(serverEnv: Record<string, string>, work: (server: Server) => Promise<T>): Promise<T & { exported: OtlpReceiver['received'] }> {
+  const receiver = await startOtlpReceiver();
+  const server = new Server(await freePort(), {
+    ...serverEnv,
+    WEB_CONCURRENCY: '1',
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+    OTEL_TRACES_SAMPLER: 'parentbased_always_on',
+    OTEL_BSP_MAX_QUEUE_SIZE: '65536',
+    OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '4096',
+    OTEL_BSP_SCHEDULE_DELAY: '1000',
+  });
+  try {
+    await server.start();
+    const result = await work(server);
+    await server.stop(); // its last spans exported at shutdown
+    return { ...result, exported: { ...receiver.received } };
+  } finally {
+    await server.stop();
+    await receiver.close();
   }
 }
 

@@ -23,6 +23,7 @@ import type { LiveUpdates } from './live';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 import type { RateLimits } from './rateLimit';
+import { activeTraceId, ATTR, inSpan, operationSpan, type Span } from './tracing';
 
 /**
  * A refused key is answered no sooner than this after the check began, whatever the check found: an
@@ -72,7 +73,9 @@ export function createAdmission(options: {
   const { db, services, live, rateLimits, metrics, logger } = options;
   const note = (code: string, request: Pick<AdmitRequest, 'transport' | 'requestId' | 'address'>, status: number) => {
     metrics.graphqlErrors.inc({ code });
-    logger.info({ transport: request.transport, requestId: request.requestId, address: request.address, status, errors: [code] }, 'graphql');
+    operationSpan()?.setAttribute(ATTR.outcome, code);
+    const traceId = activeTraceId();
+    logger.info({ transport: request.transport, requestId: request.requestId, ...(traceId ? { traceId } : {}), address: request.address, status, errors: [code] }, 'graphql');
   };
   const refuse = (error: GraphQLError, request: AdmitRequest, status: number): never => {
     note(String(error.extensions.code), request, status);
@@ -92,7 +95,16 @@ export function createAdmission(options: {
     claim !== null && (claim.kind === 'admin' || (await directory(claim.kind).keyExists(claim.prefix, started + AUTH_FAILURE_FLOOR_MS)));
   const giveBack = (address: string) => rateLimits.refundFailedAuthentication(address).catch((error: unknown) => logger.warn({ error: (error as Error).message }, 'failed-authentication refund failed'));
 
-  const admit = async (request: AdmitRequest): Promise<OperationContext> => {
+  // Tracing on: the admission's span (the failed-authentication limit, then the key), the key's check its child.
+  const admit = (request: AdmitRequest): Promise<OperationContext> => inSpan('tessera.admission', { [ATTR.transport]: request.transport }, (span) => admitIn(span, request));
+  const authenticated = (request: AdmitRequest, started: number) =>
+    inSpan('tessera.authenticate', undefined, async (span) => {
+      const context = await createContext(db, services, live, request.authorization, { requestId: request.requestId, clientRequestId: request.clientRequestId, started });
+      if (span) describeViewer(span, context);
+      return context;
+    });
+
+  const admitIn = async (span: Span | undefined, request: AdmitRequest): Promise<OperationContext> => {
     const started = performance.now();
     const claim = keyClaim(request.authorization, services.keys.adminApiKey);
     let blockedFor = await rateLimits.authBlockedFor(request.address);
@@ -104,8 +116,9 @@ export function createAdmission(options: {
       refuse(tooManyFailures(blockedFor), request, 429);
     }
     try {
-      const context = await createContext(db, services, live, request.authorization, { requestId: request.requestId, clientRequestId: request.clientRequestId, started });
+      const context = await authenticated(request, started);
       if (reserved) void giveBack(request.address);
+      if (span) describeViewer(operationSpan() ?? span, context);
       return context;
     } catch (error) {
       if (error instanceof GraphQLError && error.extensions.code === ErrorCode.UNAUTHENTICATED) {
@@ -152,4 +165,12 @@ export function createAdmission(options: {
   };
 
   return Object.assign(admit, { recheck, clientAddress: options.clientAddress ?? createClientAddress() });
+}
+
+/** Who is calling, on a span: the kind of key and its owner's id — never the key, nor any part of it. */
+function describeViewer(span: Span, context: OperationContext): void {
+  const viewer = context.viewer;
+  span.setAttribute(ATTR.viewer, viewer.kind === 'partner' ? (viewer.test ? 'partner (test key)' : 'partner') : viewer.operator ? 'operator' : 'admin');
+  if (viewer.kind === 'partner') span.setAttribute(ATTR.partnerId, viewer.partnerId);
+  else if (viewer.operator) span.setAttribute(ATTR.operatorId, viewer.operator.id);
 }

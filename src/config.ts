@@ -6,6 +6,7 @@ import path from 'node:path';
 import proxyAddr from 'proxy-addr';
 import { z } from 'zod';
 import { parseHosts } from './db/hosts';
+import { tracingConfigFrom, type TracingConfig } from './tracing/config';
 import { webhookKeyFrom } from './webhooks/secrets';
 
 /**
@@ -210,6 +211,8 @@ export interface Config {
   };
   /** When set, GET /metrics requires `Authorization: Bearer <metricsToken>`; undefined: /metrics is open. */
   readonly metricsToken: string | undefined;
+  /** OpenTelemetry tracing (the OTEL_* variables: src/tracing/config.ts); null: off. */
+  readonly tracing: TracingConfig | null;
   readonly webhooks: {
     /**
      * The key that seals endpoint secrets (WEBHOOK_SECRET_KEY; generated once outside production).
@@ -265,6 +268,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const e = parsed.data;
+  let tracing: TracingConfig | null;
+  try {
+    tracing = tracingConfigFrom(env);
+  } catch (error) {
+    throw new ConfigError(`Invalid configuration:\n  - ${(error as Error).message}`);
+  }
   const databaseUrl = e.DATABASE_URL ? e.DATABASE_URL : undefined;
   const givenKey = e.ADMIN_API_KEY ? e.ADMIN_API_KEY : undefined;
   if (e.NODE_ENV === 'production') {
@@ -331,6 +340,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxSubscriptionsPerKey: e.WS_MAX_SUBSCRIPTIONS_PER_KEY,
     }),
     metricsToken: e.METRICS_TOKEN ? e.METRICS_TOKEN : undefined,
+    tracing,
     webhooks: Object.freeze({ secretKey: webhookSecretKey, allowPrivateNetworks: e.WEBHOOK_ALLOW_PRIVATE_NETWORKS === 'true', production }),
   });
 }

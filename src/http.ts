@@ -19,6 +19,7 @@ import type { Database } from './db/client';
 import { ErrorCode, RETRY_AFTER_SECONDS } from './errors';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
+import { ATTR, bindToActive, inOperation, operationSpan, SpanStatusCode, tracingOn, type Span } from './tracing';
 
 /** The largest request body, in bytes (5 MB); larger ones get 413 PAYLOAD_TOO_LARGE. */
 export const BODY_LIMIT_BYTES = 5 * 1024 * 1024;
@@ -229,13 +230,9 @@ export function graphqlHandler(
     context(req, res) {
       const requestId = randomUUID();
       res.setHeader('x-request-id', requestId);
-      return admit({
-        authorization: req.headers.authorization,
-        address: admit.clientAddress(req),
-        requestId,
-        clientRequestId: wellFormedRequestId(req.headers['x-request-id'] as string | undefined),
-        transport: 'http',
-      });
+      const clientRequestId = wellFormedRequestId(req.headers['x-request-id'] as string | undefined);
+      operationSpan()?.setAttributes({ [ATTR.requestId]: requestId, ...(clientRequestId ? { [ATTR.clientRequestId]: clientRequestId } : {}) });
+      return admit({ authorization: req.headers.authorization, address: admit.clientAddress(req), requestId, clientRequestId, transport: 'http' });
     },
   });
 
@@ -244,6 +241,7 @@ export function graphqlHandler(
     // request that would only time out. Nothing has touched the database, so a retry is always safe.
     if (req.method === 'POST' && db.saturated()) {
       metrics.shed.inc();
+      operationSpan()?.setAttribute(ATTR.outcome, ErrorCode.UNAVAILABLE);
       req.resume();
       answerJson(res, 503, SHED, { 'retry-after': String(RETRY_AFTER_SECONDS) });
       return;
@@ -259,6 +257,28 @@ export function graphqlHandler(
     res.setHeader('Vary', 'Origin');
     const origin = req.headers.origin;
     if (origin && (anyOrigin || allowedOrigins.has(origin))) res.setHeader('Access-Control-Allow-Origin', origin);
-    serve(req, res);
+    if (tracingOn()) traced(req, res, serve);
+    else serve(req, res);
   };
+}
+
+/**
+ * Tracing on: the request's SERVER span, continuing the caller's trace from its traceparent header,
+ * active while the request is served (every span below is its child) and ended with the answer.
+ * The GraphQL plugin names it after the operation (`mutation ClaimTicket`) once it is known.
+ */
+function traced(req: IncomingMessage, res: ServerResponse, serve: RequestListener): void {
+  inOperation(`${req.method ?? 'GET'} /graphql`, req.headers, { 'http.request.method': req.method ?? 'GET', 'url.path': '/graphql', [ATTR.transport]: 'http' }, (span) => {
+    res.once('close', () => ended(span!, res));
+    // The body's events run in the connection's context, not the request's: bound, the request's
+    // listeners (the body read, then Apollo) run with the operation's span active.
+    bindToActive(req);
+    serve(req, res);
+  });
+}
+
+function ended(span: Span, res: ServerResponse): void {
+  span.setAttribute('http.response.status_code', res.statusCode);
+  if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR, message: `HTTP ${res.statusCode}` });
+  span.end();
 }

@@ -18,6 +18,7 @@ import { detectPooler, PoolerWithoutDirectUrlError, type Pooler } from './db/poo
 import { applySessionSettings, checkSessionSettings } from './db/sessionSettings';
 import { createLogger, drainStdout, type Logger } from './logger';
 import { createServer } from './server';
+import { startTracing } from './tracing/start';
 import { ListenError, PoolCheckError, startupAdvice } from './startupAdvice';
 import { armShutdownWatchdog } from './watchdog';
 
@@ -151,12 +152,16 @@ async function serve(config: Config, logger: Logger, url: string, pooler: Pooler
     throw new PoolCheckError(pooler, { cause: error });
   }
   const redis = config.redisUrl ? connectRedis(config.redisUrl, logger) : undefined;
+  // OpenTelemetry, when the OTEL_* variables turn it on (docs/OBSERVABILITY.md); before the server, so its first request is traced.
+  const tracing = config.tracing ? startTracing(config.tracing, { logger }) : undefined;
+  if (config.tracing) logger.info({ exporter: config.tracing.exporter, ratio: config.tracing.ratio, parentBased: config.tracing.parentBased, service: config.tracing.serviceName }, 'tracing on');
   const server = await createServer({ config, db, logger, redis, clusterWorker: cluster.isWorker });
   let port: number;
   try {
     ({ port } = await server.listen(config.port, config.host));
   } catch (error) {
     await server.stop().catch(() => undefined);
+    await tracing?.stop();
     await db.close().catch(() => undefined);
     redis?.disconnect();
     throw new ListenError(config.port, config.host, { cause: error });
@@ -181,6 +186,7 @@ async function serve(config: Config, logger: Logger, url: string, pooler: Pooler
     try {
       await server.stop();
       logger.info('HTTP server stopped');
+      await tracing?.stop();
       await db.close();
       logger.info('database pool closed');
       if (redis) await redis.quit().catch(() => redis.disconnect());

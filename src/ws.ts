@@ -17,7 +17,8 @@
 import { randomUUID } from 'node:crypto';
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
-import { GraphQLError, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
+import { GraphQLError, type ExecutionArgs, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
+import type { Context as ConnectContext, SubscribePayload } from 'graphql-ws';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { keyOwnerOf } from './auth';
@@ -27,14 +28,20 @@ import { isTransientDbError } from './db/pgErrors';
 import { tagErrors } from './formatError';
 import type { LiveUpdates } from './live';
 import type { Logger } from './logger';
-import { NOT_OVER_WS, selectOperation, type OperationControls } from './operations';
+import { loggedName, NOT_OVER_WS, selectOperation, type OperationControls } from './operations';
+import { activeTraceId, ATTR, describeOperation, failed, inOperation, operationOutcome, operationSpan, type Span } from './tracing';
 import { guardUnauthenticated, refusalsLogged, subscriptionSlots, WEBSOCKET_LIMIT_DEFAULTS, type SlotHolder, type WebSocketLimits } from './wsLimits';
 
 const FORBIDDEN = 4403;
 
+/** graphql-ws's context of a socket: its upgrade request, the socket, and Tessera's state once admitted. */
+type SocketContext = ConnectContext<Record<string, unknown>, { socket: WebSocket; request: http.IncomingMessage; state?: SocketState }>;
+
 interface OperationState {
   requestId: string;
   started: number;
+  /** Tracing on: the trace its subscribe message was admitted in (its log line names it). */
+  traceId?: string;
   context?: OperationContext;
   type?: string;
   name?: string | null;
@@ -44,6 +51,8 @@ interface OperationState {
 
 interface SocketState extends SlotHolder {
   socket: WebSocket;
+  /** Where a subscribe message without a traceparent of its own continues from: connection_init's payload, or the upgrade's headers. */
+  carrier: Record<string, unknown>;
   address: string;
   authorization: string | undefined;
   /** Operations in flight, by the client's subscription id. */
@@ -101,6 +110,7 @@ export function subscriptionServer(
       type: operation.type,
       ms: performance.now() - operation.started,
       codes,
+      traceId: operation.traceId,
     });
     slots.release(state, operation);
     state.operations.delete(id);
@@ -129,29 +139,99 @@ export function subscriptionServer(
   }, Math.max(options.recheckMs, 1000));
   sweep.unref();
 
-  const server = useServer<Record<string, unknown>, { socket: WebSocket; request: http.IncomingMessage; state?: SocketState }>(
+
+  /**
+   * Tracing on: `fn` inside the message's SERVER span — continuing `carrier`'s traceparent — ended
+   * when it settles, with its outcome: OK, or the first error's code (a refused key's is set by
+   * admission.ts). Off: `fn(undefined)`.
+   */
+  const traced = <T>(name: string, carrier: Record<string, unknown>, fn: (span: Span | undefined) => Promise<T>): Promise<T> =>
+    inOperation(name, carrier, { [ATTR.transport]: 'ws' }, (span) => {
+      if (span === undefined) return fn(undefined);
+      return fn(span).then(
+        (result) => {
+          if (result === true) span.setAttribute(ATTR.outcome, 'OK');
+          else if (Array.isArray(result)) span.setAttribute(ATTR.outcome, operationOutcome(result as GraphQLError[], undefined));
+          else if (result !== false) span.setAttribute(ATTR.outcome, 'OK');
+          span.end();
+          return result;
+        },
+        (error: unknown) => {
+          failed(span, error);
+          span.end();
+          throw error;
+        },
+      );
+    });
+
+  /** connection_init: the socket's key admitted (admission.ts), its state kept. */
+  const connect = async (ctx: SocketContext, params: Record<string, unknown>, carrier: Record<string, unknown>, span: Span | undefined): Promise<boolean> => {
+    const header = params.Authorization ?? params.authorization;
+    const authorization = typeof header === 'string' ? header : undefined;
+    const address = admit.clientAddress(ctx.extra.request);
+    const requestId = randomUUID();
+    span?.setAttribute(ATTR.requestId, requestId);
+    try {
+      const context = await admit({ authorization, address, requestId, transport: 'ws' });
+      // Closed or closing meanwhile (its guard, or the client): no state kept, as onClose may have run already.
+      if (ctx.extra.socket.readyState !== ctx.extra.socket.OPEN) return false;
+      const state: SocketState = { socket: ctx.extra.socket, carrier, address, authorization, operations: new Map(), slots: 0 };
+      state.keyOwner = keyOwnerOf(context.viewer);
+      ctx.extra.state = state;
+      open.add(state);
+      unauthenticated.get(ctx.extra.socket)?.release();
+      unauthenticated.delete(ctx.extra.socket);
+      return true;
+    } catch {
+      return false; // closes with 4403 Forbidden
+    }
+  };
+
+  /** A subscribe message: admitted, parsed, validated, measured and charged (operations.ts), or refused. */
+  const subscribe = async (state: SocketState, id: string, payload: SubscribePayload): Promise<ExecutionArgs | readonly GraphQLError[]> => {
+    const operation: OperationState = { requestId: randomUUID(), started: performance.now(), traceId: activeTraceId() };
+    state.operations.set(id, operation);
+    operationSpan()?.setAttribute(ATTR.requestId, operation.requestId);
+    let context: OperationContext;
+    try {
+      context = await admit({ authorization: state.authorization, address: state.address, requestId: operation.requestId, transport: 'ws' });
+    } catch (error) {
+      // The socket's key no longer authenticates: this operation is refused, and the socket closed.
+      setImmediate(() => state.socket.close(FORBIDDEN, 'Forbidden'));
+      return [error as GraphQLError];
+    }
+    operation.context = context;
+    try {
+      const document = controls.parse(payload.query);
+      const invalid = controls.validate(schema, document);
+      if (invalid.length > 0) return invalid;
+      const selected = selectOperation(document, payload.operationName);
+      if (!selected) return [new GraphQLError('The document names no operation to run, or several without operationName.', { extensions: { code: 'BAD_REQUEST' } })];
+      operation.type = selected.operation;
+      operation.name = payload.operationName ?? selected.name?.value ?? null;
+      const span = operationSpan();
+      if (span) describeOperation(span, selected.operation, loggedName(operation.name));
+      // The cost limit answers before the transport's own refusal, as validation would (HTTP says the same).
+      const measured = controls.measure(schema, document, selected, payload.variables ?? {});
+      if (selected.operation !== 'subscription') return [new GraphQLError(NOT_OVER_WS, { extensions: { code: 'BAD_REQUEST' } })];
+      await controls.charge(context.viewer, measured);
+      const full = slots.take(state, operation);
+      if (full) return [full];
+      return { schema, document, operationName: payload.operationName, variableValues: payload.variables, contextValue: context };
+    } catch (error) {
+      if (error instanceof GraphQLError) return [error];
+      throw error;
+    }
+  };
+
+  const server = useServer<Record<string, unknown>, SocketContext['extra']>(
     {
       schema,
       // The key comes in the connection's payload, as a browser cannot set headers on a WebSocket.
-      onConnect: async (ctx) => {
+      onConnect: (ctx) => {
         const params = ctx.connectionParams ?? {};
-        const header = params.Authorization ?? params.authorization;
-        const authorization = typeof header === 'string' ? header : undefined;
-        const address = admit.clientAddress(ctx.extra.request);
-        try {
-          const context = await admit({ authorization, address, requestId: randomUUID(), transport: 'ws' });
-          // Closed or closing meanwhile (its guard, or the client): no state kept, as onClose may have run already.
-          if (ctx.extra.socket.readyState !== ctx.extra.socket.OPEN) return false;
-          const state: SocketState = { socket: ctx.extra.socket, address, authorization, operations: new Map(), slots: 0 };
-          state.keyOwner = keyOwnerOf(context.viewer);
-          ctx.extra.state = state;
-          open.add(state);
-          unauthenticated.get(ctx.extra.socket)?.release();
-          unauthenticated.delete(ctx.extra.socket);
-          return true;
-        } catch {
-          return false; // closes with 4403 Forbidden
-        }
+        const carrier = typeof params.traceparent === 'string' ? params : (ctx.extra.request.headers as Record<string, unknown>);
+        return traced('graphql-ws connection_init', carrier, (span) => connect(ctx, params, carrier, span));
       },
       onClose: (ctx) => {
         const state = ctx.extra.state;
@@ -160,38 +240,10 @@ export function subscriptionServer(
         // An operation that never reached onComplete or onError (a send to the closing socket failed) gives its slot back here.
         for (const operation of state.operations.values()) slots.release(state, operation);
       },
-      onSubscribe: async (ctx, id, payload) => {
+      onSubscribe: (ctx, id, payload) => {
         const state = ctx.extra.state!;
-        const operation: OperationState = { requestId: randomUUID(), started: performance.now() };
-        state.operations.set(id, operation);
-        let context: OperationContext;
-        try {
-          context = await admit({ authorization: state.authorization, address: state.address, requestId: operation.requestId, transport: 'ws' });
-        } catch (error) {
-          // The socket's key no longer authenticates: this operation is refused, and the socket closed.
-          setImmediate(() => state.socket.close(FORBIDDEN, 'Forbidden'));
-          return [error as GraphQLError];
-        }
-        operation.context = context;
-        try {
-          const document = controls.parse(payload.query);
-          const invalid = controls.validate(schema, document);
-          if (invalid.length > 0) return invalid;
-          const selected = selectOperation(document, payload.operationName);
-          if (!selected) return [new GraphQLError('The document names no operation to run, or several without operationName.', { extensions: { code: 'BAD_REQUEST' } })];
-          operation.type = selected.operation;
-          operation.name = payload.operationName ?? selected.name?.value ?? null;
-          // The cost limit answers before the transport's own refusal, as validation would (HTTP says the same).
-          const measured = controls.measure(schema, document, selected, payload.variables ?? {});
-          if (selected.operation !== 'subscription') return [new GraphQLError(NOT_OVER_WS, { extensions: { code: 'BAD_REQUEST' } })];
-          await controls.charge(context.viewer, measured);
-          const full = slots.take(state, operation);
-          if (full) return [full];
-          return { schema, document, operationName: payload.operationName, variableValues: payload.variables, contextValue: context };
-        } catch (error) {
-          if (error instanceof GraphQLError) return [error];
-          throw error;
-        }
+        const own = payload.extensions as Record<string, unknown> | undefined;
+        return traced('graphql-ws subscribe', typeof own?.traceparent === 'string' ? own : state.carrier, () => subscribe(state, id, payload));
       },
       onNext: (ctx, id, _payload, _args, result) => {
         if (!result.errors?.length) return;

@@ -174,7 +174,7 @@ export const CLAIM_GROUP_CALL =
 
 /** Runs the statement — its function, tessera_claim_group (claimFunctions.ts) — in its transaction (claimTransaction.ts): one for the whole group. */
 export function claimGroup(prisma: ClaimClient, requests: readonly GroupRequest[]): Promise<GroupRow[]> {
-  return inTransaction<GroupRow>(prisma, { text: CLAIM_GROUP_CALL, values: claimGroupValues(requests) });
+  return inTransaction<GroupRow>(prisma, { name: 'claimGroup', text: CLAIM_GROUP_CALL, values: claimGroupValues(requests) });
 }
 
 /** What the first look decided for one request. */

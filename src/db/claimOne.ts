@@ -19,6 +19,7 @@ export async function claimOne(prisma: ClaimClient, r: GroupRequest, keys: KeyCh
   const rows = await inTransaction<OneRow>(
     prisma,
     {
+      name: 'claimOne',
       text: 'SELECT * FROM tessera_claim_one($1::uuid, $2::uuid, $3::text, $4::jsonb, $5::text, $6::text, $7::integer)',
       values: [r.campaignId, r.partnerId, r.holder, r.metadata === null ? null : JSON.stringify(r.metadata), r.idempotencyKey, r.requestHash, r.start],
     },
@@ -37,6 +38,7 @@ export async function claimCampaignGroup(prisma: ClaimClient, requests: readonly
     campaignId,
     requests,
     (some) => ({
+      name: 'claimCampaignGroup',
       text: 'SELECT * FROM tessera_claim_campaign_group($1::uuid, $2::uuid[], $3::text[], $4::jsonb[], $5::text[], $6::text[], $7::integer)',
       values: [
         campaignId,

@@ -105,8 +105,9 @@ export function readClaim(rows: ClaimedRow[], campaignId: string): ClaimOutcome 
 }
 
 /** The statement as PostgreSQL receives it: text with $n parameters, and their values (the bench's pgbench script is made from it). */
-export function claimStatement(p: ClaimTicketParams): { text: string; values: unknown[] } {
+export function claimStatement(p: ClaimTicketParams): { name: string; text: string; values: unknown[] } {
   return {
+    name: p.wait ? 'claimTicket (waiting)' : 'claimTicket',
     text: `SELECT * FROM tessera_claim_tickets($1::uuid, $2::uuid, $3::text, $4::jsonb, $5::text, $6::text, $7::integer, $8::integer, $9::integer, $10::boolean)`,
     values: [
       p.campaignId,

@@ -1,6 +1,7 @@
 // How every claim statement runs (claimOne.ts, claimGroup.ts, claimTicket.ts): raw SQL, alone in a
-// Prisma batch transaction — BEGIN, the statement, COMMIT on one pooled connection — as the design
-// says. The statement is the whole claim (gate, pick, take, allocations, counters, events), so the
+// Prisma batch transaction, as the design says — which Prisma 7 sends as the statement alone on one
+// pooled connection, without BEGIN or COMMIT (a single statement is its own transaction in
+// PostgreSQL; seen statement by statement with tracing on, test/tracing.test.ts). The statement is the whole claim (gate, pick, take, allocations, counters, events), so the
 // transaction adds no decision of its own: it is the unit PgBouncer's transaction mode pools, and the
 // place a later step of the same claim would join. Straight to PostgreSQL the statement is a named
 // prepared statement of its connection (client.ts's statementNameGenerator); behind PgBouncer it is
@@ -12,6 +13,7 @@
 // coordinator first takes the key's lock and looks in the other campaigns (tessera_prior_claim), in
 // the same transaction: a key used elsewhere answers PRIOR, as the gate does on one PostgreSQL.
 import type { PrismaClient } from '../generated/prisma/client';
+import { named } from '../tracing';
 
 export type ClaimClient = Pick<PrismaClient, '$transaction' | '$queryRawUnsafe'>;
 
@@ -49,24 +51,36 @@ type Tx = Pick<PrismaClient, '$queryRawUnsafe'>;
 
 /** tessera_prior_claim for these requests: the keys locked, and the allocations of theirs found in other campaigns, by ord. */
 async function priorsElsewhere(tx: Tx, campaignId: string, requests: readonly { partnerId: string; idempotencyKey: string | null }[]): Promise<Map<number, PriorElsewhere>> {
-  const rows = await tx.$queryRawUnsafe<PriorElsewhere[]>(
-    'SELECT * FROM tessera_prior_claim($1::uuid, $2::uuid[], $3::text[])',
-    campaignId,
-    requests.map((r) => r.partnerId),
-    requests.map((r) => r.idempotencyKey),
+  const rows = await named('priorClaim', () =>
+    tx.$queryRawUnsafe<PriorElsewhere[]>(
+      'SELECT * FROM tessera_prior_claim($1::uuid, $2::uuid[], $3::text[])',
+      campaignId,
+      requests.map((r) => r.partnerId),
+      requests.map((r) => r.idempotencyKey),
+    ).then((found) => found),
   );
   return new Map(rows.map((r) => [Number(r.ord), r]));
 }
 
-export async function inTransaction<T>(prisma: ClaimClient, statement: { text: string; values: readonly unknown[] }, key?: ClaimKey): Promise<T[]> {
+/** A claim statement: its name (the src/db/ function's: a span's name when tracing is on), text and values. */
+export interface ClaimStatement {
+  name: string;
+  text: string;
+  values: readonly unknown[];
+}
+
+/** Runs `statement` with its name given to its spans (tracing/sql.ts); started inside `named`, so its queries carry the name. */
+const run = <T>(tx: Tx, statement: ClaimStatement): Promise<T[]> => named(statement.name, () => tx.$queryRawUnsafe<T[]>(statement.text, ...statement.values).then((rows) => rows));
+
+export async function inTransaction<T>(prisma: ClaimClient, statement: ClaimStatement, key?: ClaimKey): Promise<T[]> {
   if (key?.keys !== 'coordinator-first' || key.idempotencyKey === null) {
-    const [rows] = await prisma.$transaction([prisma.$queryRawUnsafe<T[]>(statement.text, ...statement.values)]);
+    const [rows] = await named(statement.name, () => prisma.$transaction([prisma.$queryRawUnsafe<T[]>(statement.text, ...statement.values)]).then((done) => done));
     return rows;
   }
   return prisma.$transaction(async (tx) => {
     const prior = (await priorsElsewhere(tx, key.campaignId, [key])).get(1);
     if (prior) return [priorRow<T>(1, prior)];
-    return tx.$queryRawUnsafe<T[]>(statement.text, ...statement.values);
+    return run<T>(tx, statement);
   }, INTERACTIVE);
 }
 
@@ -80,19 +94,19 @@ export async function groupInTransaction<T extends { ord: number | string }, R e
   prisma: ClaimClient,
   campaignId: string,
   requests: readonly R[],
-  statementFor: (some: readonly R[]) => { text: string; values: readonly unknown[] },
+  statementFor: (some: readonly R[]) => ClaimStatement,
   keys: KeyCheck,
 ): Promise<T[]> {
   if (keys !== 'coordinator-first' || requests.every((r) => r.idempotencyKey === null)) {
     const statement = statementFor(requests);
-    const [rows] = await prisma.$transaction([prisma.$queryRawUnsafe<T[]>(statement.text, ...statement.values)]);
+    const [rows] = await named(statement.name, () => prisma.$transaction([prisma.$queryRawUnsafe<T[]>(statement.text, ...statement.values)]).then((done) => done));
     return rows;
   }
   return prisma.$transaction(async (tx) => {
     const priors = await priorsElsewhere(tx, campaignId, requests);
     const rest = requests.filter((_, i) => !priors.has(i + 1));
     const statement = statementFor(rest);
-    const rows = rest.length === 0 ? [] : await tx.$queryRawUnsafe<T[]>(statement.text, ...statement.values);
+    const rows = rest.length === 0 ? [] : await run<T>(tx, statement);
     let next = 0;
     return requests.map((_, i) => {
       const prior = priors.get(i + 1);

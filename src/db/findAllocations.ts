@@ -4,6 +4,7 @@ import { Prisma } from '../generated/prisma/client';
 import type { Db } from './client';
 import { ALLOCATION_COLUMNS, toAllocation, type AllocationRow } from './allocationRow';
 import type { AllocationModel } from '../models';
+import { named } from '../tracing';
 
 export async function findAllocationsByIds(db: Db, ids: readonly string[]): Promise<AllocationModel[]> {
   const rows = await db.$queryRaw<AllocationRow[]>`
@@ -16,11 +17,13 @@ export async function findAllocationsByKey(
   db: Db,
   q: { campaignId: string; partnerId: string; idempotencyKey: string },
 ): Promise<{ allocations: AllocationModel[]; requestHash: string | null }> {
-  const rows = await db.$queryRaw<AllocationRow[]>`
-    SELECT ${Prisma.raw(ALLOCATION_COLUMNS)} FROM allocations
-     WHERE campaign_id = ${q.campaignId}::uuid AND partner_id = ${q.partnerId}::uuid
-       AND idempotency_key = ${q.idempotencyKey}::text
-     ORDER BY request_index`;
+  const rows = await named('findAllocationsByKey', () =>
+    db.$queryRaw<AllocationRow[]>`
+      SELECT ${Prisma.raw(ALLOCATION_COLUMNS)} FROM allocations
+       WHERE campaign_id = ${q.campaignId}::uuid AND partner_id = ${q.partnerId}::uuid
+         AND idempotency_key = ${q.idempotencyKey}::text
+       ORDER BY request_index`.then((found) => found),
+  );
   return { allocations: rows.map(toAllocation), requestHash: rows[0]?.request_hash ?? null };
 }
 

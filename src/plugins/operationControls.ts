@@ -13,14 +13,17 @@ import type { OperationContext } from '../context';
 import { RETRY_AFTER_SECONDS } from '../errors';
 import { tagErrors } from '../formatError';
 import type { Logger } from '../logger';
-import { NOT_OVER_HTTP, type OperationControls } from '../operations';
+import { loggedName, NOT_OVER_HTTP, type OperationControls } from '../operations';
+import { activeTraceId, describeOperation, operationOutcome, operationSpan } from '../tracing';
 
 const NO_CODES: readonly string[] = [];
 
 export function operationControlsPlugin(controls: OperationControls, logger: Logger): ApolloServerPlugin<OperationContext> {
   const listener: GraphQLRequestListener<OperationContext> = {
-    async didResolveOperation({ contextValue, operation, document, schema, request }) {
+    async didResolveOperation({ contextValue, operation, document, schema, request, operationName }) {
       if (!operation) return;
+      const span = operationSpan();
+      if (span) describeOperation(span, operation.operation, loggedName(operationName));
       if (operation.operation === 'subscription') {
         throw new GraphQLError(NOT_OVER_HTTP, { extensions: { code: 'BAD_REQUEST', http: { status: 400 } } });
       }
@@ -34,6 +37,8 @@ export function operationControlsPlugin(controls: OperationControls, logger: Log
     },
     async willSendResponse({ contextValue, response, operation, operationName }) {
       const errors = response.body.kind === 'single' ? response.body.singleResult.errors : undefined;
+      const span = operationSpan();
+      if (span) span.setAttribute('tessera.outcome', operationOutcome(errors, response.body.kind === 'single' ? response.body.singleResult.data : undefined));
       controls.record({
         transport: 'http',
         requestId: contextValue.requestId,
@@ -44,6 +49,7 @@ export function operationControlsPlugin(controls: OperationControls, logger: Log
         status: response.http.status ?? 200,
         ms: performance.now() - contextValue.started,
         codes: errors ? errors.map((e) => String(e.extensions?.code ?? 'UNKNOWN')) : NO_CODES,
+        traceId: activeTraceId(),
       });
     },
   };

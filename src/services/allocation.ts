@@ -25,6 +25,7 @@ import { ticketKey } from './allocationRecords';
 import type { ClaimBatcher } from './claimBatcher';
 import type { RefusalCounter } from './refusalCounter';
 import { fingerprint } from './fingerprint';
+import { activeSpan, ATTR, inSpan, operationSpan, rememberAllocation, type Span } from '../tracing';
 import type { RequestContext } from './requestContext';
 
 export interface ClaimInput {
@@ -126,7 +127,12 @@ export class AllocationService {
    * through the key and answers it. Without a key a retry could allocate twice, so the client gets
    * UNAVAILABLE and decides.
    */
-  private async allocate(ctx: RequestContext, operation: Request['operation'], parse: () => Request): Promise<Allocated> {
+  private allocate(ctx: RequestContext, operation: Request['operation'], parse: () => Request): Promise<Allocated> {
+    return inSpan('tessera.claim', { [ATTR.claimOperation]: operation }, (span) => this.allocateIn(span, ctx, operation, parse));
+  }
+
+  /** allocate, in its span when tracing is on: its outcome, campaign and allocations are the span's attributes. */
+  private async allocateIn(span: Span | undefined, ctx: RequestContext, operation: Request['operation'], parse: () => Request): Promise<Allocated> {
     const started = performance.now();
     let outcome = 'ERROR';
     let test = false;
@@ -142,9 +148,15 @@ export class AllocationService {
         }
         throw error;
       }
+      span?.setAttribute(ATTR.campaignId, request.campaignId);
+      let retryReason = '';
       for (let attempt = 0; ; attempt += 1) {
         try {
-          const result = await this.allocateOnce(ctx, request);
+          const result =
+            attempt === 0
+              ? await this.allocateOnce(ctx, request)
+              : await inSpan('tessera.claim.retry', { [ATTR.attempt]: attempt, [ATTR.retryReason]: retryReason }, () => this.allocateOnce(ctx, request));
+          if (span && result.error === null) this.traced(span, result.allocations);
           outcome = result.error ? result.error.code : result.replayed ? 'REPLAYED' : 'ALLOCATED';
           if (outcome === 'ALLOCATED') this.live?.changed(result.allocations[0]!.campaignId);
           else if (result.error) this.refusals?.count(request.campaignId, result.error.code);
@@ -156,6 +168,7 @@ export class AllocationService {
           const deadlock = pgErrorInfo(error).code === PG.DEADLOCK_DETECTED;
           const retryable = deadlock || (request.idempotencyKey !== null && isConnectionLost(error) && this.db.unresponsive() === null);
           if (!retryable || attempt >= CONNECTION_LOST_RETRIES) throw error;
+          retryReason = deadlock ? 'deadlock' : 'connection lost (keyed)';
           await sleep(25 * (attempt + 1) + randomInt(25));
         }
       }
@@ -163,6 +176,7 @@ export class AllocationService {
       if (isTransientDbError(error) || (error as { extensions?: { code?: string } }).extensions?.code === ErrorCode.UNAVAILABLE) outcome = 'UNAVAILABLE';
       throw error;
     } finally {
+      span?.setAttribute(ATTR.outcome, outcome);
       // Test campaigns' claims stay out of the live figures (testMode.ts).
       if (test) {
         this.metrics?.testClaims.inc({ operation, outcome });
@@ -171,6 +185,13 @@ export class AllocationService {
         this.metrics?.claimSeconds.observe({ operation, outcome }, (performance.now() - started) / 1000);
       }
     }
+  }
+
+  /** Tracing on: each new allocation remembers its span (its webhook deliveries link to it); a single one is named on the span. */
+  private traced(span: Span, allocations: readonly AllocationModel[]): void {
+    const made = operationSpan() ?? span;
+    for (const allocation of allocations) rememberAllocation(allocation.id, made);
+    if (allocations.length === 1) span.setAttribute(ATTR.allocationId, allocations[0]!.id);
   }
 
   private async allocateOnce(ctx: RequestContext, r: Request): Promise<Allocated> {
@@ -209,6 +230,8 @@ export class AllocationService {
       const longest = await campaignMaxHoldSeconds(this.db.prisma, campaignId);
       if (longest !== null && r.ttlSeconds > longest) return refusal('INVALID_INPUT', `ttlSeconds may be at most the campaign's maxHoldSeconds (${longest}).`);
     }
+    // A claimTicket's second look, in its own span when tracing is on; a hold's or claimTickets' only look.
+    if (r.operation === 'claimTicket') return inSpan('tessera.claim.second_look', undefined, () => this.single(ctx, r, campaignId, requestHash));
     return this.single(ctx, r, campaignId, requestHash);
   }
 
@@ -249,6 +272,7 @@ export class AllocationService {
         const info = pgErrorInfo(error);
         if (info.code === PG.UNIQUE_VIOLATION && info.constraint === 'allocations_campaign_id_partner_id_idempotency_key_request_index_key' && keyRaces < 2) {
           keyRaces += 1;
+          activeSpan()?.addEvent('idempotency key raced: asked again', { [ATTR.attempt]: keyRaces });
           continue;
         }
         throw error;
@@ -269,6 +293,7 @@ export class AllocationService {
           }
           if (outcome.contended && waits < MAX_WAITS) {
             wait = true;
+            activeSpan()?.addEvent('tickets locked by claims in flight: waiting for them', { [ATTR.waits]: waits + 1 });
             continue;
           }
           return this.shortage(r, outcome.soldOut && !outcome.contended, outcome.allotted);

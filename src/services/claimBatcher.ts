@@ -21,6 +21,8 @@ import { claimCampaignGroup, claimOne, readOne } from '../db/claimOne';
 import { keyCheckOf } from '../db/claimTransaction';
 import type { Database } from '../db/client';
 import { isConnectionLost, isConnectTimeout } from '../db/pgErrors';
+import { context, ROOT_CONTEXT, trace } from '@opentelemetry/api';
+import { ATTR, startSpan, tracingOn, type Span } from '../tracing';
 
 export type Submitted = Omit<GroupRequest, 'holderRank' | 'partnerRank' | 'start'>;
 
@@ -36,6 +38,9 @@ interface Waiting {
   request: Submitted;
   resolve: (answer: BatchAnswer) => void;
   timer: NodeJS.Timeout;
+  /** Tracing on: the claim's time here, from submit to its answer (tessera.claim.queue), and when it began. */
+  span?: Span;
+  since?: number;
 }
 
 export class ClaimBatcher {
@@ -64,26 +69,48 @@ export class ClaimBatcher {
   ) {}
 
   submit(request: Submitted): Promise<BatchAnswer> {
-    return new Promise((resolve) => {
-      const group = this.groupOf(request);
-      if (this.canSend(group) && !this.waiting.some((w) => this.groupOf(w.request) === group)) {
-        this.send(group, [{ request, resolve, timer: undefined as unknown as NodeJS.Timeout }]);
-        return;
-      }
-      if (this.options.maxWaiting > 0 && this.waiting.length >= this.options.maxWaiting) {
-        resolve({ kind: 'BUSY' });
-        return;
-      }
-      const waiting: Waiting = {
+    if (tracingOn()) return this.traced(request);
+    return new Promise((resolve) => this.enqueue(request, resolve));
+  }
+
+  /** submit, with a span from the claim's arrival here to its answer (its group linked: send). */
+  private traced(request: Submitted): Promise<BatchAnswer> {
+    const span = startSpan('tessera.claim.queue', { [ATTR.campaignId]: request.campaignId })!;
+    return new Promise<BatchAnswer>((resolve) =>
+      this.enqueue(
         request,
-        resolve,
-        timer: setTimeout(() => {
-          this.waiting = this.waiting.filter((w) => w !== waiting);
-          resolve({ kind: 'BUSY' });
-        }, this.options.maxWaitMs),
-      };
-      this.waiting.push(waiting);
-    });
+        (answer) => {
+          span.setAttribute('tessera.claim.first_look', answer.kind);
+          span.end();
+          resolve(answer);
+        },
+        span,
+      ),
+    );
+  }
+
+  private enqueue(request: Submitted, resolve: (answer: BatchAnswer) => void, span?: Span): void {
+    const group = this.groupOf(request);
+    const since = span === undefined ? undefined : performance.now();
+    if (this.canSend(group) && !this.waiting.some((w) => this.groupOf(w.request) === group)) {
+      this.send(group, [{ request, resolve, timer: undefined as unknown as NodeJS.Timeout, span, since }]);
+      return;
+    }
+    if (this.options.maxWaiting > 0 && this.waiting.length >= this.options.maxWaiting) {
+      resolve({ kind: 'BUSY' });
+      return;
+    }
+    const waiting: Waiting = {
+      request,
+      resolve,
+      timer: setTimeout(() => {
+        this.waiting = this.waiting.filter((w) => w !== waiting);
+        resolve({ kind: 'BUSY' });
+      }, this.options.maxWaitMs),
+      span,
+      since,
+    };
+    this.waiting.push(waiting);
   }
 
   private groupOf(request: Submitted): string {
@@ -125,12 +152,14 @@ export class ClaimBatcher {
     const requests = rank(batch.map((w) => w.request));
     if (batch.length > 1) this.options.onBatch?.(batch.length);
     const keys = keyCheckOf(this.db.options);
-    const answered =
+    const groupSpan = batch[0]!.span === undefined ? undefined : this.groupSpan(batch);
+    const answered = inGroup(groupSpan, () =>
       requests.length === 1
         ? claimOne(this.db.prisma, requests[0]!, keys).then((row) => [readOne(row, requests[0]!)])
         : this.options.groupBy === 'campaign'
           ? claimCampaignGroup(this.db.prisma, requests, keys).then((rows) => rows.map((row, i) => readOne(row, requests[i]!)))
-          : claimGroup(this.db.prisma, requests).then((rows) => readGroup(rows, requests));
+          : claimGroup(this.db.prisma, requests).then((rows) => readGroup(rows, requests)),
+    );
     answered
       .then((answers) => batch.forEach((w, i) => w.resolve(answers[i]!)))
       .catch((error: unknown) => {
@@ -143,6 +172,7 @@ export class ClaimBatcher {
         for (const w of batch) w.resolve(now || (lost && w.request.idempotencyKey === null) ? { kind: 'FAILED', error } : { kind: 'RETRY' });
       })
       .finally(() => {
+        groupSpan?.end();
         this.inFlight -= 1;
         const left = (this.inFlightOf.get(group) ?? 1) - 1;
         if (left === 0) this.inFlightOf.delete(group);
@@ -150,7 +180,34 @@ export class ClaimBatcher {
         this.flush();
       });
   }
+
+  /**
+   * Tracing on: the group's span (tessera.claim.group), under the first claim's queue span, linking
+   * every claim that shares it; each claim's queue span gets the group's id, its size, its time
+   * queued and a link back. The group's statement spans are its children.
+   */
+  private groupSpan(batch: Waiting[]): Span | undefined {
+    const first = batch[0]!.span!;
+    const group = startSpan(
+      'tessera.claim.group',
+      { [ATTR.groupSize]: batch.length },
+      batch.flatMap((w) => (w.span ? [{ context: w.span.spanContext() }] : [])),
+      trace.setSpan(ROOT_CONTEXT, first),
+    )!;
+    const id = group.spanContext().spanId;
+    group.setAttribute(ATTR.groupId, id);
+    const now = performance.now();
+    for (const w of batch) {
+      if (!w.span) continue;
+      w.span.setAttributes({ [ATTR.groupId]: id, [ATTR.groupSize]: batch.length, [ATTR.queuedMs]: Math.round((now - w.since!) * 1000) / 1000 });
+      w.span.addLink({ context: group.spanContext() });
+    }
+    return group;
+  }
 }
+
+/** Runs a group's statement with its span active, in a context of its own (not the claim's that happened to send it). */
+const inGroup = <T>(span: Span | undefined, fn: () => T): T => (span === undefined ? fn() : context.with(trace.setSpan(ROOT_CONTEXT, span), fn));
 
 /**
  * The k-th request of a holder (of a partner) in a campaign in the group is checked with quantity k,

@@ -37,6 +37,8 @@ export interface DeliveryAttempt {
   allowPrivate?: boolean;
   /** The signature's timestamp. */
   now?: Date;
+  /** More headers: the delivery's traceparent when tracing is on. */
+  headers?: Record<string, string>;
 }
 
 export interface AttemptResult {
@@ -128,6 +130,7 @@ export function deliverOnce(attempt: DeliveryAttempt): Promise<AttemptResult> {
           'User-Agent': USER_AGENT,
           'Tessera-Event-Id': eventId,
           'Tessera-Signature': signatureHeader(secret, body, now),
+          ...attempt.headers,
         },
       });
     } catch (error) {

@@ -15,7 +15,8 @@ import type { Logger } from '../logger';
 import type { Reachability } from '../reachability';
 import type { Metrics } from '../metrics';
 import { LEASE_MS, nextAttemptDelayMs } from './backoff';
-import { deliverOnce } from './deliver';
+import { deliverOnce, type AttemptResult } from './deliver';
+import { allocationSpan, ATTR, inSpan, linkTo, SpanKind, SpanStatusCode, traceparentOf, tracingOn, type Span } from '../tracing';
 import { openSecret } from './secrets';
 
 /** How often the outbox and the due deliveries are looked at. */
@@ -35,6 +36,33 @@ const MAX_IN_FLIGHT = 256;
 export const PER_ENDPOINT = 16;
 /** How long a stop waits for attempts in flight; the rest are handed on by their leases. */
 const STOP_WAIT_MS = 2_000;
+
+/** A delivery's span attributes: ids, the event's type and the attempt (leasing counted it) — not the URL (it may carry a token), nor the body. */
+function deliveryAttributes(d: LeasedDelivery): Record<string, string | number> {
+  let type = 'unknown';
+  try {
+    type = String((JSON.parse(d.body) as { type?: unknown }).type ?? 'unknown');
+  } catch {
+    // a body is always JSON; a span is no place to fail
+  }
+  return { 'tessera.webhook.endpoint.id': d.endpoint_id, 'tessera.webhook.event.id': d.event_id, 'tessera.webhook.event.type': type, [ATTR.attempt]: d.attempts };
+}
+
+/** The span that made the delivery's allocation (tracing/index.ts remembers recent ones), if any. */
+function allocationOf(d: LeasedDelivery) {
+  try {
+    const id = (JSON.parse(d.body) as { data?: { allocation?: { id?: unknown } } }).data?.allocation?.id;
+    return typeof id === 'string' ? allocationSpan(id) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function attempted(span: Span, result: AttemptResult): void {
+  if (result.status !== null) span.setAttribute('http.response.status_code', result.status);
+  span.setAttribute(ATTR.outcome, result.ok ? 'DELIVERED' : 'NOT_DELIVERED');
+  if (!result.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: result.error ?? 'not delivered' });
+}
 
 export interface DispatcherOptions {
   secretKey: Buffer | undefined;
@@ -57,15 +85,30 @@ export function startWebhookDispatcher(db: Database, logger: Logger, metrics: Me
   const count = () => attempts.size;
   // A test endpoint's attempts are counted apart from the live ones (issue 31).
   const counter = (d: LeasedDelivery) => (d.test ? metrics.testWebhookDeliveries : metrics.webhookDeliveries);
-  const attempt = async (d: LeasedDelivery) => {
+  // Tracing on: each attempt is a span of its own trace, linked to the span that made its allocation.
+  const attempt = (d: LeasedDelivery) =>
+    tracingOn()
+      ? inSpan('tessera.webhook.delivery', deliveryAttributes(d), (span) => attemptIn(d, span), { kind: SpanKind.CLIENT, newTrace: true, links: linkTo(allocationOf(d)) })
+      : attemptIn(d, undefined);
+  const attemptIn = async (d: LeasedDelivery, span: Span | undefined) => {
     if (!d.enabled || d.partner_revoked) {
+      span?.setAttribute(ATTR.outcome, 'FAILED');
       await recordAttempt(db.pool, d.id, { status: 'FAILED', statusCode: null, error: d.enabled ? 'partner revoked' : 'endpoint deleted' });
       counter(d).inc({ outcome: 'failed' });
       return;
     }
     let secret = secrets.get(d.endpoint_id);
     if (secret === undefined) secrets.set(d.endpoint_id, (secret = openSecret(d.secret_sealed, secretKey)));
-    const result = await deliverOnce({ url: d.url, body: d.body, eventId: d.event_id, secret, production: options.production, allowPrivate: options.allowPrivateNetworks });
+    const result = await deliverOnce({
+      url: d.url,
+      body: d.body,
+      eventId: d.event_id,
+      secret,
+      production: options.production,
+      allowPrivate: options.allowPrivateNetworks,
+      headers: traceparentOf(span),
+    });
+    if (span) attempted(span, result);
     if (result.ok) {
       await recordAttempt(db.pool, d.id, { status: 'DELIVERED', statusCode: result.status, error: null });
       counter(d).inc({ outcome: 'delivered' });

@@ -14,7 +14,7 @@ export interface SocketClient {
 }
 
 /** A graphql-ws client with `key` in its connection payload (null: none). */
-export function connectSocket(httpUrl: string, key: string | null, options: { localAddress?: string } = {}): SocketClient {
+export function connectSocket(httpUrl: string, key: string | null, options: { localAddress?: string; connectionParams?: Record<string, unknown> } = {}): SocketClient {
   let closeCode: number | undefined;
   class LocalWebSocket extends WebSocket {
     constructor(address: string, protocols?: string | string[]) {
@@ -24,7 +24,7 @@ export function connectSocket(httpUrl: string, key: string | null, options: { lo
   const client = createClient({
     url: httpUrl.replace(/^http/, 'ws'),
     webSocketImpl: LocalWebSocket,
-    connectionParams: key === null ? {} : { Authorization: `Bearer ${key}` },
+    connectionParams: { ...(key === null ? {} : { Authorization: `Bearer ${key}` }), ...options.connectionParams },
     retryAttempts: 0,
     lazy: false,
     // Keep the socket open between operations (the client closes an idle one otherwise).

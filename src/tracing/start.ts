@@ -1,0 +1,75 @@
+// Installs the OpenTelemetry SDK for this process when tracing is on (config.ts: the OTEL_*
+// variables): the context manager (AsyncLocalStorage: a span follows its request through every
+// await), the W3C trace context propagator (traceparent, tracestate), the sampler and the
+// tail rule (sampling.ts), a batch span processor and the exporter — OTLP over HTTP, protobuf or
+// JSON, reading its own OTEL_EXPORTER_OTLP_* variables — or the console. Tests pass an exporter of
+// their own (the SDK's in-memory one) and get each span as it ends.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { context, diag, DiagLogLevel, propagation } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { OTLPTraceExporter as OTLPJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as OTLPProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
+import { BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor, TracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace';
+import type { Logger } from '../logger';
+import type { TracingConfig } from './config';
+import { useTracer } from './index';
+import { headSampler, KeepFailures } from './sampling';
+
+/** How long a stop waits for the last spans to be exported. */
+const STOP_EXPORT_MS = 2_000;
+
+export interface Tracing {
+  /** Exports what has ended (a test reads its exporter after this). */
+  flush(): Promise<void>;
+  /** Exports what is left, then turns tracing off. */
+  stop(): Promise<void>;
+}
+
+const VERSION = (JSON.parse(readFileSync(path.resolve(__dirname, '../../package.json'), 'utf8')) as { version: string }).version;
+
+export function startTracing(config: TracingConfig, options: { logger?: Logger; exporter?: SpanExporter } = {}): Tracing {
+  const { logger } = options;
+  if (logger) {
+    // The SDK's own complaints (an export that failed: the collector is down) go to the log.
+    diag.setLogger(
+      {
+        error: (message, ...args) => logger.warn({ args: args.map(String) }, `tracing: ${message}`),
+        warn: (message, ...args) => logger.warn({ args: args.map(String) }, `tracing: ${message}`),
+        info: () => undefined,
+        debug: () => undefined,
+        verbose: () => undefined,
+      },
+      DiagLogLevel.WARN,
+    );
+  }
+  const contextManager = new AsyncLocalStorageContextManager().enable();
+  context.setGlobalContextManager(contextManager);
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  const exporter =
+    options.exporter ??
+    (config.exporter.kind === 'console' ? new ConsoleSpanExporter() : config.exporter.protocol === 'http/json' ? new OTLPJsonExporter() : new OTLPProtobufExporter());
+  const processor = options.exporter ? new SimpleSpanProcessor({ exporter }) : new BatchSpanProcessor({ exporter, ...config.batch });
+  const provider = new TracerProvider({
+    sampler: headSampler(config.ratio, config.parentBased),
+    resource: detectResources({ detectors: [envDetector] }).merge(resourceFromAttributes({ 'service.name': config.serviceName, 'service.version': VERSION })),
+    spanProcessors: [new KeepFailures(processor)],
+  });
+  useTracer(provider.getTracer('tessera', VERSION));
+  return {
+    flush: () => provider.forceFlush(),
+    async stop() {
+      useTracer(null);
+      // The last spans get STOP_EXPORT_MS to leave: a collector that is down must not hold up a shutdown.
+      let timer: NodeJS.Timeout | undefined;
+      const gaveUp = new Promise<void>((resolve) => (timer = setTimeout(() => resolve(logger?.warn('tracing: the last spans were not all exported in time')), STOP_EXPORT_MS)));
+      await Promise.race([provider.shutdown().catch((error: unknown) => logger?.warn({ error: (error as Error).message }, 'tracing: the last spans could not be exported')), gaveUp]);
+      clearTimeout(timer);
+      context.disable();
+      propagation.disable();
+      diag.disable();
+    },
+  };
+}

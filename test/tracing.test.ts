@@ -1,0 +1,372 @@
+// OpenTelemetry tracing (docs/OBSERVABILITY.md): a claim that arrives with a W3C traceparent is
+// traced inside the caller's trace — the operation, admission and the key's check, the rate limit,
+// the claim, its time in the batcher, the group statement it shared (linked from every claim in the
+// group), each SQL statement by its src/db/ name, the second look — and its webhook delivery gets a
+// trace of its own linked to the claim's. Over graphql-ws too. Spans are read from the SDK's
+// in-memory exporter; none may carry a key, a secret, a holder or metadata.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace';
+import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
+import pino from 'pino';
+import { tracingConfigFrom, type TracingConfig } from '../src/tracing/config';
+import { startTracing, type Tracing } from '../src/tracing/start';
+import { inSpan } from '../src/tracing';
+import { ADMIN_KEY, CLAIM, startTestServer, type TestServer } from './helpers/testServer';
+import { until } from './helpers/time';
+import { connectSocket, runOverSocket, type SocketClient } from './helpers/ws';
+
+/** The exporter of the tracing now running (a stopped SDK shuts its exporter down: each start gets a new one), and every one so far. */
+let exporter: InMemorySpanExporter;
+const exporters: InMemorySpanExporter[] = [];
+const freshExporter = () => {
+  exporter = new InMemorySpanExporter();
+  exporters.push(exporter);
+  return exporter;
+};
+const ALWAYS: TracingConfig = tracingConfigFrom({ OTEL_TRACES_EXPORTER: 'otlp' })!;
+let tracing: Tracing;
+let server: TestServer;
+let partner: { id: string; apiKey: string };
+const lines: Record<string, unknown>[] = [];
+const sockets: SocketClient[] = [];
+
+/** Everything secret or personal a test sends: no exported span may contain any of it. */
+const SECRETS = {
+  holder: `holder-${randomBytes(6).toString('hex')}`,
+  metadata: `metadata-${randomBytes(6).toString('hex')}`,
+  idempotencyKey: `key-${randomBytes(6).toString('hex')}`,
+};
+
+const hex = (bytes: number) => randomBytes(bytes).toString('hex');
+/** A caller's trace: its traceparent header, sampled unless said otherwise. */
+function callerTrace(sampled = true) {
+  const traceId = hex(16);
+  const spanId = hex(8);
+  return { traceId, spanId, traceparent: `00-${traceId}-${spanId}-${sampled ? '01' : '00'}` };
+}
+
+async function post(key: string | null, query: string, variables: Record<string, unknown>, headers: Record<string, string> = {}) {
+  const res = await fetch(server.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers },
+    body: JSON.stringify({ query, variables }),
+  });
+  return { status: res.status, headers: res.headers, body: (await res.json()) as { data?: Record<string, any>; errors?: { extensions?: { code?: string } }[] } };
+}
+
+const spans = () => exporter.getFinishedSpans();
+const inTrace = (traceId: string) => spans().filter((s) => s.spanContext().traceId === traceId);
+const named = (list: ReadableSpan[], name: string) => list.filter((s) => s.name === name);
+const childrenOf = (list: ReadableSpan[], parent: ReadableSpan) => list.filter((s) => s.parentSpanContext?.spanId === parent.spanContext().spanId);
+const one = (list: ReadableSpan[], name: string): ReadableSpan => {
+  const found = named(list, name);
+  if (found.length !== 1) throw new Error(`expected one span named ${name}, found ${found.length}: ${list.map((s) => s.name).join(', ')}`);
+  return found[0]!;
+};
+/** Waits for the trace's operation span (ended after the answer was written). */
+const operationOf = async (traceId: string, name: string) => {
+  if (process.env.DEBUG_SPANS) setTimeout(() => console.log(spans().map((s) => `${s.name} ${s.spanContext().traceId} ${s.parentSpanContext?.spanId}`).join('\n')), 3000);
+  await until(() => inTrace(traceId).some((s) => s.name === name), { message: `the span ${name} of trace ${traceId}`, timeoutMs: 5_000 });
+  return one(inTrace(traceId), name);
+};
+
+beforeAll(async () => {
+  tracing = startTracing(ALWAYS, { exporter: freshExporter() });
+  const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) });
+  server = await startTestServer({ logger, config: { holdSweepIntervalMs: 0 } });
+  partner = await server.createPartner('Tracer');
+});
+afterAll(async () => {
+  await Promise.all(sockets.map((s) => s.dispose()));
+  await server.stop();
+  await tracing.stop();
+});
+
+describe('a claim with a traceparent', () => {
+  let caller: ReturnType<typeof callerTrace>;
+  let trace: ReadableSpan[];
+  let operation: ReadableSpan;
+  let requestId: string;
+  let allocationId: string;
+  let campaignId: string;
+
+  beforeAll(async () => {
+    campaignId = await server.openCampaignWith(5);
+    caller = callerTrace();
+    const r = await post(partner.apiKey, CLAIM, { input: { campaignId, holder: SECRETS.holder, metadata: { note: SECRETS.metadata }, idempotencyKey: SECRETS.idempotencyKey } }, {
+      traceparent: caller.traceparent,
+      'x-request-id': 'partner-request-42',
+    });
+    expect(r.body.data!.claimTicket.error).toBeNull();
+    allocationId = r.body.data!.claimTicket.allocation.id;
+    requestId = r.headers.get('x-request-id')!;
+    operation = await operationOf(caller.traceId, 'mutation Claim');
+    trace = inTrace(caller.traceId);
+  });
+
+  test("the operation's span continues the caller's trace, named after the operation, with its type, cost, outcome and ids", () => {
+    expect(operation.parentSpanContext).toMatchObject({ traceId: caller.traceId, spanId: caller.spanId, isRemote: true });
+    expect(operation.kind).toBe(1); // SERVER
+    expect(operation.attributes).toMatchObject({
+      'graphql.operation.type': 'mutation',
+      'graphql.operation.name': 'Claim',
+      'tessera.outcome': 'OK',
+      'tessera.cost': expect.any(Number),
+      'tessera.request_id': requestId,
+      'tessera.client_request_id': 'partner-request-42',
+      'tessera.viewer.kind': 'partner',
+      'tessera.partner.id': partner.id,
+      'tessera.transport': 'http',
+      'http.response.status_code': 200,
+    });
+  });
+
+  test('admission and the key check, then the rate limit, are children of the operation', () => {
+    const admission = one(trace, 'tessera.admission');
+    expect(admission.parentSpanContext?.spanId).toBe(operation.spanContext().spanId);
+    expect(childrenOf(trace, admission).map((s) => s.name)).toContain('tessera.authenticate');
+    const limit = one(trace, 'tessera.rate_limit');
+    expect(limit.parentSpanContext?.spanId).toBe(operation.spanContext().spanId);
+    expect(limit.attributes).toMatchObject({ 'tessera.cost': operation.attributes['tessera.cost'], 'tessera.outcome': 'OK' });
+  });
+
+  test('the claim: its outcome, the batcher (time queued, group id and size, linked to the group) and the statement by its name', () => {
+    const claim = one(trace, 'tessera.claim');
+    expect(claim.attributes).toMatchObject({ 'tessera.claim.operation': 'claimTicket', 'tessera.outcome': 'ALLOCATED', 'tessera.campaign.id': campaignId, 'tessera.allocation.id': allocationId });
+    const queue = one(trace, 'tessera.claim.queue');
+    expect(queue.parentSpanContext?.spanId).toBe(claim.spanContext().spanId);
+    expect(queue.attributes).toMatchObject({ 'tessera.claim_group.size': 1, 'tessera.claim_group.queued_ms': expect.any(Number), 'tessera.claim.first_look': 'CLAIMED' });
+    const group = one(trace, 'tessera.claim.group');
+    expect(queue.attributes['tessera.claim_group.id']).toBe(group.spanContext().spanId);
+    expect(queue.links.map((l) => l.context.spanId)).toEqual([group.spanContext().spanId]);
+    expect(group.links.map((l) => l.context.spanId)).toEqual([queue.spanContext().spanId]);
+    const statements = childrenOf(trace, group);
+    // A batch transaction of one statement: Prisma 7 sends the statement alone, no BEGIN or COMMIT.
+    expect(statements.map((s) => s.name)).toEqual(['claimOne']);
+    const claimOne = one(statements, 'claimOne');
+    expect(claimOne.kind).toBe(2); // CLIENT
+    expect(claimOne.attributes).toMatchObject({ 'db.system.name': 'postgresql', 'db.operation.name': 'SELECT', 'tessera.db.statement': 'claimOne', 'db.response.returned_rows': 1 });
+  });
+
+  test("the log line names the request id and the trace id together", () => {
+    const line = lines.find((l) => l.msg === 'graphql' && l.requestId === requestId);
+    expect(line).toMatchObject({ traceId: caller.traceId, clientRequestId: 'partner-request-42', operation: 'Claim' });
+  });
+
+  test('a replay of the key is traced the same way, its outcome the replay', async () => {
+    const again = callerTrace();
+    const r = await post(partner.apiKey, CLAIM, { input: { campaignId, holder: SECRETS.holder, metadata: { note: SECRETS.metadata }, idempotencyKey: SECRETS.idempotencyKey } }, { traceparent: again.traceparent });
+    expect(r.body.data!.claimTicket.allocation.id).toBe(allocationId);
+    await operationOf(again.traceId, 'mutation Claim');
+    expect(one(inTrace(again.traceId), 'tessera.claim').attributes['tessera.outcome']).toBe('REPLAYED');
+  });
+});
+
+test('claims that share a group statement: the group links every claim, and each claim links the group', async () => {
+  const campaignId = await server.openCampaignWith(200);
+  // The campaign's gate held exclusively: the first claims wait in their statements, the rest in
+  // the batcher, and once it is let go the waiting ones go together.
+  const blocker = await server.sql.connect();
+  await blocker.query('BEGIN');
+  await blocker.query('SELECT pg_advisory_xact_lock(1, hashtext($1::uuid::text))', [campaignId]);
+  const callers = Array.from({ length: 40 }, () => callerTrace());
+  const ours = new Set(callers.map((c) => c.traceId));
+  const mine = () => spans().filter((s) => ours.has(s.spanContext().traceId));
+  const claims = Promise.all(callers.map((c, i) => post(partner.apiKey, CLAIM, { input: { campaignId, holder: `g${i}` } }, { traceparent: c.traceparent })));
+  await until(() => named(mine(), 'tessera.rate_limit').length === callers.length, { message: 'every claim to reach the batcher' });
+  await blocker.query('COMMIT');
+  blocker.release();
+  const answers = await claims;
+  expect(answers.every((a) => a.body.data!.claimTicket.allocation !== null)).toBe(true);
+  await until(() => named(mine(), 'mutation Claim').length === callers.length, { message: 'every claim\'s operation span' });
+  const groups = named(mine(), 'tessera.claim.group').filter((g) => Number(g.attributes['tessera.claim_group.size']) > 1);
+  expect(groups.length).toBeGreaterThan(0);
+  for (const group of groups) {
+    const size = Number(group.attributes['tessera.claim_group.size']);
+    expect(group.links).toHaveLength(size);
+    const id = group.spanContext().spanId;
+    const members = named(mine(), 'tessera.claim.queue').filter((q) => q.attributes['tessera.claim_group.id'] === id);
+    expect(members).toHaveLength(size);
+    // Each claim of the group is in its own caller's trace, and links to the group's span.
+    expect(new Set(members.map((m) => m.spanContext().traceId)).size).toBe(size);
+    for (const member of members) expect(member.links.map((l) => l.context.spanId)).toEqual([id]);
+    expect(group.links.map((l) => l.context.spanId).sort()).toEqual(members.map((m) => m.spanContext().spanId).sort());
+    expect(childrenOf(spans(), group).map((s) => s.name)).toEqual(['claimGroup']);
+  }
+});
+
+test('a refused claim goes through the second look: its span, its claimTicket statement, the refusal as the outcome', async () => {
+  const campaignId = await server.openCampaignWith(0);
+  const caller = callerTrace();
+  const r = await post(partner.apiKey, CLAIM, { input: { campaignId, holder: 'late' } }, { traceparent: caller.traceparent });
+  expect(r.body.data!.claimTicket.error.code).toBe('SOLD_OUT');
+  const operation = await operationOf(caller.traceId, 'mutation Claim');
+  expect(operation.attributes['tessera.outcome']).toBe('SOLD_OUT');
+  const trace = inTrace(caller.traceId);
+  const second = one(trace, 'tessera.claim.second_look');
+  expect(childrenOf(trace, second).map((s) => s.name)).toEqual(['claimTicket']);
+  expect(one(trace, 'tessera.claim').attributes['tessera.outcome']).toBe('SOLD_OUT');
+});
+
+test("a statement that fails: its span has the SQLSTATE, not the statement's text", async () => {
+  await expect(inSpan('test.failing', undefined, () => server.db.prisma.$queryRawUnsafe('SELECT 1 / 0 AS never'))).rejects.toThrow();
+  const failed = spans().find((s) => s.attributes['db.response.status_code'] === '22012');
+  expect(failed).toBeDefined();
+  expect(failed!.status.code).toBe(2);
+  expect(JSON.stringify(failed!.attributes)).not.toContain('1 / 0');
+});
+
+test('an unauthenticated request is traced: admission refuses it, and the operation says why', async () => {
+  const caller = callerTrace();
+  const r = await post('tsp_000000000000_' + 'x'.repeat(43), CLAIM, { input: { campaignId: '00000000-0000-0000-0000-000000000000', holder: 'h' } }, { traceparent: caller.traceparent });
+  expect(r.status).toBe(401);
+  const operation = await operationOf(caller.traceId, 'POST /graphql');
+  expect(operation.attributes).toMatchObject({ 'tessera.outcome': 'UNAUTHENTICATED', 'http.response.status_code': 401 });
+  expect(named(inTrace(caller.traceId), 'tessera.admission')).toHaveLength(1);
+});
+
+describe('graphql-ws', () => {
+  test("connection_init and a subscribe message continue the traceparent they carry; a refusal is traced too", async () => {
+    const connection = callerTrace();
+    const subscribe = callerTrace();
+    const socket = connectSocket(server.url, partner.apiKey, { connectionParams: { traceparent: connection.traceparent } });
+    sockets.push(socket);
+    const campaignId = await server.openCampaignWith(3);
+    const sub = socket.client.iterate({
+      query: 'subscription Stats($c: ID!) { campaignStats(id: $c) { available } }',
+      variables: { c: campaignId },
+      extensions: { traceparent: subscribe.traceparent },
+    });
+    await sub.next();
+    await sub.return?.();
+    const init = await operationOf(connection.traceId, 'graphql-ws connection_init');
+    expect(init.parentSpanContext?.spanId).toBe(connection.spanId);
+    expect(init.attributes).toMatchObject({ 'tessera.transport': 'ws', 'tessera.outcome': 'OK', 'tessera.viewer.kind': 'partner' });
+    expect(named(inTrace(connection.traceId), 'tessera.authenticate')).toHaveLength(1);
+    const op = await operationOf(subscribe.traceId, 'subscription Stats');
+    expect(op.parentSpanContext?.spanId).toBe(subscribe.spanId);
+    expect(op.attributes).toMatchObject({ 'graphql.operation.type': 'subscription', 'tessera.outcome': 'OK', 'tessera.cost': expect.any(Number) });
+    const trace = inTrace(subscribe.traceId);
+    expect(trace.map((s) => s.name)).toEqual(expect.arrayContaining(['tessera.admission', 'tessera.authenticate', 'tessera.rate_limit']));
+
+    // A mutation sent over the socket is refused: traced, with the refusal's code.
+    const refused = callerTrace();
+    const outcome = await runOverSocket(socket, { query: 'mutation M($c: ID!) { closeCampaign(id: $c) { campaign { id } } }', variables: { c: campaignId }, extensions: { traceparent: refused.traceparent } } as never);
+    expect(outcome.error).toBeDefined();
+    const refusedOp = await operationOf(refused.traceId, 'mutation M');
+    expect(refusedOp.attributes['tessera.outcome']).toBe('BAD_REQUEST');
+  });
+});
+
+test("a webhook delivery is a trace of its own, linked to the claim's, and the receiver gets its traceparent", async () => {
+  const received: { traceparent?: string; body: string }[] = [];
+  const receiver = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      received.push({ traceparent: req.headers.traceparent as string | undefined, body: Buffer.concat(chunks).toString('utf8') });
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  let endpointId: string | undefined;
+  try {
+    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    const made = await post(ADMIN_KEY, 'mutation($input: CreateWebhookInput!) { createWebhook(input: $input) { endpoint { id } secret } }', { input: { url, events: ['ALLOCATION_CREATED'], partnerId: partner.id } });
+    const secret: string = made.body.data!.createWebhook.secret;
+    endpointId = made.body.data!.createWebhook.endpoint.id;
+    const campaignId = await server.openCampaignWith(2);
+    const caller = callerTrace();
+    const r = await post(partner.apiKey, CLAIM, { input: { campaignId, holder: SECRETS.holder } }, { traceparent: caller.traceparent });
+    const allocationId: string = r.body.data!.claimTicket.allocation.id;
+    await until(() => received.some((d) => d.body.includes(allocationId)), { message: 'the delivery of the claim' });
+    await until(() => named(spans(), 'tessera.webhook.delivery').some((s) => s.links.some((l) => l.context.traceId === caller.traceId)), { message: 'the delivery span' });
+    const delivery = named(spans(), 'tessera.webhook.delivery').find((s) => s.links.some((l) => l.context.traceId === caller.traceId))!;
+    expect(delivery.spanContext().traceId).not.toBe(caller.traceId);
+    expect(delivery.parentSpanContext).toBeUndefined();
+    expect(delivery.attributes).toMatchObject({ 'tessera.outcome': 'DELIVERED', 'http.response.status_code': 200, 'tessera.webhook.event.type': 'ALLOCATION_CREATED', 'tessera.retry.attempt': 1 });
+    expect(delivery.links[0]!.context.spanId).toBe((await operationOf(caller.traceId, 'mutation Claim')).spanContext().spanId);
+    const sent = received.find((d) => d.body.includes(allocationId))!;
+    expect(sent.traceparent).toBe(`00-${delivery.spanContext().traceId}-${delivery.spanContext().spanId}-01`);
+    // Its statements (recording the attempt) are its children, by name.
+    expect(childrenOf(spans(), delivery).map((s) => s.name)).toContain('recordAttempt');
+    const all = JSON.stringify(spans().map((s) => ({ name: s.name, attributes: s.attributes, events: s.events })));
+    expect(all).not.toContain(secret);
+    expect(all).not.toContain(url);
+  } finally {
+    if (endpointId) await post(ADMIN_KEY, 'mutation($id: ID!) { deleteWebhook(id: $id) }', { id: endpointId });
+    receiver.closeAllConnections();
+    await new Promise((resolve) => receiver.close(resolve));
+  }
+});
+
+describe('sampling', () => {
+  /** Tracing again with this configuration for the tests of the block. */
+  const restart = async (env: NodeJS.ProcessEnv) => {
+    await tracing.stop();
+    tracing = startTracing(tracingConfigFrom({ OTEL_TRACES_EXPORTER: 'otlp', ...env })!, { exporter: freshExporter() });
+  };
+  afterAll(() => restart({}));
+
+  test('at ratio 0 a claim that succeeds is not exported, a refusal and an error are, whole', async () => {
+    await restart({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' });
+    const campaignId = await server.openCampaignWith(1);
+    const ok = await post(partner.apiKey, CLAIM, { input: { campaignId, holder: 'a' } });
+    expect(ok.body.data!.claimTicket.error).toBeNull();
+    const soldOut = await post(partner.apiKey, CLAIM, { input: { campaignId, holder: 'b' } });
+    expect(soldOut.body.data!.claimTicket.error.code).toBe('SOLD_OUT');
+    const bad = await post(partner.apiKey, CLAIM, { input: { campaignId: 'not-an-id', holder: 7 } });
+    expect(bad.body.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    await until(() => named(spans(), 'mutation Claim').length >= 2, { message: 'the kept operations' });
+    const operations = named(spans(), 'mutation Claim');
+    expect(operations.map((s) => s.attributes['tessera.outcome']).sort()).toEqual(['BAD_USER_INPUT', 'SOLD_OUT']);
+    // The kept traces are whole: the refused claim's statements with them.
+    const refused = operations.find((s) => s.attributes['tessera.outcome'] === 'SOLD_OUT')!;
+    expect(inTrace(refused.spanContext().traceId).map((s) => s.name)).toEqual(expect.arrayContaining(['tessera.claim', 'tessera.claim.second_look', 'claimTicket']));
+    for (const span of spans()) expect(span.spanContext().traceFlags & 1).toBe(1);
+  });
+
+  test("a caller's sampled flag is followed: sampled kept at ratio 0, not sampled dropped unless refused", async () => {
+    await restart({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' });
+    const campaignId = await server.openCampaignWith(5);
+    const sampled = callerTrace(true);
+    const notSampled = callerTrace(false);
+    await post(partner.apiKey, CLAIM, { input: { campaignId, holder: 'a' } }, { traceparent: sampled.traceparent });
+    await post(partner.apiKey, CLAIM, { input: { campaignId, holder: 'b' } }, { traceparent: notSampled.traceparent });
+    await operationOf(sampled.traceId, 'mutation Claim');
+    // Give the other its time to have ended, then check it is absent.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(inTrace(notSampled.traceId)).toEqual([]);
+  });
+});
+
+test('no exported span carries a key, a secret, a holder, metadata or an idempotency key', () => {
+  const text = JSON.stringify(
+    exporters.flatMap((e) => e.getFinishedSpans()).map((s) => ({ name: s.name, attributes: s.attributes, events: s.events, links: s.links.map((l) => l.attributes ?? {}), status: s.status })),
+  );
+  for (const secret of [partner.apiKey, partner.apiKey.split('_')[2]!, ADMIN_KEY, SECRETS.holder, SECRETS.metadata, SECRETS.idempotencyKey]) expect(text).not.toContain(secret);
+});
+
+describe('configuration (the OTEL_* variables)', () => {
+  test('off unless an endpoint or an exporter is named; OTEL_SDK_DISABLED and "none" turn it off', () => {
+    expect(tracingConfigFrom({})).toBeNull();
+    expect(tracingConfigFrom({ OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' })).toBeNull();
+    expect(tracingConfigFrom({ OTEL_SDK_DISABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' })).toBeNull();
+    expect(tracingConfigFrom({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' })).toMatchObject({ exporter: { kind: 'otlp', protocol: 'http/protobuf' }, ratio: 1, parentBased: true, serviceName: 'tessera' });
+    expect(tracingConfigFrom({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://collector:4318/v1/traces', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' })).toMatchObject({ exporter: { kind: 'otlp', protocol: 'http/json' } });
+    expect(tracingConfigFrom({ OTEL_TRACES_EXPORTER: 'console', OTEL_SERVICE_NAME: 'tickets-eu' })).toMatchObject({ exporter: { kind: 'console' }, serviceName: 'tickets-eu' });
+    expect(tracingConfigFrom({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=prod,service.name=tessera%20eu' })!.serviceName).toBe('tessera eu');
+    expect(tracingConfigFrom({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.25' })).toMatchObject({ ratio: 0.25, parentBased: false });
+    expect(tracingConfigFrom({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'parentbased_always_off' })).toMatchObject({ ratio: 0, parentBased: true });
+  });
+
+  test('a value Tessera cannot honour names the variable', () => {
+    expect(() => tracingConfigFrom({ OTEL_TRACES_EXPORTER: 'zipkin' })).toThrow(/OTEL_TRACES_EXPORTER/);
+    expect(() => tracingConfigFrom({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4317', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL must be http\/protobuf or http\/json/);
+    expect(() => tracingConfigFrom({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'sometimes' })).toThrow(/OTEL_TRACES_SAMPLER must be one of/);
+    expect(() => tracingConfigFrom({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '1.5' })).toThrow(/OTEL_TRACES_SAMPLER_ARG/);
+    expect(() => tracingConfigFrom({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_BSP_MAX_QUEUE_SIZE: 'lots' })).toThrow(/OTEL_BSP_MAX_QUEUE_SIZE/);
+  });
+});
