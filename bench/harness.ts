@@ -31,6 +31,8 @@ export class Server {
   constructor(
     readonly port: number,
     private readonly env: Record<string, string>,
+    /** Options for node itself (--cpu-prof: not allowed in NODE_OPTIONS). */
+    private readonly nodeOptions: readonly string[] = [],
   ) {
     this.url = `http://127.0.0.1:${port}/graphql`;
   }
@@ -40,7 +42,7 @@ export class Server {
     return child && child.exitCode === null && child.signalCode === null ? child.pid : undefined;
   }
   async start(): Promise<void> {
-    this.child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    this.child = spawn(process.execPath, [...this.nodeOptions, '--import', 'tsx', 'src/main.ts'], {
       cwd: ROOT,
       env: { ...process.env, ADMIN_API_KEY: ADMIN_KEY, PORT: String(this.port), LOG_LEVEL: 'warn', NODE_ENV: 'production', ...this.env },
       stdio: ['ignore', 'pipe', 'pipe'],

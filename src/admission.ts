@@ -23,7 +23,7 @@ import type { LiveUpdates } from './live';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 import type { RateLimits } from './rateLimit';
-import { activeTraceId, ATTR, inSpan, operationSpan, type Span } from './tracing';
+import { ATTR, childSpan, failed, traceIdOf, type Span } from './tracing';
 
 /**
  * A refused key is answered no sooner than this after the check began, whatever the check found: an
@@ -32,6 +32,9 @@ import { activeTraceId, ATTR, inSpan, operationSpan, type Span } from './tracing
  * a prefix exists. A timer, not work: it costs neither CPU nor a connection.
  */
 export const AUTH_FAILURE_FLOOR_MS = 5;
+
+/** Tracing on: an admission that took this long or more is a span of its own (below, admit). */
+export const ADMISSION_SPAN_MS = 1;
 
 /** A client's x-request-id is kept (beside ours) only when it looks like an id. */
 export const wellFormedRequestId = (header: string | undefined): string | undefined =>
@@ -45,6 +48,8 @@ export interface AdmitRequest {
   requestId: string;
   clientRequestId?: string;
   transport: 'http' | 'ws';
+  /** The operation's span (tracing on): admission's goes under it, and the context carries it. */
+  trace?: Span;
 }
 
 export interface Admit {
@@ -71,15 +76,25 @@ export function createAdmission(options: {
   clientAddress?: ClientAddress;
 }): Admit {
   const { db, services, live, rateLimits, metrics, logger } = options;
-  const note = (code: string, request: Pick<AdmitRequest, 'transport' | 'requestId' | 'address'>, status: number) => {
+  const note = (code: string, request: Pick<AdmitRequest, 'transport' | 'requestId' | 'address' | 'trace'>, status: number) => {
     metrics.graphqlErrors.inc({ code });
-    operationSpan()?.setAttribute(ATTR.outcome, code);
-    const traceId = activeTraceId();
+    request.trace?.setAttribute(ATTR.outcome, code);
+    const traceId = traceIdOf(request.trace);
     logger.info({ transport: request.transport, requestId: request.requestId, ...(traceId ? { traceId } : {}), address: request.address, status, errors: [code] }, 'graphql');
   };
-  const refuse = (error: GraphQLError, request: AdmitRequest, status: number): never => {
+  const refuse = (error: GraphQLError, request: AdmitRequest, status: number, started?: number): never => {
     note(String(error.extensions.code), request, status);
+    if (request.trace && started !== undefined) spanned(request, started, error);
     throw error;
+  };
+  // Tracing on: the admission (the failed-authentication limit, then the key's check) is a span under
+  // the operation's when it looked the key up in the database, refused, or took ADMISSION_SPAN_MS or
+  // more (a limiter in Redis); made once it is over, with its real start. A key from the cache takes
+  // microseconds: a span would cost more than it shows.
+  const spanned = (request: AdmitRequest, started: number, error?: GraphQLError) => {
+    const span = childSpan(request.trace, 'tessera.admission', { [ATTR.transport]: request.transport }, { startTime: started })!;
+    if (error !== undefined) failed(span, error);
+    span.end();
   };
   const tooManyFailures = (retryAfterSeconds: number) => rateLimited(retryAfterSeconds, 'Too many failed authentications from this address; retry later.');
   const directory = (kind: 'partner' | 'operator') => (kind === 'partner' ? services.partners : services.operatorKeys);
@@ -95,37 +110,38 @@ export function createAdmission(options: {
     claim !== null && (claim.kind === 'admin' || (await directory(claim.kind).keyExists(claim.prefix, started + AUTH_FAILURE_FLOOR_MS)));
   const giveBack = (address: string) => rateLimits.refundFailedAuthentication(address).catch((error: unknown) => logger.warn({ error: (error as Error).message }, 'failed-authentication refund failed'));
 
-  // Tracing on: the admission's span (the failed-authentication limit, then the key), the key's check its child.
-  const admit = (request: AdmitRequest): Promise<OperationContext> => inSpan('tessera.admission', { [ATTR.transport]: request.transport }, (span) => admitIn(span, request));
-  const authenticated = (request: AdmitRequest, started: number) =>
-    inSpan('tessera.authenticate', undefined, async (span) => {
-      const context = await createContext(db, services, live, request.authorization, { requestId: request.requestId, clientRequestId: request.clientRequestId, started });
-      if (span) describeViewer(span, context);
-      return context;
-    });
-
-  const admitIn = async (span: Span | undefined, request: AdmitRequest): Promise<OperationContext> => {
+  const admit = async (request: AdmitRequest): Promise<OperationContext> => {
     const started = performance.now();
     const claim = keyClaim(request.authorization, services.keys.adminApiKey);
+    // Tracing on: a key whose record is not cached is looked up — admission is then a span of its own.
+    const lookedUp = request.trace !== undefined && claim !== null && claim.kind !== 'admin' && !directory(claim.kind).isKeyCached(claim.prefix);
     let blockedFor = await rateLimits.authBlockedFor(request.address);
     // A failure reserved before a look-up (a key whose record, or absence, is not cached).
     const reserved = blockedFor === 0 && claim !== null && claim.kind !== 'admin' && !directory(claim.kind).isKeyCached(claim.prefix);
     if (reserved) blockedFor = await rateLimits.failedAuthentication(request.address);
     if (blockedFor > 0 && !(await stillChecked(claim, started))) {
       await floor(started);
-      refuse(tooManyFailures(blockedFor), request, 429);
+      refuse(tooManyFailures(blockedFor), request, 429, started);
     }
     try {
-      const context = await authenticated(request, started);
+      const context = await createContext(db, services, live, request.authorization, {
+        requestId: request.requestId,
+        clientRequestId: request.clientRequestId,
+        started,
+        trace: request.trace,
+      });
       if (reserved) void giveBack(request.address);
-      if (span) describeViewer(operationSpan() ?? span, context);
+      if (request.trace) {
+        describeViewer(request.trace, context);
+        if (lookedUp || performance.now() - started >= ADMISSION_SPAN_MS) spanned(request, started);
+      }
       return context;
     } catch (error) {
       if (error instanceof GraphQLError && error.extensions.code === ErrorCode.UNAUTHENTICATED) {
         await floor(started);
         const over = blockedFor || (reserved ? 0 : await rateLimits.failedAuthentication(request.address));
-        if (over > 0) refuse(tooManyFailures(over), request, 429);
-        refuse(error, request, 401);
+        if (over > 0) refuse(tooManyFailures(over), request, 429, started);
+        refuse(error, request, 401, started);
       }
       // The look-up itself failed (the database is down, or failing over): nothing was learnt about
       // the key, so the failure reserved for it is given back — an outage must not put every
@@ -133,11 +149,11 @@ export function createAdmission(options: {
       // failover, and refused valid keys after the new primary was up).
       if (isTransientDbError(error)) {
         if (reserved) void giveBack(request.address);
-        refuse(unavailable(), request, 503);
+        refuse(unavailable(), request, 503, started);
       }
       if (reserved) void giveBack(request.address);
       logger.error({ err: error, requestId: request.requestId }, 'authentication failed unexpectedly');
-      throw refuse(new GraphQLError('Internal server error', { extensions: { code: ErrorCode.INTERNAL_SERVER_ERROR, requestId: request.requestId } }), request, 500);
+      throw refuse(new GraphQLError('Internal server error', { extensions: { code: ErrorCode.INTERNAL_SERVER_ERROR, requestId: request.requestId } }), request, 500, started);
     }
   };
 
@@ -170,7 +186,8 @@ export function createAdmission(options: {
 /** Who is calling, on a span: the kind of key and its owner's id — never the key, nor any part of it. */
 function describeViewer(span: Span, context: OperationContext): void {
   const viewer = context.viewer;
-  span.setAttribute(ATTR.viewer, viewer.kind === 'partner' ? (viewer.test ? 'partner (test key)' : 'partner') : viewer.operator ? 'operator' : 'admin');
-  if (viewer.kind === 'partner') span.setAttribute(ATTR.partnerId, viewer.partnerId);
-  else if (viewer.operator) span.setAttribute(ATTR.operatorId, viewer.operator.id);
+  // A partner's id says the kind (its test key's use is marked): one attribute fewer on most spans.
+  if (viewer.kind === 'partner') span.setAttributes(viewer.test ? { [ATTR.partnerId]: viewer.partnerId, [ATTR.viewer]: 'partner (test key)' } : { [ATTR.partnerId]: viewer.partnerId });
+  else if (viewer.operator) span.setAttributes({ [ATTR.viewer]: 'operator', [ATTR.operatorId]: viewer.operator.id });
+  else span.setAttribute(ATTR.viewer, 'admin');
 }

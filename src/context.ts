@@ -16,6 +16,7 @@ import { OperatorKeyService } from './services/operatorKeys';
 import { PartnerService } from './services/partners';
 import { RefusalCounter } from './services/refusalCounter';
 import type { RequestContext } from './services/requestContext';
+import type { Span } from './tracing';
 import { WaitlistService } from './services/waitlist';
 import { WebhookService } from './services/webhooks';
 
@@ -109,7 +110,7 @@ export async function createContext(
   services: Services,
   live: LiveUpdates,
   authorization: string | undefined,
-  ids: { requestId: string; clientRequestId?: string; started: number },
+  ids: { requestId: string; clientRequestId?: string; started: number; trace?: Span },
 ): Promise<OperationContext> {
   const viewer = await authenticate(authorization, services.keys);
   if (viewer.kind === 'partner') services.partners.touch(viewer);
@@ -117,6 +118,6 @@ export async function createContext(
   // A partner's own partner (name, id) answers allocation.partner without a query; its other fields
   // load on demand (resolvers/Partner.ts). The loaders are made when first used (loaders.ts).
   const loaders = createLoaders(db, services, viewer.kind === 'partner' ? viewer.partner : undefined);
-  const context: OperationContext = { viewer, loaders, services, db, live, requestId: ids.requestId, started: ids.started };
+  const context: OperationContext = { viewer, loaders, services, db, live, requestId: ids.requestId, started: ids.started, ...(ids.trace ? { trace: ids.trace } : {}) };
   return ids.clientRequestId ? { ...context, clientRequestId: ids.clientRequestId } : context;
 }

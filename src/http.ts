@@ -19,7 +19,7 @@ import type { Database } from './db/client';
 import { ErrorCode, RETRY_AFTER_SECONDS } from './errors';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
-import { ATTR, bindToActive, inOperation, operationSpan, SpanStatusCode, tracingOn, type Span } from './tracing';
+import { ATTR, operationSpan, SpanStatusCode, tracingOn, type Span } from './tracing';
 
 /** The largest request body, in bytes (5 MB); larger ones get 413 PAYLOAD_TOO_LARGE. */
 export const BODY_LIMIT_BYTES = 5 * 1024 * 1024;
@@ -231,8 +231,9 @@ export function graphqlHandler(
       const requestId = randomUUID();
       res.setHeader('x-request-id', requestId);
       const clientRequestId = wellFormedRequestId(req.headers['x-request-id'] as string | undefined);
-      operationSpan()?.setAttributes({ [ATTR.requestId]: requestId, ...(clientRequestId ? { [ATTR.clientRequestId]: clientRequestId } : {}) });
-      return admit({ authorization: req.headers.authorization, address: admit.clientAddress(req), requestId, clientRequestId, transport: 'http' });
+      const trace = operationSpanOf(req);
+      trace?.setAttributes({ [ATTR.requestId]: requestId, ...(clientRequestId ? { [ATTR.clientRequestId]: clientRequestId } : {}) });
+      return admit({ authorization: req.headers.authorization, address: admit.clientAddress(req), requestId, clientRequestId, transport: 'http', trace });
     },
   });
 
@@ -241,7 +242,7 @@ export function graphqlHandler(
     // request that would only time out. Nothing has touched the database, so a retry is always safe.
     if (req.method === 'POST' && db.saturated()) {
       metrics.shed.inc();
-      operationSpan()?.setAttribute(ATTR.outcome, ErrorCode.UNAVAILABLE);
+      operationSpanOf(req)?.setAttribute(ATTR.outcome, ErrorCode.UNAVAILABLE);
       req.resume();
       answerJson(res, 503, SHED, { 'retry-after': String(RETRY_AFTER_SECONDS) });
       return;
@@ -262,23 +263,22 @@ export function graphqlHandler(
   };
 }
 
+/** Where a traced request keeps its SERVER span, from its arrival (traced) to its context (graphqlHandler): a property, not a WeakMap entry per request for the collector to sweep. */
+const OPERATION_SPAN = Symbol('tessera.operationSpan');
+const operationSpanOf = (req: IncomingMessage): Span | undefined => (req as IncomingMessage & { [OPERATION_SPAN]?: Span })[OPERATION_SPAN];
+
 /**
  * Tracing on: the request's SERVER span, continuing the caller's trace from its traceparent header,
- * active while the request is served (every span below is its child) and ended with the answer.
+ * kept for the request's context (every span of its work goes under it) and ended with the answer.
  * The GraphQL plugin names it after the operation (`mutation ClaimTicket`) once it is known.
  */
 function traced(req: IncomingMessage, res: ServerResponse, serve: RequestListener): void {
-  inOperation(`${req.method ?? 'GET'} /graphql`, req.headers, { 'http.request.method': req.method ?? 'GET', 'url.path': '/graphql', [ATTR.transport]: 'http' }, (span) => {
-    res.once('close', () => ended(span!, res));
-    // The body's events run in the connection's context, not the request's: bound, the request's
-    // listeners (the body read, then Apollo) run with the operation's span active.
-    bindToActive(req);
-    serve(req, res);
+  const span = operationSpan(`${req.method ?? 'GET'} /graphql`, req.headers, { 'http.request.method': req.method ?? 'GET' })!;
+  (req as IncomingMessage & { [OPERATION_SPAN]?: Span })[OPERATION_SPAN] = span;
+  res.once('close', () => {
+    span.setAttribute('http.response.status_code', res.statusCode);
+    if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR, message: `HTTP ${res.statusCode}` });
+    span.end();
   });
-}
-
-function ended(span: Span, res: ServerResponse): void {
-  span.setAttribute('http.response.status_code', res.statusCode);
-  if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR, message: `HTTP ${res.statusCode}` });
-  span.end();
+  serve(req, res);
 }

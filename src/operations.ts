@@ -30,7 +30,6 @@ import { NoSkipOnSubscriptionRootRule } from './subscriptionRootRule';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 import type { RateLimits } from './rateLimit';
-import { ATTR, inSpan, operationSpan } from './tracing';
 
 export interface DocumentLimits {
   readonly maxDepth: number;
@@ -113,15 +112,11 @@ export function createOperationControls(options: { limits: DocumentLimits; rateL
     async charge(viewer, { points }) {
       // Every issued key has a budget: a partner's (its own rate limit, or the default) and an
       // operator key's (the default; its id never collides with a partner's). ADMIN_API_KEY has none.
-      operationSpan()?.setAttribute(ATTR.cost, points);
       const key = viewer?.kind === 'partner' ? viewer.partnerId : viewer?.operator?.id;
       if (!key) return;
       const limit = viewer?.kind === 'partner' ? viewer.rateLimit : null;
-      await inSpan('tessera.rate_limit', { [ATTR.cost]: points }, async (span) => {
-        const verdict = await rateLimits.consume(key, points, limit);
-        span?.setAttribute(ATTR.outcome, verdict.allowed ? 'OK' : 'RATE_LIMITED');
-        if (!verdict.allowed) throw rateLimited(verdict.retryAfterSeconds, 'This API key has used its rate limit; retry after the given seconds.');
-      });
+      const verdict = await rateLimits.consume(key, points, limit);
+      if (!verdict.allowed) throw rateLimited(verdict.retryAfterSeconds, 'This API key has used its rate limit; retry after the given seconds.');
     },
     record(entry) {
       for (const code of entry.codes) metrics.graphqlErrors.inc({ code });

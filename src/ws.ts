@@ -29,7 +29,7 @@ import { tagErrors } from './formatError';
 import type { LiveUpdates } from './live';
 import type { Logger } from './logger';
 import { loggedName, NOT_OVER_WS, selectOperation, type OperationControls } from './operations';
-import { activeTraceId, ATTR, describeOperation, failed, inOperation, operationOutcome, operationSpan, type Span } from './tracing';
+import { ATTR, describeOperation, failed, operationOutcome, operationSpan, traceIdOf, type Span } from './tracing';
 import { guardUnauthenticated, refusalsLogged, subscriptionSlots, WEBSOCKET_LIMIT_DEFAULTS, type SlotHolder, type WebSocketLimits } from './wsLimits';
 
 const FORBIDDEN = 4403;
@@ -145,10 +145,10 @@ export function subscriptionServer(
    * when it settles, with its outcome: OK, or the first error's code (a refused key's is set by
    * admission.ts). Off: `fn(undefined)`.
    */
-  const traced = <T>(name: string, carrier: Record<string, unknown>, fn: (span: Span | undefined) => Promise<T>): Promise<T> =>
-    inOperation(name, carrier, { [ATTR.transport]: 'ws' }, (span) => {
-      if (span === undefined) return fn(undefined);
-      return fn(span).then(
+  const traced = <T>(name: string, carrier: Record<string, unknown>, fn: (span: Span | undefined) => Promise<T>): Promise<T> => {
+    const span = operationSpan(name, carrier, { [ATTR.transport]: 'ws' });
+    if (span === undefined) return fn(undefined);
+    return fn(span).then(
         (result) => {
           if (result === true) span.setAttribute(ATTR.outcome, 'OK');
           else if (Array.isArray(result)) span.setAttribute(ATTR.outcome, operationOutcome(result as GraphQLError[], undefined));
@@ -162,7 +162,7 @@ export function subscriptionServer(
           throw error;
         },
       );
-    });
+  };
 
   /** connection_init: the socket's key admitted (admission.ts), its state kept. */
   const connect = async (ctx: SocketContext, params: Record<string, unknown>, carrier: Record<string, unknown>, span: Span | undefined): Promise<boolean> => {
@@ -172,7 +172,7 @@ export function subscriptionServer(
     const requestId = randomUUID();
     span?.setAttribute(ATTR.requestId, requestId);
     try {
-      const context = await admit({ authorization, address, requestId, transport: 'ws' });
+      const context = await admit({ authorization, address, requestId, transport: 'ws', trace: span });
       // Closed or closing meanwhile (its guard, or the client): no state kept, as onClose may have run already.
       if (ctx.extra.socket.readyState !== ctx.extra.socket.OPEN) return false;
       const state: SocketState = { socket: ctx.extra.socket, carrier, address, authorization, operations: new Map(), slots: 0 };
@@ -188,13 +188,13 @@ export function subscriptionServer(
   };
 
   /** A subscribe message: admitted, parsed, validated, measured and charged (operations.ts), or refused. */
-  const subscribe = async (state: SocketState, id: string, payload: SubscribePayload): Promise<ExecutionArgs | readonly GraphQLError[]> => {
-    const operation: OperationState = { requestId: randomUUID(), started: performance.now(), traceId: activeTraceId() };
+  const subscribe = async (state: SocketState, id: string, payload: SubscribePayload, span: Span | undefined): Promise<ExecutionArgs | readonly GraphQLError[]> => {
+    const operation: OperationState = { requestId: randomUUID(), started: performance.now(), traceId: traceIdOf(span) };
     state.operations.set(id, operation);
-    operationSpan()?.setAttribute(ATTR.requestId, operation.requestId);
+    span?.setAttribute(ATTR.requestId, operation.requestId);
     let context: OperationContext;
     try {
-      context = await admit({ authorization: state.authorization, address: state.address, requestId: operation.requestId, transport: 'ws' });
+      context = await admit({ authorization: state.authorization, address: state.address, requestId: operation.requestId, transport: 'ws', trace: span });
     } catch (error) {
       // The socket's key no longer authenticates: this operation is refused, and the socket closed.
       setImmediate(() => state.socket.close(FORBIDDEN, 'Forbidden'));
@@ -209,10 +209,10 @@ export function subscriptionServer(
       if (!selected) return [new GraphQLError('The document names no operation to run, or several without operationName.', { extensions: { code: 'BAD_REQUEST' } })];
       operation.type = selected.operation;
       operation.name = payload.operationName ?? selected.name?.value ?? null;
-      const span = operationSpan();
       if (span) describeOperation(span, selected.operation, loggedName(operation.name));
       // The cost limit answers before the transport's own refusal, as validation would (HTTP says the same).
       const measured = controls.measure(schema, document, selected, payload.variables ?? {});
+      span?.setAttribute(ATTR.cost, measured.points);
       if (selected.operation !== 'subscription') return [new GraphQLError(NOT_OVER_WS, { extensions: { code: 'BAD_REQUEST' } })];
       await controls.charge(context.viewer, measured);
       const full = slots.take(state, operation);
@@ -243,7 +243,7 @@ export function subscriptionServer(
       onSubscribe: (ctx, id, payload) => {
         const state = ctx.extra.state!;
         const own = payload.extensions as Record<string, unknown> | undefined;
-        return traced('graphql-ws subscribe', typeof own?.traceparent === 'string' ? own : state.carrier, () => subscribe(state, id, payload));
+        return traced('graphql-ws subscribe', typeof own?.traceparent === 'string' ? own : state.carrier, (span) => subscribe(state, id, payload, span));
       },
       onNext: (ctx, id, _payload, _args, result) => {
         if (!result.errors?.length) return;

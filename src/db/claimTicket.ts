@@ -16,6 +16,7 @@ import type { JsonValue } from './json';
 import { toAllocation, type AllocationRow } from './allocationRow';
 import { campaignOf, type CampaignColumns } from './campaignColumns';
 import type { AllocationModel, CampaignModel, TicketModel } from '../models';
+import type { Span } from '../tracing';
 
 export type ClaimVerdict =
   | 'OK'
@@ -78,8 +79,8 @@ export type ClaimOutcome =
  * Runs the statement in its transaction (claimTransaction.ts; `keys`: see KeyCheck there). Its text
  * depends only on the kind and the wait mode; everything else is a parameter.
  */
-export function claimTicket(prisma: ClaimClient, p: ClaimTicketParams, keys: KeyCheck = 'in-gate'): Promise<ClaimedRow[]> {
-  return inTransaction<ClaimedRow>(prisma, claimStatement(p), { keys, campaignId: p.campaignId, partnerId: p.partnerId, idempotencyKey: p.idempotencyKey });
+export function claimTicket(prisma: ClaimClient, p: ClaimTicketParams, keys: KeyCheck = 'in-gate', trace?: Span): Promise<ClaimedRow[]> {
+  return inTransaction<ClaimedRow>(prisma, claimStatement(p), { keys, campaignId: p.campaignId, partnerId: p.partnerId, idempotencyKey: p.idempotencyKey }, trace);
 }
 
 export function readClaim(rows: ClaimedRow[], campaignId: string): ClaimOutcome {

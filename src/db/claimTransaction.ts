@@ -13,7 +13,7 @@
 // coordinator first takes the key's lock and looks in the other campaigns (tessera_prior_claim), in
 // the same transaction: a key used elsewhere answers PRIOR, as the gate does on one PostgreSQL.
 import type { PrismaClient } from '../generated/prisma/client';
-import { named } from '../tracing';
+import { inStatement, type Span } from '../tracing';
 
 export type ClaimClient = Pick<PrismaClient, '$transaction' | '$queryRawUnsafe'>;
 
@@ -50,8 +50,13 @@ const INTERACTIVE = { maxWait: 60_000, timeout: 120_000 };
 type Tx = Pick<PrismaClient, '$queryRawUnsafe'>;
 
 /** tessera_prior_claim for these requests: the keys locked, and the allocations of theirs found in other campaigns, by ord. */
-async function priorsElsewhere(tx: Tx, campaignId: string, requests: readonly { partnerId: string; idempotencyKey: string | null }[]): Promise<Map<number, PriorElsewhere>> {
-  const rows = await named('priorClaim', () =>
+async function priorsElsewhere(
+  tx: Tx,
+  campaignId: string,
+  requests: readonly { partnerId: string; idempotencyKey: string | null }[],
+  trace: Span | undefined,
+): Promise<Map<number, PriorElsewhere>> {
+  const rows = await inStatement(trace, 'priorClaim', () =>
     tx.$queryRawUnsafe<PriorElsewhere[]>(
       'SELECT * FROM tessera_prior_claim($1::uuid, $2::uuid[], $3::text[])',
       campaignId,
@@ -69,18 +74,20 @@ export interface ClaimStatement {
   values: readonly unknown[];
 }
 
-/** Runs `statement` with its name given to its spans (tracing/sql.ts); started inside `named`, so its queries carry the name. */
-const run = <T>(tx: Tx, statement: ClaimStatement): Promise<T[]> => named(statement.name, () => tx.$queryRawUnsafe<T[]>(statement.text, ...statement.values).then((rows) => rows));
+/** Runs `statement` in `tx`, its span (when tracing) named by it. */
+const run = <T>(tx: Tx, statement: ClaimStatement, trace: Span | undefined): Promise<T[]> =>
+  inStatement(trace, statement.name, () => tx.$queryRawUnsafe<T[]>(statement.text, ...statement.values).then((rows) => rows));
 
-export async function inTransaction<T>(prisma: ClaimClient, statement: ClaimStatement, key?: ClaimKey): Promise<T[]> {
+/** Runs `statement` in its transaction; `trace`: the span its statements' spans go under (tracing on). */
+export async function inTransaction<T>(prisma: ClaimClient, statement: ClaimStatement, key?: ClaimKey, trace?: Span): Promise<T[]> {
   if (key?.keys !== 'coordinator-first' || key.idempotencyKey === null) {
-    const [rows] = await named(statement.name, () => prisma.$transaction([prisma.$queryRawUnsafe<T[]>(statement.text, ...statement.values)]).then((done) => done));
+    const [rows] = await inStatement(trace, statement.name, () => prisma.$transaction([prisma.$queryRawUnsafe<T[]>(statement.text, ...statement.values)]).then((done) => done));
     return rows;
   }
   return prisma.$transaction(async (tx) => {
-    const prior = (await priorsElsewhere(tx, key.campaignId, [key])).get(1);
+    const prior = (await priorsElsewhere(tx, key.campaignId, [key], trace)).get(1);
     if (prior) return [priorRow<T>(1, prior)];
-    return run<T>(tx, statement);
+    return run<T>(tx, statement, trace);
   }, INTERACTIVE);
 }
 
@@ -96,17 +103,18 @@ export async function groupInTransaction<T extends { ord: number | string }, R e
   requests: readonly R[],
   statementFor: (some: readonly R[]) => ClaimStatement,
   keys: KeyCheck,
+  trace?: Span,
 ): Promise<T[]> {
   if (keys !== 'coordinator-first' || requests.every((r) => r.idempotencyKey === null)) {
     const statement = statementFor(requests);
-    const [rows] = await named(statement.name, () => prisma.$transaction([prisma.$queryRawUnsafe<T[]>(statement.text, ...statement.values)]).then((done) => done));
+    const [rows] = await inStatement(trace, statement.name, () => prisma.$transaction([prisma.$queryRawUnsafe<T[]>(statement.text, ...statement.values)]).then((done) => done));
     return rows;
   }
   return prisma.$transaction(async (tx) => {
-    const priors = await priorsElsewhere(tx, campaignId, requests);
+    const priors = await priorsElsewhere(tx, campaignId, requests, trace);
     const rest = requests.filter((_, i) => !priors.has(i + 1));
     const statement = statementFor(rest);
-    const rows = rest.length === 0 ? [] : await run<T>(tx, statement);
+    const rows = rest.length === 0 ? [] : await run<T>(tx, statement, trace);
     let next = 0;
     return requests.map((_, i) => {
       const prior = priors.get(i + 1);

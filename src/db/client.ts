@@ -8,8 +8,6 @@ import { PrismaClient } from '../generated/prisma/client';
 import { HostSelector, parseHosts } from './hosts';
 import { startupOptions } from './sessionSettings';
 import { StallWatch } from './stallWatch';
-import { tracingOn } from '../tracing';
-import { tracedQuery } from '../tracing/sql';
 import type { ReadReplicas, ReadTarget } from './replicas';
 
 export type Prisma = PrismaClient;
@@ -94,8 +92,7 @@ export function createDatabase(options: DatabaseOptions): Database {
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
     (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
       statements.count += 1;
-      // Tracing on: a span per statement inside a traced operation (tracing/sql.ts).
-      return tracingOn() ? tracedQuery(query, args) : query(...args);
+      return query(...args);
     };
   });
   const adapter = new PrismaPg(pool, {

@@ -6,7 +6,7 @@ import { Prisma } from '../generated/prisma/client';
 import type { Db } from './client';
 import { ALLOCATION_COLUMNS, toAllocation, type AllocationRow } from './allocationRow';
 import type { AllocationModel } from '../models';
-import { named } from '../tracing';
+import { inStatement, type Span } from '../tracing';
 
 export type ExtendVerdict = 'OK' | 'HOLD_EXPIRED' | 'HOLD_EXTENSION_LIMIT' | 'NOT_HELD' | 'ALLOCATION_NOT_FOUND';
 
@@ -30,7 +30,7 @@ export async function extendHold(
 }
 
 /** The campaign's max_hold_seconds (null: no cap, or no such campaign — the claim statement answers that). */
-export async function campaignMaxHoldSeconds(db: Db, campaignId: string): Promise<number | null> {
-  const [row] = await named('campaignMaxHoldSeconds', () => db.$queryRaw<{ max_hold_seconds: number | null }[]>`SELECT max_hold_seconds FROM campaigns WHERE id = ${campaignId}::uuid`.then((found) => found));
+export async function campaignMaxHoldSeconds(db: Db, campaignId: string, trace?: Span): Promise<number | null> {
+  const [row] = await inStatement(trace, 'campaignMaxHoldSeconds', () => db.$queryRaw<{ max_hold_seconds: number | null }[]>`SELECT max_hold_seconds FROM campaigns WHERE id = ${campaignId}::uuid`.then((found) => found));
   return row?.max_hold_seconds ?? null;
 }

@@ -4,7 +4,7 @@ import { Prisma } from '../generated/prisma/client';
 import type { Db } from './client';
 import { ALLOCATION_COLUMNS, toAllocation, type AllocationRow } from './allocationRow';
 import type { AllocationModel } from '../models';
-import { named } from '../tracing';
+import { inStatement, type Span } from '../tracing';
 
 export async function findAllocationsByIds(db: Db, ids: readonly string[]): Promise<AllocationModel[]> {
   const rows = await db.$queryRaw<AllocationRow[]>`
@@ -16,8 +16,9 @@ export async function findAllocationsByIds(db: Db, ids: readonly string[]): Prom
 export async function findAllocationsByKey(
   db: Db,
   q: { campaignId: string; partnerId: string; idempotencyKey: string },
+  trace?: Span,
 ): Promise<{ allocations: AllocationModel[]; requestHash: string | null }> {
-  const rows = await named('findAllocationsByKey', () =>
+  const rows = await inStatement(trace, 'findAllocationsByKey', () =>
     db.$queryRaw<AllocationRow[]>`
       SELECT ${Prisma.raw(ALLOCATION_COLUMNS)} FROM allocations
        WHERE campaign_id = ${q.campaignId}::uuid AND partner_id = ${q.partnerId}::uuid

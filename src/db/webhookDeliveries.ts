@@ -24,7 +24,7 @@
 // fails to run the picking CTEs inside one). Plain PostgreSQL keeps its one statement each.
 import { isTestCampaignId } from '../testMode';
 import { types, type CustomTypesConfig, type Pool, type PoolClient } from 'pg';
-import { named } from '../tracing';
+import { inStatement, type Span } from '../tracing';
 
 /** The allocation's status each allocation event reports. */
 const STATUS_OF: Record<string, string> = {
@@ -339,8 +339,9 @@ export async function recordAttempt(
   pool: Pool,
   id: string,
   outcome: { status: 'DELIVERED' | 'PENDING' | 'FAILED'; statusCode: number | null; error: string | null; nextAttemptAt?: Date },
+  trace?: Span,
 ): Promise<void> {
-  await named('recordAttempt', () => pool.query(
+  await inStatement(trace, 'recordAttempt', () => pool.query(
     `UPDATE webhook_deliveries
         SET status = $2::webhook_delivery_status, last_status_code = $3, last_error = $4, lease_until = NULL,
             next_attempt_at = COALESCE($5, next_attempt_at)${outcome.status === 'DELIVERED' ? ', delivered_at = statement_timestamp()' : ''}

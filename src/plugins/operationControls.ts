@@ -14,7 +14,7 @@ import { RETRY_AFTER_SECONDS } from '../errors';
 import { tagErrors } from '../formatError';
 import type { Logger } from '../logger';
 import { loggedName, NOT_OVER_HTTP, type OperationControls } from '../operations';
-import { activeTraceId, describeOperation, operationOutcome, operationSpan } from '../tracing';
+import { ATTR, describeOperation, settleOutcome, traceIdOf } from '../tracing';
 
 const NO_CODES: readonly string[] = [];
 
@@ -22,12 +22,14 @@ export function operationControlsPlugin(controls: OperationControls, logger: Log
   const listener: GraphQLRequestListener<OperationContext> = {
     async didResolveOperation({ contextValue, operation, document, schema, request, operationName }) {
       if (!operation) return;
-      const span = operationSpan();
+      const span = contextValue.trace;
       if (span) describeOperation(span, operation.operation, loggedName(operationName));
       if (operation.operation === 'subscription') {
         throw new GraphQLError(NOT_OVER_HTTP, { extensions: { code: 'BAD_REQUEST', http: { status: 400 } } });
       }
-      await controls.charge(contextValue.viewer, controls.measure(schema, document, operation, request.variables ?? {}));
+      const measured = controls.measure(schema, document, operation, request.variables ?? {});
+      span?.setAttribute(ATTR.cost, measured.points);
+      await controls.charge(contextValue.viewer, measured);
     },
     async didEncounterErrors({ contextValue, errors, response }) {
       if (tagErrors(errors, contextValue.requestId, logger).transient) {
@@ -37,8 +39,8 @@ export function operationControlsPlugin(controls: OperationControls, logger: Log
     },
     async willSendResponse({ contextValue, response, operation, operationName }) {
       const errors = response.body.kind === 'single' ? response.body.singleResult.errors : undefined;
-      const span = operationSpan();
-      if (span) span.setAttribute('tessera.outcome', operationOutcome(errors, response.body.kind === 'single' ? response.body.singleResult.data : undefined));
+      const span = contextValue.trace;
+      if (span) settleOutcome(span, errors, response.body.kind === 'single' ? response.body.singleResult.data : undefined);
       controls.record({
         transport: 'http',
         requestId: contextValue.requestId,
@@ -49,7 +51,7 @@ export function operationControlsPlugin(controls: OperationControls, logger: Log
         status: response.http.status ?? 200,
         ms: performance.now() - contextValue.started,
         codes: errors ? errors.map((e) => String(e.extensions?.code ?? 'UNKNOWN')) : NO_CODES,
-        traceId: activeTraceId(),
+        traceId: traceIdOf(contextValue.trace),
       });
     },
   };

@@ -25,7 +25,7 @@ import { ticketKey } from './allocationRecords';
 import type { ClaimBatcher } from './claimBatcher';
 import type { RefusalCounter } from './refusalCounter';
 import { fingerprint } from './fingerprint';
-import { activeSpan, ATTR, inSpan, operationSpan, rememberAllocation, type Span } from '../tracing';
+import { ATTR, decideOutcome, inChild, rememberAllocation, type Span } from '../tracing';
 import type { RequestContext } from './requestContext';
 
 export interface ClaimInput {
@@ -127,13 +127,10 @@ export class AllocationService {
    * through the key and answers it. Without a key a retry could allocate twice, so the client gets
    * UNAVAILABLE and decides.
    */
-  private allocate(ctx: RequestContext, operation: Request['operation'], parse: () => Request): Promise<Allocated> {
-    return inSpan('tessera.claim', { [ATTR.claimOperation]: operation }, (span) => this.allocateIn(span, ctx, operation, parse));
-  }
-
-  /** allocate, in its span when tracing is on: its outcome, campaign and allocations are the span's attributes. */
-  private async allocateIn(span: Span | undefined, ctx: RequestContext, operation: Request['operation'], parse: () => Request): Promise<Allocated> {
+  private async allocate(ctx: RequestContext, operation: Request['operation'], parse: () => Request): Promise<Allocated> {
     const started = performance.now();
+    // Tracing on: the operation's span gets the claim's campaign, outcome and allocation.
+    const span = ctx.trace;
     let outcome = 'ERROR';
     let test = false;
     try {
@@ -154,8 +151,8 @@ export class AllocationService {
         try {
           const result =
             attempt === 0
-              ? await this.allocateOnce(ctx, request)
-              : await inSpan('tessera.claim.retry', { [ATTR.attempt]: attempt, [ATTR.retryReason]: retryReason }, () => this.allocateOnce(ctx, request));
+              ? await this.allocateOnce(ctx, request, span)
+              : await inChild(span, 'tessera.claim.retry', { [ATTR.attempt]: attempt, [ATTR.retryReason]: retryReason }, (retry) => this.allocateOnce(ctx, request, retry));
           if (span && result.error === null) this.traced(span, result.allocations);
           outcome = result.error ? result.error.code : result.replayed ? 'REPLAYED' : 'ALLOCATED';
           if (outcome === 'ALLOCATED') this.live?.changed(result.allocations[0]!.campaignId);
@@ -176,7 +173,7 @@ export class AllocationService {
       if (isTransientDbError(error) || (error as { extensions?: { code?: string } }).extensions?.code === ErrorCode.UNAVAILABLE) outcome = 'UNAVAILABLE';
       throw error;
     } finally {
-      span?.setAttribute(ATTR.outcome, outcome);
+      if (span) decideOutcome(span, outcome);
       // Test campaigns' claims stay out of the live figures (testMode.ts).
       if (test) {
         this.metrics?.testClaims.inc({ operation, outcome });
@@ -189,12 +186,12 @@ export class AllocationService {
 
   /** Tracing on: each new allocation remembers its span (its webhook deliveries link to it); a single one is named on the span. */
   private traced(span: Span, allocations: readonly AllocationModel[]): void {
-    const made = operationSpan() ?? span;
-    for (const allocation of allocations) rememberAllocation(allocation.id, made);
+    for (const allocation of allocations) rememberAllocation(allocation.id, span);
     if (allocations.length === 1) span.setAttribute(ATTR.allocationId, allocations[0]!.id);
   }
 
-  private async allocateOnce(ctx: RequestContext, r: Request): Promise<Allocated> {
+  /** One look at the request; `trace`: the span its work goes under (tracing on). */
+  private async allocateOnce(ctx: RequestContext, r: Request, trace: Span | undefined): Promise<Allocated> {
     // Outside a scoped partner key's campaigns, exactly as for a campaign that does not exist.
     if (!validate.isUuid(r.campaignId) || !inScope(ctx.viewer, r.campaignId)) return refusal('CAMPAIGN_NOT_FOUND');
     const campaignId = r.campaignId.toLowerCase();
@@ -206,7 +203,7 @@ export class AllocationService {
     if (r.operation === 'claimTicket') {
       // The first look (alone or in a group: claimBatcher.ts); what it cannot decide goes to the
       // single claim below, the second look.
-      const answer = await this.batcher.submit({ campaignId, partnerId, holder: r.holder, metadata: r.metadata, idempotencyKey: r.idempotencyKey, requestHash });
+      const answer = await this.batcher.submit({ campaignId, partnerId, holder: r.holder, metadata: r.metadata, idempotencyKey: r.idempotencyKey, requestHash }, trace);
       switch (answer.kind) {
         case 'CLAIMED':
           ctx.loaders.ticket.prime(ticketKey(answer.ticket), answer.ticket);
@@ -216,7 +213,7 @@ export class AllocationService {
         case 'FINAL':
           return answer.verdict === 'CAMPAIGN_NOT_OPEN' ? this.notOpen(ctx, campaignId) : refusal(answer.verdict);
         case 'PRIOR':
-          return this.replay(ctx, answer.campaignId, r.idempotencyKey!, requestHash);
+          return this.replay(ctx, answer.campaignId, r.idempotencyKey!, requestHash, trace);
         case 'FAILED':
           throw answer.error;
         case 'BUSY':
@@ -227,12 +224,12 @@ export class AllocationService {
     }
     if (r.ttlSeconds !== null) {
       // A hold may not outlast the campaign's cap (set at creation, never changed).
-      const longest = await campaignMaxHoldSeconds(this.db.prisma, campaignId);
+      const longest = await campaignMaxHoldSeconds(this.db.prisma, campaignId, trace);
       if (longest !== null && r.ttlSeconds > longest) return refusal('INVALID_INPUT', `ttlSeconds may be at most the campaign's maxHoldSeconds (${longest}).`);
     }
     // A claimTicket's second look, in its own span when tracing is on; a hold's or claimTickets' only look.
-    if (r.operation === 'claimTicket') return inSpan('tessera.claim.second_look', undefined, () => this.single(ctx, r, campaignId, requestHash));
-    return this.single(ctx, r, campaignId, requestHash);
+    if (r.operation === 'claimTicket') return inChild(trace, 'tessera.claim.second_look', undefined, (second) => this.single(ctx, r, campaignId, requestHash, second));
+    return this.single(ctx, r, campaignId, requestHash, trace);
   }
 
   /**
@@ -253,7 +250,7 @@ export class AllocationService {
    *      still come back (that would under-allocate), and never UNAVAILABLE while the database
    *      answers: at most 2 × MAX_WAITS + 1 statements, no queue of its own.
    */
-  private async single(ctx: RequestContext, r: Request, campaignId: string, requestHash: string | null): Promise<Allocated> {
+  private async single(ctx: RequestContext, r: Request, campaignId: string, requestHash: string | null, trace: Span | undefined): Promise<Allocated> {
     const partnerId = ctx.viewer.partnerId;
     let wait = false;
     let waits = 0;
@@ -264,6 +261,7 @@ export class AllocationService {
           this.db.prisma,
           { ...r, campaignId, partnerId, requestHash, start: wait ? 0 : randomPickStart(), wait },
           keyCheckOf(this.db.options),
+          trace,
         );
         outcome = readClaim(rows, campaignId);
       } catch (error) {
@@ -272,7 +270,7 @@ export class AllocationService {
         const info = pgErrorInfo(error);
         if (info.code === PG.UNIQUE_VIOLATION && info.constraint === 'allocations_campaign_id_partner_id_idempotency_key_request_index_key' && keyRaces < 2) {
           keyRaces += 1;
-          activeSpan()?.addEvent('idempotency key raced: asked again', { [ATTR.attempt]: keyRaces });
+          trace?.addEvent('idempotency key raced: asked again', { [ATTR.attempt]: keyRaces });
           continue;
         }
         throw error;
@@ -284,7 +282,7 @@ export class AllocationService {
           ctx.loaders.campaign.prime(campaignId, outcome.campaign);
           return { allocations: outcome.allocations, error: null, replayed: false };
         case 'PRIOR':
-          return this.replay(ctx, outcome.campaignId, r.idempotencyKey!, requestHash);
+          return this.replay(ctx, outcome.campaignId, r.idempotencyKey!, requestHash, trace);
         case 'SHORT':
           if (wait) {
             wait = false;
@@ -293,7 +291,7 @@ export class AllocationService {
           }
           if (outcome.contended && waits < MAX_WAITS) {
             wait = true;
-            activeSpan()?.addEvent('tickets locked by claims in flight: waiting for them', { [ATTR.waits]: waits + 1 });
+            trace?.addEvent('tickets locked by claims in flight: waiting for them', { [ATTR.waits]: waits + 1 });
             continue;
           }
           return this.shortage(r, outcome.soldOut && !outcome.contended, outcome.allotted);
@@ -329,8 +327,8 @@ export class AllocationService {
   }
 
   /** Same partner + key: the original allocations if the request is the same, else a refusal. */
-  private async replay(ctx: RequestContext, campaignId: string, idempotencyKey: string, requestHash: string | null): Promise<Allocated> {
-    const prior = await findAllocationsByKey(this.db.prisma, { campaignId, partnerId: ctx.viewer.partnerId, idempotencyKey });
+  private async replay(ctx: RequestContext, campaignId: string, idempotencyKey: string, requestHash: string | null, trace: Span | undefined): Promise<Allocated> {
+    const prior = await findAllocationsByKey(this.db.prisma, { campaignId, partnerId: ctx.viewer.partnerId, idempotencyKey }, trace);
     if (prior.allocations.length === 0) throw new Error(`allocations named by idempotency key in campaign ${campaignId} are missing`);
     if (prior.requestHash !== requestHash) return refusal('IDEMPOTENCY_KEY_REUSED');
     prior.allocations.forEach((allocation) => ctx.loaders.allocation.prime(allocation.id, allocation));

@@ -21,8 +21,7 @@ import { claimCampaignGroup, claimOne, readOne } from '../db/claimOne';
 import { keyCheckOf } from '../db/claimTransaction';
 import type { Database } from '../db/client';
 import { isConnectionLost, isConnectTimeout } from '../db/pgErrors';
-import { context, ROOT_CONTEXT, trace } from '@opentelemetry/api';
-import { ATTR, startSpan, tracingOn, type Span } from '../tracing';
+import { ATTR, childSpan, failed, SpanKind, type Span } from '../tracing';
 
 export type Submitted = Omit<GroupRequest, 'holderRank' | 'partnerRank' | 'start'>;
 
@@ -38,7 +37,7 @@ interface Waiting {
   request: Submitted;
   resolve: (answer: BatchAnswer) => void;
   timer: NodeJS.Timeout;
-  /** Tracing on: the claim's time here, from submit to its answer (tessera.claim.queue), and when it began. */
+  /** Tracing on: the claim's operation span (its time here, its group, its first look go on it), and when it arrived. */
   span?: Span;
   since?: number;
 }
@@ -68,25 +67,14 @@ export class ClaimBatcher {
     },
   ) {}
 
-  submit(request: Submitted): Promise<BatchAnswer> {
-    if (tracingOn()) return this.traced(request);
-    return new Promise((resolve) => this.enqueue(request, resolve));
-  }
-
-  /** submit, with a span from the claim's arrival here to its answer (its group linked: send). */
-  private traced(request: Submitted): Promise<BatchAnswer> {
-    const span = startSpan('tessera.claim.queue', { [ATTR.campaignId]: request.campaignId })!;
-    return new Promise<BatchAnswer>((resolve) =>
-      this.enqueue(
-        request,
-        (answer) => {
-          span.setAttribute('tessera.claim.first_look', answer.kind);
-          span.end();
-          resolve(answer);
-        },
-        span,
-      ),
-    );
+  /**
+   * The first look of `request`. `trace` (tracing on): the claim's operation span, which gets its
+   * time queued here, its group (id, size, a link to the group's statement span) and the first
+   * look's answer — attributes of the span the claim already has, not a span of their own: a span
+   * costs the SDK more than the wait it would show (docs/OBSERVABILITY.md, "What tracing costs").
+   */
+  submit(request: Submitted, trace?: Span): Promise<BatchAnswer> {
+    return new Promise((resolve) => this.enqueue(request, resolve, trace));
   }
 
   private enqueue(request: Submitted, resolve: (answer: BatchAnswer) => void, span?: Span): void {
@@ -152,17 +140,21 @@ export class ClaimBatcher {
     const requests = rank(batch.map((w) => w.request));
     if (batch.length > 1) this.options.onBatch?.(batch.length);
     const keys = keyCheckOf(this.db.options);
-    const groupSpan = batch[0]!.span === undefined ? undefined : this.groupSpan(batch);
-    const answered = inGroup(groupSpan, () =>
+    const statement = requests.length === 1 ? 'claimOne' : this.options.groupBy === 'campaign' ? 'claimCampaignGroup' : 'claimGroup';
+    const groupSpan = batch[0]!.span === undefined ? undefined : this.groupSpan(batch, statement);
+    const answered =
       requests.length === 1
         ? claimOne(this.db.prisma, requests[0]!, keys).then((row) => [readOne(row, requests[0]!)])
         : this.options.groupBy === 'campaign'
           ? claimCampaignGroup(this.db.prisma, requests, keys).then((rows) => rows.map((row, i) => readOne(row, requests[i]!)))
-          : claimGroup(this.db.prisma, requests).then((rows) => readGroup(rows, requests)),
-    );
+          : claimGroup(this.db.prisma, requests).then((rows) => readGroup(rows, requests));
     answered
-      .then((answers) => batch.forEach((w, i) => w.resolve(answers[i]!)))
+      .then((answers) => {
+        if (groupSpan) batch.forEach((w, i) => w.span?.setAttribute(ATTR.firstLook, answers[i]!.kind));
+        batch.forEach((w, i) => w.resolve(answers[i]!));
+      })
       .catch((error: unknown) => {
+        if (groupSpan) failed(groupSpan, error);
         // The statement failed as a whole. If the connection died it may have committed: a keyed
         // request can ask again (its key finds what was done); one without a key must not. No
         // connection in time, or a server found not answering (stallWatch.ts): asking again now
@@ -182,32 +174,29 @@ export class ClaimBatcher {
   }
 
   /**
-   * Tracing on: the group's span (tessera.claim.group), under the first claim's queue span, linking
-   * every claim that shares it; each claim's queue span gets the group's id, its size, its time
-   * queued and a link back. The group's statement spans are its children.
+   * Tracing on: the group's statement as one CLIENT span named by its src/db/ function (claimOne,
+   * claimGroup, claimCampaignGroup), under the first claim's operation span and linking every claim
+   * that shares it; each claim's span gets the group's id (the statement span's id) and its time
+   * queued. (Not a link back as well: a link per claim is serialized with every span, and the id
+   * names the group's span already — docs/OBSERVABILITY.md, "What tracing costs".)
    */
-  private groupSpan(batch: Waiting[]): Span | undefined {
+  private groupSpan(batch: Waiting[], statement: string): Span {
     const first = batch[0]!.span!;
-    const group = startSpan(
-      'tessera.claim.group',
-      { [ATTR.groupSize]: batch.length },
-      batch.flatMap((w) => (w.span ? [{ context: w.span.spanContext() }] : [])),
-      trace.setSpan(ROOT_CONTEXT, first),
+    const group = childSpan(
+      first,
+      statement,
+      { 'db.system.name': 'postgresql', [ATTR.groupSize]: batch.length },
+      { kind: SpanKind.CLIENT, links: batch.flatMap((w) => (w.span ? [{ context: w.span.spanContext() }] : [])) },
     )!;
     const id = group.spanContext().spanId;
-    group.setAttribute(ATTR.groupId, id);
     const now = performance.now();
     for (const w of batch) {
       if (!w.span) continue;
-      w.span.setAttributes({ [ATTR.groupId]: id, [ATTR.groupSize]: batch.length, [ATTR.queuedMs]: Math.round((now - w.since!) * 1000) / 1000 });
-      w.span.addLink({ context: group.spanContext() });
+      w.span.setAttributes({ [ATTR.groupId]: id, [ATTR.queuedMs]: Math.round((now - w.since!) * 1000) / 1000 });
     }
     return group;
   }
 }
-
-/** Runs a group's statement with its span active, in a context of its own (not the claim's that happened to send it). */
-const inGroup = <T>(span: Span | undefined, fn: () => T): T => (span === undefined ? fn() : context.with(trace.setSpan(ROOT_CONTEXT, span), fn));
 
 /**
  * The k-th request of a holder (of a partner) in a campaign in the group is checked with quantity k,

@@ -10,7 +10,6 @@ import type { LiveUpdates } from '../live';
 import type { OperatorKeyModel, OperatorRole } from '../models';
 import * as validate from '../validation';
 import { KeyCache } from './keyCache';
-import { named } from '../tracing';
 
 const OPERATOR_FIELDS = { id: true, name: true, role: true, createdAt: true, lastUsedAt: true, revokedAt: true } as const;
 
@@ -25,7 +24,7 @@ export class OperatorKeyService implements Pick<Authenticator, 'findOperatorByPr
   ) {
     this.keys = new KeyCache(
       keyCacheTtlMs,
-      (prefix) => named('findOperatorKey', () => this.db.prisma.operatorKey.findUnique({ where: { keyPrefix: prefix }, select: { ...OPERATOR_FIELDS, keyHash: true } }).then((found) => found)),
+      (prefix) => this.db.prisma.operatorKey.findUnique({ where: { keyPrefix: prefix }, select: { ...OPERATOR_FIELDS, keyHash: true } }),
       (id, at) => this.db.prisma.operatorKey.update({ where: { id }, data: { lastUsedAt: at }, select: { id: true } }),
       onError,
       async () => (await this.db.prisma.operatorKey.findMany({ where: { revokedAt: null }, select: { keyPrefix: true } })).map((k) => k.keyPrefix),

@@ -10,7 +10,6 @@ import type { ConnectionModel, PartnerModel } from '../models';
 import * as validate from '../validation';
 import { partnerCursor } from './cursors';
 import type { RequestContext } from './requestContext';
-import { named } from '../tracing';
 
 /** The most campaigns one partner key can be scoped to. */
 const MAX_SCOPE = 1000;
@@ -44,7 +43,7 @@ export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'
     this.keys = new KeyCache<PartnerKeyRecord>(
       keyCacheTtlMs,
       async (prefix) => {
-        const row = await named('findPartnerKey', () => this.db.prisma.partner.findUnique({ where: { keyPrefix: prefix }, select: { ...KEY_RECORD_FIELDS, keyHash: true } }).then((found) => found));
+        const row = await this.db.prisma.partner.findUnique({ where: { keyPrefix: prefix }, select: { ...KEY_RECORD_FIELDS, keyHash: true } });
         return row && { ...row, test: false };
       },
       (id, at) => this.db.prisma.partner.update({ where: { id }, data: { lastUsedAt: at }, select: { id: true } }),
@@ -55,9 +54,7 @@ export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'
     this.testKeys = new KeyCache<PartnerKeyRecord>(
       keyCacheTtlMs,
       async (prefix) => {
-        const row = await named('findPartnerTestKey', () =>
-          this.db.prisma.partnerTestKey.findUnique({ where: { keyPrefix: prefix }, select: { keyHash: true, revokedAt: true, partner: { select: KEY_RECORD_FIELDS } } }).then((found) => found),
-        );
+        const row = await this.db.prisma.partnerTestKey.findUnique({ where: { keyPrefix: prefix }, select: { keyHash: true, revokedAt: true, partner: { select: KEY_RECORD_FIELDS } } });
         return row && { ...row.partner, keyHash: row.keyHash, revokedAt: row.revokedAt, test: true };
       },
       (id, at) => this.db.prisma.partnerTestKey.update({ where: { partnerId: id }, data: { lastUsedAt: at }, select: { partnerId: true } }),

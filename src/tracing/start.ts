@@ -1,13 +1,11 @@
 // Installs the OpenTelemetry SDK for this process when tracing is on (config.ts: the OTEL_*
-// variables): the context manager (AsyncLocalStorage: a span follows its request through every
-// await), the W3C trace context propagator (traceparent, tracestate), the sampler and the
-// tail rule (sampling.ts), a batch span processor and the exporter — OTLP over HTTP, protobuf or
+// variables): the W3C trace context propagator (traceparent, tracestate), the sampler and the tail
+// rule (sampling.ts), a batch span processor and the exporter — OTLP over HTTP, protobuf or
 // JSON, reading its own OTEL_EXPORTER_OTLP_* variables — or the console. Tests pass an exporter of
 // their own (the SDK's in-memory one) and get each span as it ends.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { context, diag, DiagLogLevel, propagation } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { diag, DiagLogLevel, propagation } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter as OTLPJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as OTLPProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
@@ -45,8 +43,7 @@ export function startTracing(config: TracingConfig, options: { logger?: Logger; 
       DiagLogLevel.WARN,
     );
   }
-  const contextManager = new AsyncLocalStorageContextManager().enable();
-  context.setGlobalContextManager(contextManager);
+  // No context manager: spans are handed down explicitly (index.ts says why).
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   const exporter =
     options.exporter ??
@@ -67,7 +64,6 @@ export function startTracing(config: TracingConfig, options: { logger?: Logger; 
       const gaveUp = new Promise<void>((resolve) => (timer = setTimeout(() => resolve(logger?.warn('tracing: the last spans were not all exported in time')), STOP_EXPORT_MS)));
       await Promise.race([provider.shutdown().catch((error: unknown) => logger?.warn({ error: (error as Error).message }, 'tracing: the last spans could not be exported')), gaveUp]);
       clearTimeout(timer);
-      context.disable();
       propagation.disable();
       diag.disable();
     },

@@ -16,7 +16,7 @@ import type { Reachability } from '../reachability';
 import type { Metrics } from '../metrics';
 import { LEASE_MS, nextAttemptDelayMs } from './backoff';
 import { deliverOnce, type AttemptResult } from './deliver';
-import { allocationSpan, ATTR, inSpan, linkTo, SpanKind, SpanStatusCode, traceparentOf, tracingOn, type Span } from '../tracing';
+import { allocationSpan, ATTR, failed, linkTo, rootSpan, SpanKind, SpanStatusCode, traceparentOf, tracingOn, type Span } from '../tracing';
 import { openSecret } from './secrets';
 
 /** How often the outbox and the due deliveries are looked at. */
@@ -86,14 +86,22 @@ export function startWebhookDispatcher(db: Database, logger: Logger, metrics: Me
   // A test endpoint's attempts are counted apart from the live ones (issue 31).
   const counter = (d: LeasedDelivery) => (d.test ? metrics.testWebhookDeliveries : metrics.webhookDeliveries);
   // Tracing on: each attempt is a span of its own trace, linked to the span that made its allocation.
-  const attempt = (d: LeasedDelivery) =>
-    tracingOn()
-      ? inSpan('tessera.webhook.delivery', deliveryAttributes(d), (span) => attemptIn(d, span), { kind: SpanKind.CLIENT, newTrace: true, links: linkTo(allocationOf(d)) })
-      : attemptIn(d, undefined);
+  const attempt = (d: LeasedDelivery) => {
+    if (!tracingOn()) return attemptIn(d, undefined);
+    const span = rootSpan('tessera.webhook.delivery', deliveryAttributes(d), { kind: SpanKind.CLIENT, links: linkTo(allocationOf(d)) })!;
+    return attemptIn(d, span).then(
+      () => span.end(),
+      (error: unknown) => {
+        failed(span, error);
+        span.end();
+        throw error;
+      },
+    );
+  };
   const attemptIn = async (d: LeasedDelivery, span: Span | undefined) => {
     if (!d.enabled || d.partner_revoked) {
       span?.setAttribute(ATTR.outcome, 'FAILED');
-      await recordAttempt(db.pool, d.id, { status: 'FAILED', statusCode: null, error: d.enabled ? 'partner revoked' : 'endpoint deleted' });
+      await recordAttempt(db.pool, d.id, { status: 'FAILED', statusCode: null, error: d.enabled ? 'partner revoked' : 'endpoint deleted' }, span);
       counter(d).inc({ outcome: 'failed' });
       return;
     }
@@ -110,16 +118,16 @@ export function startWebhookDispatcher(db: Database, logger: Logger, metrics: Me
     });
     if (span) attempted(span, result);
     if (result.ok) {
-      await recordAttempt(db.pool, d.id, { status: 'DELIVERED', statusCode: result.status, error: null });
+      await recordAttempt(db.pool, d.id, { status: 'DELIVERED', statusCode: result.status, error: null }, span);
       counter(d).inc({ outcome: 'delivered' });
       return;
     }
     const delay = nextAttemptDelayMs(d.attempts);
     if (delay === null) {
-      await recordAttempt(db.pool, d.id, { status: 'FAILED', statusCode: result.status, error: result.error });
+      await recordAttempt(db.pool, d.id, { status: 'FAILED', statusCode: result.status, error: result.error }, span);
       counter(d).inc({ outcome: 'failed' });
     } else {
-      await recordAttempt(db.pool, d.id, { status: 'PENDING', statusCode: result.status, error: result.error, nextAttemptAt: new Date(Date.now() + delay) });
+      await recordAttempt(db.pool, d.id, { status: 'PENDING', statusCode: result.status, error: result.error, nextAttemptAt: new Date(Date.now() + delay) }, span);
       counter(d).inc({ outcome: 'retry' });
     }
   };
