@@ -2,7 +2,9 @@
 // Tessera instances on one database — tracing off, and tracing on at ratio 1.0 exporting OTLP to a
 // receiver in this process — in alternating runs of 5 s, three rounds: the quick way to see what
 // tracing costs while working on it (`npm run bench` measures it for the record). With --profile
-// the traced instance writes a V8 CPU profile (--cpu-prof) into .tessera/profiles/ when it stops.
+// the traced instance writes a V8 CPU profile (--cpu-prof) into .tessera/profiles/ when it stops;
+// with --control both instances run untraced (what the A/B itself differs by). AB_BATCH and AB_DELAY
+// set the traced instance's OTEL_BSP_MAX_EXPORT_BATCH_SIZE and OTEL_BSP_SCHEDULE_DELAY.
 // Uses DATABASE_URL's server (database `tessera_tracing_ab`, dropped and created).
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
