@@ -29,7 +29,7 @@ import { tagErrors } from './formatError';
 import type { LiveUpdates } from './live';
 import type { Logger } from './logger';
 import { loggedName, NOT_OVER_WS, selectOperation, type OperationControls } from './operations';
-import { ATTR, describeOperation, failed, operationOutcome, operationSpan, traceIdOf, type Span } from './tracing';
+import { ATTR, describeOperation, endedWith, operationOutcome, operationSpan, traceIdOf, type Span } from './tracing';
 import { guardUnauthenticated, refusalsLogged, subscriptionSlots, WEBSOCKET_LIMIT_DEFAULTS, type SlotHolder, type WebSocketLimits } from './wsLimits';
 
 const FORBIDDEN = 4403;
@@ -148,20 +148,15 @@ export function subscriptionServer(
   const traced = <T>(name: string, carrier: Record<string, unknown>, fn: (span: Span | undefined) => Promise<T>): Promise<T> => {
     const span = operationSpan(name, carrier, { [ATTR.transport]: 'ws' });
     if (span === undefined) return fn(undefined);
-    return fn(span).then(
-        (result) => {
-          if (result === true) span.setAttribute(ATTR.outcome, 'OK');
-          else if (Array.isArray(result)) span.setAttribute(ATTR.outcome, operationOutcome(result as GraphQLError[], undefined));
-          else if (result !== false) span.setAttribute(ATTR.outcome, 'OK');
-          span.end();
-          return result;
-        },
-        (error: unknown) => {
-          failed(span, error);
-          span.end();
-          throw error;
-        },
-      );
+    return endedWith(
+      span,
+      fn(span).then((result) => {
+        // An array is the refusal's errors; false, a refused connection_init (admission.ts set its code).
+        if (Array.isArray(result)) span.setAttribute(ATTR.outcome, operationOutcome(result as GraphQLError[], undefined));
+        else if (result !== false) span.setAttribute(ATTR.outcome, 'OK');
+        return result;
+      }),
+    );
   };
 
   /** connection_init: the socket's key admitted (admission.ts), its state kept. */

@@ -81,7 +81,7 @@ export function childSpan(
 }
 
 /** Ends `span` when `work` settles, failed (failed()) if it rejects; `work` itself either way. */
-function endedWith<T>(span: Span, work: Promise<T>): Promise<T> {
+export function endedWith<T>(span: Span, work: Promise<T>): Promise<T> {
   return work.then(
     (value) => {
       span.end();
