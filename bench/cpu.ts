@@ -96,3 +96,14 @@ export async function cpuDuring<T>(read: () => number, run: () => Promise<T>): P
   const result = await run();
   return { result, seconds: read() - before };
 }
+
+/** CPU seconds of a process's main thread alone (/proc/<pid>/task/<pid>/stat): a Node process's event loop, without its worker threads. */
+export function mainThreadCpu(pid: number): number {
+  try {
+    const text = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
+    const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / TICKS;
+  } catch {
+    return 0;
+  }
+}

@@ -11,6 +11,7 @@ import type { ReadableSpan } from '@opentelemetry/sdk-trace';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import pino from 'pino';
 import { tracingConfigFrom, type TracingConfig } from '../src/tracing/config';
+import { PooledIdGenerator } from '../src/tracing/ids';
 import { startTracing, type Tracing } from '../src/tracing/start';
 import { inStatement, rootSpan } from '../src/tracing';
 import { ADMIN_KEY, CLAIM, startTestServer, type TestServer } from './helpers/testServer';
@@ -377,5 +378,22 @@ describe('configuration (the OTEL_* variables)', () => {
     expect(() => tracingConfigFrom({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'sometimes' })).toThrow(/OTEL_TRACES_SAMPLER must be one of/);
     expect(() => tracingConfigFrom({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '1.5' })).toThrow(/OTEL_TRACES_SAMPLER_ARG/);
     expect(() => tracingConfigFrom({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_BSP_MAX_QUEUE_SIZE: 'lots' })).toThrow(/OTEL_BSP_MAX_QUEUE_SIZE/);
+  });
+});
+
+describe('ids (PooledIdGenerator)', () => {
+  test('trace and span ids are lower-case hex of 16 and 8 bytes, never all zero, none drawn twice across many pools', () => {
+    const ids = new PooledIdGenerator();
+    const seen = new Set<string>();
+    for (let i = 0; i < 20_000; i += 1) {
+      const traceId = ids.generateTraceId();
+      const spanId = ids.generateSpanId();
+      expect(traceId).toMatch(/^[0-9a-f]{32}$/);
+      expect(spanId).toMatch(/^[0-9a-f]{16}$/);
+      expect(traceId).not.toBe('0'.repeat(32));
+      expect(spanId).not.toBe('0'.repeat(16));
+      seen.add(traceId).add(spanId);
+    }
+    expect(seen.size).toBe(40_000);
   });
 });

@@ -1,18 +1,20 @@
 // Installs the OpenTelemetry SDK for this process when tracing is on (config.ts: the OTEL_*
 // variables): the W3C trace context propagator (traceparent, tracestate), the sampler and the tail
-// rule (sampling.ts), a batch span processor and the exporter — OTLP over HTTP, protobuf or
-// JSON, reading its own OTEL_EXPORTER_OTLP_* variables — or the console. Tests pass an exporter of
-// their own (the SDK's in-memory one) and get each span as it ends.
+// rule (sampling.ts), ids from a pool (ids.ts), a batch span processor and the exporter — OTLP over
+// HTTP, protobuf (encoded by otlpProtobuf.ts) or JSON, reading its own OTEL_EXPORTER_OTLP_*
+// variables — or the console. Tests pass an exporter of their own (the SDK's in-memory one)
+// and get each span as it ends.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { diag, DiagLogLevel, propagation } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter as OTLPJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { OTLPTraceExporter as OTLPProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor, TracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace';
 import type { Logger } from '../logger';
 import type { TracingConfig } from './config';
+import { PooledIdGenerator } from './ids';
+import { OtlpProtobufExporter } from './otlpProtobuf';
 import { useTracer } from './index';
 import { headSampler, KeepFailures } from './sampling';
 
@@ -28,7 +30,13 @@ export interface Tracing {
 
 const VERSION = (JSON.parse(readFileSync(path.resolve(__dirname, '../../package.json'), 'utf8')) as { version: string }).version;
 
-export function startTracing(config: TracingConfig, options: { logger?: Logger; exporter?: SpanExporter } = {}): Tracing {
+export function startTracing(
+  config: TracingConfig,
+  options: {
+    logger?: Logger;
+    exporter?: SpanExporter;
+  } = {},
+): Tracing {
   const { logger } = options;
   if (logger) {
     // The SDK's own complaints (an export that failed: the collector is down) go to the log.
@@ -45,13 +53,15 @@ export function startTracing(config: TracingConfig, options: { logger?: Logger; 
   }
   // No context manager: spans are handed down explicitly (index.ts says why).
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  const resource = detectResources({ detectors: [envDetector] }).merge(resourceFromAttributes({ 'service.name': config.serviceName, 'service.version': VERSION }));
   const exporter =
     options.exporter ??
-    (config.exporter.kind === 'console' ? new ConsoleSpanExporter() : config.exporter.protocol === 'http/json' ? new OTLPJsonExporter() : new OTLPProtobufExporter());
+    (config.exporter.kind === 'console' ? new ConsoleSpanExporter() : config.exporter.protocol === 'http/json' ? new OTLPJsonExporter() : new OtlpProtobufExporter());
   const processor = options.exporter ? new SimpleSpanProcessor({ exporter }) : new BatchSpanProcessor({ exporter, ...config.batch });
   const provider = new TracerProvider({
     sampler: headSampler(config.ratio, config.parentBased),
-    resource: detectResources({ detectors: [envDetector] }).merge(resourceFromAttributes({ 'service.name': config.serviceName, 'service.version': VERSION })),
+    idGenerator: new PooledIdGenerator(),
+    resource,
     spanProcessors: [new KeepFailures(processor)],
   });
   useTracer(provider.getTracer('tessera', VERSION));
