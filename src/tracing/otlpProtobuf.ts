@@ -2,10 +2,10 @@
 // (OTEL_EXPORTER_OTLP_* endpoint, headers, timeout, compression, certificates; its retries and
 // concurrency limit) carrying an ExportTraceServiceRequest encoded here rather than by the
 // library's serializer. Why: at ratio 1.0 every claim's span is encoded, and the library's
-// serializer took 9.1 µs a span on this machine (two passes — a size estimate, then the writes —
-// with a byte array per trace and span id), a tenth of what tracing cost a hot claim; this encoder
-// writes in one pass into one Buffer, ids and strings by Buffer's native hex and UTF-8 writers and
-// attribute keys from a cache, 2 µs a span (docs/BENCHMARKS.md, "Tracing (issue 32)"). Sending the
+// serializer took 6-12 µs a span on this machine (two passes — a size estimate, then the writes —
+// with a byte array per trace and span id); this encoder writes in one pass into one Buffer,
+// short ASCII strings and ids byte by byte, attribute keys from a cache: 3-4 µs a span in the
+// same runs (docs/BENCHMARKS.md, "Tracing (issue 32)"). Sending the
 // library's serializer's work to a worker thread was tried and lost: copying the spans there cost
 // 4 µs a span, and on two cores the thread's CPU is the claims' too.
 //
