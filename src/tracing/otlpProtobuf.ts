@@ -245,8 +245,7 @@ function anyValue(w: Writer, value: unknown): void {
 }
 
 function attributes(w: Writer, field: number, attrs: Attributes): void {
-  // Object.keys, not for…in: a span's attributes object gains its keys one by one and is often in
-  // dictionary mode, where for…in was a tenth of this encoder's time.
+  // Own keys in insertion order: what the library's for…in with hasOwnProperty visits.
   const keys = Object.keys(attrs);
   for (let i = 0; i < keys.length; i++) {
     const key = keys[i]!;
