@@ -90,7 +90,7 @@ const SQL_CLIENTS = [16, 64] as const;
 const SQL_ROWS = quick ? 100_000 : 300_000;
 const SPREAD_CAMPAIGNS = 64;
 /** Rounds of tracing on and off, alternating (issue 32). */
-const TRACING_ROUNDS = 4;
+const TRACING_ROUNDS = 6;
 /** The cost runs (issue 30): requests offered per second, well under saturation, for this long. */
 const COST_RATE = quick ? 200 : 500;
 const COST_SECONDS = quick ? 3 : 15;
@@ -468,27 +468,31 @@ async function main(): Promise<void> {
       record(`claimTicket ${name}: with ten webhook endpoints ÷ without (adjacent runs)`, ratio(webhooks.on[name].requestsPerSecond, webhooks.off[name].requestsPerSecond));
     }
 
-    // Tracing (issue 32): a second instance on the same database with tracing on at ratio 1.0,
-    // exporting OTLP (protobuf over HTTP, the SDK's batch processor) to a receiver in this process,
-    // against the instance above (tracing off), in alternating runs of two rounds on campaigns of
-    // their own. The receiver counts the spans that arrived.
+    // Tracing (issue 32): two new instances on the same database, alike but for tracing — one on at
+    // ratio 1.0, exporting OTLP (protobuf over HTTP, the SDK's batch processor) to a receiver in
+    // this process, and its untraced twin — warmed up alike, then in alternating runs (ABBA) on
+    // campaigns of their own. Twins, not the instance above: that one has served for minutes, and a
+    // new instance was 0.66x of it in its first round after a warm-up (2026-12-06, 22:44 UTC). The
+    // receiver counts the spans that arrived.
     const traceCampaigns = { hot: await newCampaign('traced hot'), spread: await Promise.all(Array.from({ length: SPREAD_CAMPAIGNS }, (_, i) => newCampaign(`traced cool ${i}`))) };
-    await gql(server.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${traceCampaigns.hot}", count: ${quick ? 50_000 : 300_000}) { loaded } }`);
-    for (const id of traceCampaigns.spread) await gql(server.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${id}", count: ${quick ? SPREAD_TICKETS : 4_000}) { loaded } }`);
+    await gql(server.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${traceCampaigns.hot}", count: ${quick ? 150_000 : 400_000}) { loaded } }`);
+    for (const id of traceCampaigns.spread) await gql(server.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${id}", count: ${quick ? 2_000 : 5_000}) { loaded } }`);
     await Promise.all([traceCampaigns.hot, ...traceCampaigns.spread].map((id) => open(id)));
     await vacuum(sql, { analyze: true });
-    const tracing = await tracingPhase(serverEnv, async (tracedServer) => {
-      // The traced instance is new, the other has served for minutes: it is warmed up on hot and
-      // spread claims for as long as a round (a cold V8 answers at a fraction of its speed).
-      await httpLoad({ url: tracedServer.url, key: partnerKey, body: CLAIM(traceCampaigns.hot, nextRun()), connections: 64, seconds: SECONDS });
-      const warm = traceCampaigns.spread.map((id) => CLAIM(id, nextRun()));
-      await httpLoad({ url: tracedServer.url, key: partnerKey, body: warm[0]!, bodies: warm, connections: 64, seconds: SECONDS });
+    const tracing = await tracingPhase(serverEnv, async (tracedServer, plainServer) => {
+      // New instances: each warmed up on hot and spread claims for as long as a round (a cold V8
+      // answers at a fraction of its speed).
+      for (const warming of [tracedServer, plainServer]) {
+        await httpLoad({ url: warming.url, key: partnerKey, body: CLAIM(traceCampaigns.hot, nextRun()), connections: 64, seconds: SECONDS });
+        const warm = traceCampaigns.spread.map((id) => CLAIM(id, nextRun()));
+        await httpLoad({ url: warming.url, key: partnerKey, body: warm[0]!, bodies: warm, connections: 64, seconds: SECONDS });
+      }
       const on = { hot: [] as LoadResult[], spread: [] as LoadResult[] };
       const off = { hot: [] as LoadResult[], spread: [] as LoadResult[] };
       for (let round = 1; round <= TRACING_ROUNDS; round += 1) {
         // ABBA: traced first in odd rounds, second in even ones — the machine's drift falls on both alike.
         const runTraced = () => hotAndSpread(tracedServer.url, `tracing on (ratio 1.0), round ${round}`, undefined, traceCampaigns);
-        const runPlain = () => hotAndSpread(server.url, `tracing off, round ${round}`, undefined, traceCampaigns);
+        const runPlain = () => hotAndSpread(plainServer.url, `tracing off (its twin), round ${round}`, undefined, traceCampaigns);
         let traced: Awaited<ReturnType<typeof runTraced>>;
         let plain: Awaited<ReturnType<typeof runPlain>>;
         if (round % 2 === 1) {
@@ -864,9 +868,13 @@ async function pgbouncerPhase<T>(serverUrl: string, dbUrl: URL, serverEnv: Recor
  * protobuf over HTTP to a receiver of the bench's own (otlpReceiver.ts), the batch processor's queue
  * large enough for a claim storm's spans (docs/OBSERVABILITY.md, "Sizing the export").
  */
-async function tracingPhase<T>(serverEnv: Record<string, string>, work: (server: Server) => Promise<T>): Promise<T & { exported: OtlpReceiver['received'] }> {
+async function tracingPhase<T>(
+  serverEnv: Record<string, string>,
+  work: (traced: Server, plain: Server) => Promise<T>,
+): Promise<T & { exported: OtlpReceiver['received'] }> {
   const receiver = await startOtlpReceiver();
-  const server = new Server(await freePort(), {
+  const plain = new Server(await freePort(), { ...serverEnv, WEB_CONCURRENCY: '1' });
+  const traced = new Server(await freePort(), {
     ...serverEnv,
     WEB_CONCURRENCY: '1',
     OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
@@ -876,12 +884,14 @@ async function tracingPhase<T>(serverEnv: Record<string, string>, work: (server:
     OTEL_BSP_SCHEDULE_DELAY: '1000',
   });
   try {
-    await server.start();
-    const result = await work(server);
-    await server.stop(); // its last spans exported at shutdown
+    await plain.start();
+    await traced.start();
+    const result = await work(traced, plain);
+    await traced.stop(); // its last spans exported at shutdown
     return { ...result, exported: { ...receiver.received } };
   } finally {
-    await server.stop();
+    await traced.stop();
+    await plain.stop();
     await receiver.close();
   }
 }

@@ -13,7 +13,7 @@ import pino from 'pino';
 import { tracingConfigFrom, type TracingConfig } from '../src/tracing/config';
 import { PooledIdGenerator } from '../src/tracing/ids';
 import { startTracing, type Tracing } from '../src/tracing/start';
-import { inStatement, rootSpan } from '../src/tracing';
+import { allocationSpan, inStatement, rememberAllocation, rootSpan, type Span } from '../src/tracing';
 import { ADMIN_KEY, CLAIM, startTestServer, type TestServer } from './helpers/testServer';
 import { until, untilSessionsWaitForLock } from './helpers/time';
 import { connectSocket, runOverSocket, type SocketClient } from './helpers/ws';
@@ -395,5 +395,18 @@ describe('ids (PooledIdGenerator)', () => {
       seen.add(traceId).add(spanId);
     }
     expect(seen.size).toBe(40_000);
+  });
+});
+
+describe('delivery links (the ring of recent allocations)', () => {
+  test('the newest 100,000 allocations are found, older ones and unknown ids are not', () => {
+    const spanFor = (n: number) => ({ spanContext: () => ({ traceId: n.toString(16).padStart(32, '0'), spanId: '00f067aa0ba902b7', traceFlags: 1 }) }) as unknown as Span;
+    for (let n = 1; n <= 100_001; n += 1) rememberAllocation(`ring-${n}`, spanFor(n));
+    expect(allocationSpan('ring-100001')?.traceId).toBe((100_001).toString(16).padStart(32, '0'));
+    expect(allocationSpan('ring-2')?.traceId).toBe((2).toString(16).padStart(32, '0'));
+    expect(allocationSpan('ring-1')).toBeUndefined();
+    expect(allocationSpan('never-claimed')).toBeUndefined();
+    rememberAllocation('untraced', undefined);
+    expect(allocationSpan('untraced')).toBeUndefined();
   });
 });

@@ -30,13 +30,7 @@ export interface Tracing {
 
 const VERSION = (JSON.parse(readFileSync(path.resolve(__dirname, '../../package.json'), 'utf8')) as { version: string }).version;
 
-export function startTracing(
-  config: TracingConfig,
-  options: {
-    logger?: Logger;
-    exporter?: SpanExporter;
-  } = {},
-): Tracing {
+export function startTracing(config: TracingConfig, options: { logger?: Logger; exporter?: SpanExporter } = {}): Tracing {
   const { logger } = options;
   if (logger) {
     // The SDK's own complaints (an export that failed: the collector is down) go to the log.
@@ -53,7 +47,6 @@ export function startTracing(
   }
   // No context manager: spans are handed down explicitly (index.ts says why).
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
-  const resource = detectResources({ detectors: [envDetector] }).merge(resourceFromAttributes({ 'service.name': config.serviceName, 'service.version': VERSION }));
   const exporter =
     options.exporter ??
     (config.exporter.kind === 'console' ? new ConsoleSpanExporter() : config.exporter.protocol === 'http/json' ? new OTLPJsonExporter() : new OtlpProtobufExporter());
@@ -61,7 +54,7 @@ export function startTracing(
   const provider = new TracerProvider({
     sampler: headSampler(config.ratio, config.parentBased),
     idGenerator: new PooledIdGenerator(),
-    resource,
+    resource: detectResources({ detectors: [envDetector] }).merge(resourceFromAttributes({ 'service.name': config.serviceName, 'service.version': VERSION })),
     spanProcessors: [new KeepFailures(processor)],
   });
   useTracer(provider.getTracer('tessera', VERSION));
