@@ -185,31 +185,33 @@ export const linkTo = (spanContext: SpanContext | undefined): Link[] => (spanCon
 /**
  * The span that made each recent allocation, so that its webhook deliveries link to it (the
  * dispatcher runs in the process that claimed, most of the time: a delivery sent by another process,
- * or after a restart, has no link). A ring of the last REMEMBERED_ALLOCATIONS, written with two
- * stores a claim and searched from the newest back when a delivery asks: deliveries follow their
- * claim closely and are fewer than claims (an id not there costs one search of the whole ring,
- * ~0.3 ms). A Map of the same ids cost every claim 1.0–1.3 µs in CPU profiles of the running
- * server (bench/tracingAb.ts --profile), whether its campaign had a webhook or not.
+ * or after a restart, has no link). A table of REMEMBERED_SLOTS slots, one per hash of the
+ * allocation's id: a claim writes its slot, a delivery reads its own, ~0.6 µs each with the cache
+ * misses of random slots (300,000 random UUIDs in a loop). It forgets: a later allocation whose id
+ * lands in the same slot takes it — a delivery 10,000 claims after its claim found its link 96% of
+ * the time. The alternatives, measured alike: a Map of the last 100,000 ids, 1.05 µs a claim (1.0–1.3
+ * µs in CPU profiles of the running server); a ring searched from the newest back, 0.07 µs a claim
+ * but 0.86 ms for a delivery whose allocation was not in it (every delivery of another process's claim).
  */
-const REMEMBERED_ALLOCATIONS = 100_000;
-const rememberedIds: (string | undefined)[] = new Array<string | undefined>(REMEMBERED_ALLOCATIONS).fill(undefined);
-const rememberedSpans: (SpanContext | undefined)[] = new Array<SpanContext | undefined>(REMEMBERED_ALLOCATIONS).fill(undefined);
-/** Where the next one goes: the newest is just before it. */
-let next = 0;
+const REMEMBERED_SLOTS = 1 << 18;
+const rememberedIds: (string | undefined)[] = new Array<string | undefined>(REMEMBERED_SLOTS).fill(undefined);
+const rememberedSpans: (SpanContext | undefined)[] = new Array<SpanContext | undefined>(REMEMBERED_SLOTS).fill(undefined);
+
+/** The slot of an id: a hash of its last 12 characters (an allocation id's random part). */
+function slotOf(id: string): number {
+  let hash = 0;
+  for (let i = Math.max(0, id.length - 12); i < id.length; i++) hash = (Math.imul(hash, 31) + id.charCodeAt(i)) | 0;
+  return (hash ^ (hash >>> 15)) & (REMEMBERED_SLOTS - 1);
+}
 
 export function rememberAllocation(allocationId: string, span: Span | undefined): void {
   if (span === undefined) return;
-  rememberedIds[next] = allocationId;
-  rememberedSpans[next] = span.spanContext();
-  next = next === REMEMBERED_ALLOCATIONS - 1 ? 0 : next + 1;
+  const slot = slotOf(allocationId);
+  rememberedIds[slot] = allocationId;
+  rememberedSpans[slot] = span.spanContext();
 }
 
 export function allocationSpan(allocationId: string): SpanContext | undefined {
-  for (let back = 1; back <= REMEMBERED_ALLOCATIONS; back++) {
-    const at = (next - back + REMEMBERED_ALLOCATIONS) % REMEMBERED_ALLOCATIONS;
-    const id = rememberedIds[at];
-    if (id === undefined) return undefined;
-    if (id === allocationId) return rememberedSpans[at];
-  }
-  return undefined;
+  const slot = slotOf(allocationId);
+  return rememberedIds[slot] === allocationId ? rememberedSpans[slot] : undefined;
 }
