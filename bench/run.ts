@@ -19,9 +19,9 @@
 //     the bench, against the same campaigns after VACUUM ANALYZE, two rounds (issue 30);
 //   - hot and spread claims before and after the database gains 10,000,000 allocations of closed
 //     campaigns (issue 30);
-//   - tracing (issue 32): hot and spread claims on an instance with tracing on at ratio 1.0, exporting
-//     OTLP to a receiver in the bench process (bench/otlpReceiver.ts), against the same claims on the
-//     instance with tracing off, in alternating runs;
+//   - tracing (issue 32): hot and spread claims on a new instance with tracing on at ratio 1.0,
+//     exporting OTLP to a receiver in a process of its own (bench/otlpReceiver.ts), against the same
+//     claims on its untraced twin, in alternating runs;
 //   - CPU per claim (issue 30): open-loop runs at COST_RATE requests a second, well under saturation,
 //     reading the CPU time of the Tessera process and of PostgreSQL from /proc (bench/cpu.ts): the
 //     empty query's, the minimal claim's (pgbench -R) and claimTicket's, hot and spread;
@@ -58,7 +58,7 @@ import { INTEGRATION } from './ceilings/integration';
 import { cpuDuring, postmasterOf, treeCpu } from './cpu';
 import { citusBench } from './citus';
 import { ADMIN_KEY, ChildServer, codeVersion, freePort, gql, httpLoad, pgbenchVersion, ROOT, sequentialLatency, Server, type LoadResult } from './harness';
-import { startOtlpReceiver, type OtlpReceiver } from './otlpReceiver';
+import { startOtlpReceiver, type Received } from './otlpReceiver';
 import { GROUP_SIZE, SqlClaims, type SqlClaimResult } from './sqlClaims';
 import { sealSecret } from '../src/webhooks/secrets';
 import { newWebhookSecret } from '../src/webhooks/signature';
@@ -469,8 +469,8 @@ async function main(): Promise<void> {
     }
 
     // Tracing (issue 32): two new instances on the same database, alike but for tracing — one on at
-    // ratio 1.0, exporting OTLP (protobuf over HTTP, the SDK's batch processor) to a receiver in
-    // this process, and its untraced twin — warmed up alike, then in alternating runs (ABBA) on
+    // ratio 1.0, exporting OTLP (protobuf over HTTP, the SDK's batch processor) to a receiver in a
+    // process of its own (bench/otlpReceiver.ts), and its untraced twin — warmed up alike, then in alternating runs (ABBA) on
     // campaigns of their own. Twins, not the instance above: that one has served for minutes, and a
     // new instance was 0.66x of it in its first round after a warm-up (2026-12-06, 22:44 UTC). The
     // receiver counts the spans that arrived.
@@ -871,7 +871,7 @@ async function pgbouncerPhase<T>(serverUrl: string, dbUrl: URL, serverEnv: Recor
 async function tracingPhase<T>(
   serverEnv: Record<string, string>,
   work: (traced: Server, plain: Server) => Promise<T>,
-): Promise<T & { exported: OtlpReceiver['received'] }> {
+): Promise<T & { exported: Received }> {
   const receiver = await startOtlpReceiver();
   const plain = new Server(await freePort(), { ...serverEnv, WEB_CONCURRENCY: '1' });
   const traced = new Server(await freePort(), {
@@ -888,7 +888,7 @@ async function tracingPhase<T>(
     await traced.start();
     const result = await work(traced, plain);
     await traced.stop(); // its last spans exported at shutdown
-    return { ...result, exported: { ...receiver.received } };
+    return { ...result, exported: await receiver.counts() };
   } finally {
     await traced.stop();
     await plain.stop();

@@ -1,6 +1,6 @@
 // `node --import tsx bench/tracingAb.ts [--profile]`: hot claims at 64 connections against two
 // Tessera instances on one database — tracing off, and tracing on at ratio 1.0 exporting OTLP to a
-// receiver in this process — in alternating runs of 5 s, three rounds: the quick way to see what
+// receiver in a process of its own — in alternating runs of 5 s, three rounds: the quick way to see what
 // tracing costs while working on it (`npm run bench` measures it for the record). With --profile
 // the traced instance writes a V8 CPU profile (--cpu-prof) into .tessera/profiles/ when it stops;
 // with --control both instances run untraced (what the A/B itself differs by). AB_BATCH and AB_DELAY
@@ -92,7 +92,8 @@ async function main(): Promise<void> {
   } finally {
     await traced.stop();
     await plain.stop();
-    console.log(`exported: ${receiver.received.spans} spans in ${receiver.received.requests} requests`);
+    const got = await receiver.counts();
+    console.log(`exported: ${got.spans} spans in ${got.requests} requests`);
     await receiver.close();
   }
 }
