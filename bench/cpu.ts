@@ -30,10 +30,10 @@ interface Stat {
 }
 
 /** /proc/<pid>/stat, or null when the process is gone. Fields after "(comm)": state ppid … utime(14) stime(15) cutime(16) cstime(17). */
-function stat(pid: number): Stat | null {
+function stat(pid: number, file = `/proc/${pid}/stat`): Stat | null {
   let text: string;
   try {
-    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    text = readFileSync(file, 'utf8');
   } catch {
     return null;
   }
@@ -97,13 +97,7 @@ export async function cpuDuring<T>(read: () => number, run: () => Promise<T>): P
   return { result, seconds: read() - before };
 }
 
-/** CPU seconds of a process's main thread alone (/proc/<pid>/task/<pid>/stat): a Node process's event loop, without its worker threads. */
+/** CPU seconds of a process's main thread alone (/proc/<pid>/task/<pid>/stat, the same fields): a Node process's event loop, without its worker threads. */
 export function mainThreadCpu(pid: number): number {
-  try {
-    const text = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
-    const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) / TICKS;
-  } catch {
-    return 0;
-  }
+  return stat(pid, `/proc/${pid}/task/${pid}/stat`)?.own ?? 0;
 }
