@@ -1,10 +1,13 @@
-// `node --import tsx bench/tracingAb.ts [--profile]`: hot claims at 64 connections against two
-// Tessera instances on one database — tracing off, and tracing on at ratio 1.0 exporting OTLP to a
-// receiver in a process of its own — in alternating runs of 5 s, three rounds: the quick way to see what
-// tracing costs while working on it (`npm run bench` measures it for the record). With --profile
-// the traced instance writes a V8 CPU profile (--cpu-prof) into .tessera/profiles/ when it stops;
-// with --control both instances run untraced (what the A/B itself differs by). AB_BATCH and AB_DELAY
-// set the traced instance's OTEL_BSP_MAX_EXPORT_BATCH_SIZE and OTEL_BSP_SCHEDULE_DELAY; AB_ROUNDS the rounds.
+// `node --import tsx bench/tracingAb.ts [--profile] [--control]`: hot claims at 64 connections
+// against two new Tessera instances on one database — tracing off, and tracing on at ratio 1.0
+// exporting OTLP to a receiver in a process of its own — in alternating runs of 5 s (ABBA,
+// AB_ROUNDS rounds, 3 unless set): the quick way to see what tracing costs while working on it
+// (`npm run bench` measures it for the record). Each run prints claims per second and each
+// server's CPU per claim (event loop and process, from /proc); the end, the ratios, the batcher's
+// claims per group statement and GC time. With --profile both instances write a V8 CPU profile
+// (--cpu-prof) into .tessera/profiles/ when they stop; with --control both run untraced (what the
+// A/B itself differs by). AB_BATCH and AB_DELAY set the traced instance's
+// OTEL_BSP_MAX_EXPORT_BATCH_SIZE and OTEL_BSP_SCHEDULE_DELAY.
 // Uses DATABASE_URL's server (database `tessera_tracing_ab`, dropped and created).
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
