@@ -60,12 +60,27 @@ function copyText(value: string): string {
   return value.replace(/\\/g, '\\\\');
 }
 
+/**
+ * Has this connection hand its statistics to the server before its COMMIT answers (PostgreSQL 15+:
+ * pg_stat_force_next_flush), so that analyzeIfStale, run right after on any connection, counts this
+ * load in n_mod_since_analyze — once. Without it a backend keeps its counts for up to 10 s after a
+ * commit (it flushes at most once a second), and they may land before or after the ANALYZE they
+ * caused: the load counted twice, or again after the ANALYZE that counted it. PostgreSQL 13 and 14
+ * have no such call (their statistics collector is told at commit and counts a little later).
+ */
+const FLUSH_STATISTICS_AT_COMMIT = `
+  DO $$ BEGIN
+    IF current_setting('server_version_num')::int >= 150000 THEN PERFORM pg_stat_force_next_flush(); END IF;
+  END $$`;
+
 /** Runs `load` in one transaction with the sold-out check first; returns what `load` returns. */
 function inLoadTransaction(pool: Pool, campaignId: string, timeoutMs: number | null, load: (client: PoolClient) => Promise<number>): Promise<number> {
   return inPoolTransaction(pool, async (client) => {
     if (timeoutMs) await client.query(`SELECT set_config('statement_timeout', $1, true)`, [String(timeoutMs)]);
     await client.query('SELECT tessera_record_sold_out($1::uuid)', [campaignId]);
-    return load(client);
+    const loaded = await load(client);
+    await client.query(FLUSH_STATISTICS_AT_COMMIT);
+    return loaded;
   });
 }
 
@@ -165,8 +180,9 @@ export async function generateTicketsByCopy(
 
 /**
  * The statistics a load creates, made at the load: ANALYZE tickets when the rows changed since its
- * last ANALYZE — the load's own `loaded` (not yet in the server's statistics) plus what they count
- * (n_mod_since_analyze) — pass autovacuum's own threshold (autovacuum_analyze_threshold +
+ * last ANALYZE — what the server counts (n_mod_since_analyze, this load included: its transaction
+ * flushed its counts, FLUSH_STATISTICS_AT_COMMIT), and at least the load's own `loaded` — pass
+ * autovacuum's own threshold (autovacuum_analyze_threshold +
  * autovacuum_analyze_scale_factor × the rows last counted; 50 + 10% by default). That is the ANALYZE
  * autovacuum would run a minute or more later, or never where it is off, run now, while the
  * campaign is still being set up, not during its first claims: the claim statements' plans do not
@@ -175,12 +191,13 @@ export async function generateTicketsByCopy(
  * of 300 × default_statistics_target rows whatever the table's size: docs/BENCHMARKS.md). Where
  * the rows counted are not the table's own — on Citus the coordinator's table is empty, its shards
  * hold the rows — every load past the threshold analyzes (Citus propagates ANALYZE to the shards).
- * Returns whether it analyzed.
+ * On PostgreSQL 13 and 14 the load's counts may not be there yet: it counts at least itself, and
+ * the next load's check finds them. Returns whether it analyzed.
  */
 export async function analyzeIfStale(db: Db, loaded: number): Promise<boolean> {
   if (loaded <= 0) return false;
   const [{ stale }] = await db.$queryRaw<Array<{ stale: boolean }>>`
-    SELECT COALESCE(s.n_mod_since_analyze, 0) + ${loaded}::bigint
+    SELECT greatest(COALESCE(s.n_mod_since_analyze, 0), ${loaded}::bigint)
              > current_setting('autovacuum_analyze_threshold')::float8
                + current_setting('autovacuum_analyze_scale_factor')::float8 * greatest(c.reltuples, 0) AS stale
       FROM pg_class c LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
