@@ -21,6 +21,8 @@ export interface Received {
 
 export interface OtlpReceiver {
   readonly url: string;
+  /** Its process (the bench reads its CPU time). */
+  readonly pid: number;
   /** What has arrived so far. */
   counts(): Promise<Received>;
   close(): Promise<void>;
@@ -36,6 +38,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   ]);
   return {
     url,
+    pid: child.pid!,
     async counts() {
       const answer = once(child, 'message');
       child.send('counts');

@@ -90,7 +90,9 @@ const SQL_CLIENTS = [16, 64] as const;
 const SQL_ROWS = quick ? 100_000 : 300_000;
 const SPREAD_CAMPAIGNS = 64;
 /** Rounds of tracing on and off, alternating (issue 32). */
-const TRACING_ROUNDS = 6;
+/** Tracing's A/B: new pairs of instances, alternating runs within each (two instances of the same code differ by up to 7% in CPU per claim for as long as they run). */
+const TRACING_PAIRS = 3;
+const TRACING_ROUNDS_PER_PAIR = 2;
 /** The cost runs (issue 30): requests offered per second, well under saturation, for this long. */
 const COST_RATE = quick ? 200 : 500;
 const COST_SECONDS = quick ? 3 : 15;
@@ -468,18 +470,21 @@ async function main(): Promise<void> {
       record(`claimTicket ${name}: with ten webhook endpoints ÷ without (adjacent runs)`, ratio(webhooks.on[name].requestsPerSecond, webhooks.off[name].requestsPerSecond));
     }
 
-    // Tracing (issue 32): two new instances on the same database, alike but for tracing — one on at
-    // ratio 1.0, exporting OTLP (protobuf over HTTP, the SDK's batch processor) to a receiver in a
-    // process of its own (bench/otlpReceiver.ts), and its untraced twin — warmed up alike, then in alternating runs (ABBA) on
-    // campaigns of their own. Twins, not the instance above: that one has served for minutes, and a
-    // new instance was 0.66x of it in its first round after a warm-up (2026-12-06, 22:44 UTC). The
-    // receiver counts the spans that arrived.
+    // Tracing (issue 32): pairs of new instances on the same database, alike but for tracing — one
+    // on at ratio 1.0, exporting OTLP (protobuf over HTTP, the SDK's batch processor) to a receiver
+    // in a process of its own (bench/otlpReceiver.ts), and its untraced twin — warmed up alike, then
+    // in alternating runs (ABBA) on campaigns of their own. New instances, not the one above: that
+    // one has served for minutes, and a new instance was 0.66x of it in its first round after a
+    // warm-up (2026-12-06, 22:44 UTC). Several pairs, not one: two instances of the same code
+    // differed by up to 7% in CPU per claim for as long as they ran (bench/tracingAb.ts --control,
+    // 2026-12-07), so one pair's ratio says as much about the pair as about tracing. The receiver
+    // counts the spans that arrived.
     const traceCampaigns = { hot: await newCampaign('traced hot'), spread: await Promise.all(Array.from({ length: SPREAD_CAMPAIGNS }, (_, i) => newCampaign(`traced cool ${i}`))) };
     await gql(server.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${traceCampaigns.hot}", count: ${quick ? 150_000 : 400_000}) { loaded } }`);
-    for (const id of traceCampaigns.spread) await gql(server.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${id}", count: ${quick ? 2_000 : 5_000}) { loaded } }`);
+    for (const id of traceCampaigns.spread) await gql(server.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${id}", count: ${quick ? 2_000 : 6_000}) { loaded } }`);
     await Promise.all([traceCampaigns.hot, ...traceCampaigns.spread].map((id) => open(id)));
     await vacuum(sql, { analyze: true });
-    const tracing = await tracingPhase(serverEnv, async (tracedServer, plainServer) => {
+    const tracing = await tracingPhase(serverEnv, TRACING_PAIRS, async (tracedServer, plainServer, pair) => {
       // New instances: each warmed up on hot and spread claims for as long as a round (a cold V8
       // answers at a fraction of its speed).
       for (const warming of [tracedServer, plainServer]) {
@@ -489,13 +494,13 @@ async function main(): Promise<void> {
       }
       const on = { hot: [] as LoadResult[], spread: [] as LoadResult[] };
       const off = { hot: [] as LoadResult[], spread: [] as LoadResult[] };
-      for (let round = 1; round <= TRACING_ROUNDS; round += 1) {
-        // ABBA: traced first in odd rounds, second in even ones — the machine's drift falls on both alike.
-        const runTraced = () => hotAndSpread(tracedServer.url, `tracing on (ratio 1.0), round ${round}`, undefined, traceCampaigns);
-        const runPlain = () => hotAndSpread(plainServer.url, `tracing off (its twin), round ${round}`, undefined, traceCampaigns);
+      for (let round = 1; round <= TRACING_ROUNDS_PER_PAIR; round += 1) {
+        // ABBA: traced first in every other round, across pairs too — the machine's drift falls on both alike.
+        const runTraced = () => hotAndSpread(tracedServer.url, `tracing on (ratio 1.0), pair ${pair}, round ${round}`, undefined, traceCampaigns);
+        const runPlain = () => hotAndSpread(plainServer.url, `tracing off (its twin), pair ${pair}, round ${round}`, undefined, traceCampaigns);
         let traced: Awaited<ReturnType<typeof runTraced>>;
         let plain: Awaited<ReturnType<typeof runPlain>>;
-        if (round % 2 === 1) {
+        if ((pair + round) % 2 === 0) {
           traced = await runTraced();
           plain = await runPlain();
         } else {
@@ -510,12 +515,15 @@ async function main(): Promise<void> {
       return { on, off };
     });
     for (const name of ['hot', 'spread'] as const) {
+      const on = tracing.results.flatMap((r) => r.on[name]);
+      const off = tracing.results.flatMap((r) => r.off[name]);
+      const pairs = tracing.results.map((r) => ratio(meanRate(r.on[name]), meanRate(r.off[name]))).join(', ');
       record(
-        `claimTicket ${name}, 64 connections: tracing on (ratio 1.0) ÷ off (means of ${TRACING_ROUNDS} alternating runs)`,
-        `${fmt(meanRate(tracing.on[name]))} / ${fmt(meanRate(tracing.off[name]))}/s = ${ratio(meanRate(tracing.on[name]), meanRate(tracing.off[name]))}`,
+        `claimTicket ${name}, 64 connections: tracing on (ratio 1.0) ÷ off (means of ${on.length} alternating runs, ${TRACING_PAIRS} new pairs of instances)`,
+        `${fmt(meanRate(on))} / ${fmt(meanRate(off))}/s = ${ratio(meanRate(on), meanRate(off))} (the pairs: ${pairs})`,
       );
     }
-    const tracedClaims = [...tracing.on.hot, ...tracing.on.spread].reduce((sum, r) => sum + r.requests, 0);
+    const tracedClaims = tracing.results.flatMap((r) => [...r.on.hot, ...r.on.spread]).reduce((sum, r) => sum + r.requests, 0);
     record(
       'spans exported while tracing was on (received by the bench\'s OTLP receiver)',
       `${fmt(tracing.exported.spans)} spans in ${fmt(tracing.exported.requests)} requests (${fmt(tracing.exported.bytes / 1e6)} MB), ${(tracing.exported.spans / Math.max(1, tracedClaims)).toFixed(1)} per claim`,
@@ -707,7 +715,9 @@ async function main(): Promise<void> {
     }
     // Issue 32: tracing on at ratio 1.0 costs at most 10% of hot claims (and of spread ones).
     for (const name of ['hot', 'spread'] as const) {
-      atLeast(`claimTicket ${name}, tracing on (ratio 1.0) ÷ off`, meanRate(tracing.on[name]) / meanRate(tracing.off[name]), 0.9);
+      const on = meanRate(tracing.results.flatMap((r) => r.on[name]));
+      const off = meanRate(tracing.results.flatMap((r) => r.off[name]));
+      atLeast(`claimTicket ${name}, tracing on (ratio 1.0) ÷ off`, on / off, 0.9);
     }
     bars.push({ what: `drawBallot of ${fmt(BALLOT_ENTRIES)} entries`, figure: `${(draw.ms / 1000).toFixed(1)} s`, target: '< 60 s', pass: draw.ms < 60_000 });
     bars.push({
@@ -864,34 +874,41 @@ async function pgbouncerPhase<T>(serverUrl: string, dbUrl: URL, serverEnv: Recor
 }
 
 /**
- * A Tessera instance on the bench's database with tracing on: every trace sampled (ratio 1.0), OTLP
- * protobuf over HTTP to a receiver of the bench's own (otlpReceiver.ts), the batch processor's queue
- * large enough for a claim storm's spans (docs/OBSERVABILITY.md, "Sizing the export").
+ * `pairs` pairs of new Tessera instances on the bench's database, one after the other: one with
+ * tracing on — every trace sampled (ratio 1.0), OTLP protobuf over HTTP to a receiver of the
+ * bench's own (otlpReceiver.ts), the batch processor's queue large enough for a claim storm's spans
+ * (docs/OBSERVABILITY.md, "Sizing the export") — and its untraced twin. `work` measures each pair.
  */
 async function tracingPhase<T>(
   serverEnv: Record<string, string>,
-  work: (traced: Server, plain: Server) => Promise<T>,
-): Promise<T & { exported: Received }> {
+  pairs: number,
+  work: (traced: Server, plain: Server, pair: number) => Promise<T>,
+): Promise<{ results: T[]; exported: Received }> {
   const receiver = await startOtlpReceiver();
-  const plain = new Server(await freePort(), { ...serverEnv, WEB_CONCURRENCY: '1' });
-  const traced = new Server(await freePort(), {
-    ...serverEnv,
-    WEB_CONCURRENCY: '1',
-    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-    OTEL_TRACES_SAMPLER: 'parentbased_always_on',
-    OTEL_BSP_MAX_QUEUE_SIZE: '65536',
-    OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '4096',
-    OTEL_BSP_SCHEDULE_DELAY: '1000',
-  });
+  const results: T[] = [];
   try {
-    await plain.start();
-    await traced.start();
-    const result = await work(traced, plain);
-    await traced.stop(); // its last spans exported at shutdown
-    return { ...result, exported: await receiver.counts() };
+    for (let pair = 1; pair <= pairs; pair += 1) {
+      const plain = new Server(await freePort(), { ...serverEnv, WEB_CONCURRENCY: '1' });
+      const traced = new Server(await freePort(), {
+        ...serverEnv,
+        WEB_CONCURRENCY: '1',
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_TRACES_SAMPLER: 'parentbased_always_on',
+        OTEL_BSP_MAX_QUEUE_SIZE: '65536',
+        OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '512',
+        OTEL_BSP_SCHEDULE_DELAY: '1000',
+      });
+      try {
+        await plain.start();
+        await traced.start();
+        results.push(await work(traced, plain, pair));
+      } finally {
+        await traced.stop(); // its last spans exported at shutdown
+        await plain.stop();
+      }
+    }
+    return { results, exported: await receiver.counts() };
   } finally {
-    await traced.stop();
-    await plain.stop();
     await receiver.close();
   }
 }

@@ -1,24 +1,54 @@
 // `node --import tsx bench/tracingAb.ts [--profile] [--control]`: hot claims at 64 connections
-// against two new Tessera instances on one database — tracing off, and tracing on at ratio 1.0
-// exporting OTLP to a receiver in a process of its own — in alternating runs of 5 s (ABBA,
-// AB_ROUNDS rounds, 3 unless set): the quick way to see what tracing costs while working on it
-// (`npm run bench` measures it for the record). Each run prints claims per second and each
-// server's CPU per claim (event loop and process, from /proc); the end, the ratios, the batcher's
-// claims per group statement and GC time. With --profile both instances write a V8 CPU profile
-// (--cpu-prof) into .tessera/profiles/ when they stop; with --control both run untraced (what the
-// A/B itself differs by). AB_BATCH and AB_DELAY set the traced instance's
+// against pairs of new Tessera instances on one database — tracing off, and tracing on at ratio
+// 1.0 exporting OTLP to a receiver in a process of its own — in alternating runs of 5 s (ABBA):
+// the quick way to see what tracing costs while working on it (`npm run bench` measures it for the
+// record). AB_PAIRS pairs (3 unless set), each new, AB_ROUNDS rounds each (2 unless set): two
+// instances of the same code differ by up to 7% in CPU per claim for as long as they run (--control
+// runs, 2026-12-07), so one pair's ratio says as much about the pair as about tracing. Each run
+// prints claims per second and each server's CPU per claim (event loop and process, from /proc);
+// each pair, its ratios; the end, the ratios over all pairs, the batcher's claims per group
+// statement and GC time of the last pair. With --profile each instance writes a V8 CPU profile
+// (--cpu-prof) into .tessera/profiles/ when it stops; with --control both run untraced (what the
+// A/B itself differs by). AB_BATCH and AB_DELAY set the traced instances'
 // OTEL_BSP_MAX_EXPORT_BATCH_SIZE and OTEL_BSP_SCHEDULE_DELAY.
 // Uses DATABASE_URL's server (database `tessera_tracing_ab`, dropped and created).
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
 import { migrate } from '../src/db/migrate';
-import { mainThreadCpu, treeCpu } from './cpu';
+import { mainThreadCpu, postmasterOf, treeCpu } from './cpu';
 import { ADMIN_KEY, freePort, gql, httpLoad, ROOT, Server } from './harness';
 import { startOtlpReceiver } from './otlpReceiver';
 
 const SECONDS = 5;
-const ROUNDS = Number(process.env.AB_ROUNDS ?? 3);
+const PAIRS = Number(process.env.AB_PAIRS ?? 3);
+const ROUNDS = Number(process.env.AB_ROUNDS ?? 2);
+
+type Side = 'on' | 'off';
+interface Totals {
+  rates: number[];
+  /** CPU seconds during this side's runs of the OTLP receiver, PostgreSQL (all its processes) and this process (the load generator). */
+  receiver: number;
+  postgres: number;
+  load: number;
+  /** CPU seconds (event loop, process) over the claims they made. */
+  main: number;
+  all: number;
+  claims: number;
+}
+const totals = (): Record<Side, Totals> => ({ on: { rates: [], receiver: 0, postgres: 0, load: 0, main: 0, all: 0, claims: 0 }, off: { rates: [], receiver: 0, postgres: 0, load: 0, main: 0, all: 0, claims: 0 } });
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+function ratios(t: Record<Side, Totals>): string {
+  const perClaim = (side: Totals) => ({ main: (side.main / side.claims) * 1e6, all: (side.all / side.claims) * 1e6 });
+  const [on, off] = [perClaim(t.on), perClaim(t.off)];
+  return (
+    `tracing on ÷ off: ${(mean(t.on.rates) / mean(t.off.rates)).toFixed(2)}× (${Math.round(mean(t.on.rates))} / ${Math.round(mean(t.off.rates))}/s); ` +
+    `CPU per claim event loop ${(on.main / off.main).toFixed(2)}× (${Math.round(on.main)} / ${Math.round(off.main)} µs), process ${(on.all / off.all).toFixed(2)}× (${Math.round(on.all)} / ${Math.round(off.all)} µs); ` +
+    `the OTLP receiver ${((t.on.receiver / t.on.claims) * 1e6).toFixed(1)} µs a traced claim; ` +
+    `PostgreSQL ${Math.round((t.on.postgres / t.on.claims) * 1e6)} / ${Math.round((t.off.postgres / t.off.claims) * 1e6)} µs, the load generator ${Math.round((t.on.load / t.on.claims) * 1e6)} / ${Math.round((t.off.load / t.off.claims) * 1e6)} µs a claim`
+  );
+}
 
 async function main(): Promise<void> {
   const serverUrl = process.env.DATABASE_URL;
@@ -31,70 +61,97 @@ async function main(): Promise<void> {
   const dbUrl = new URL(serverUrl);
   dbUrl.pathname = '/tessera_tracing_ab';
   await migrate(dbUrl.toString());
+  const probe = new Client({ connectionString: serverUrl });
+  await probe.connect();
+  const postmaster = await postmasterOf(probe);
+  await probe.end();
+  const loadCpu = () => {
+    const used = process.cpuUsage();
+    return (used.user + used.system) / 1e6;
+  };
   const receiver = await startOtlpReceiver();
   const env = { DATABASE_URL: dbUrl.toString(), RATE_LIMIT_POINTS_PER_SECOND: '10000000', WEB_CONCURRENCY: '1' };
   const profiles = path.join(ROOT, '.tessera/profiles');
-  if (process.argv.includes('--profile')) mkdirSync(profiles, { recursive: true });
-  const plain = new Server(await freePort(), env, process.argv.includes('--profile') ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`] : []);
-  const traced = new Server(await freePort(), {
+  const profile = process.argv.includes('--profile');
+  if (profile) mkdirSync(profiles, { recursive: true });
+  const execArgv = profile ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`] : [];
+  const tracedEnv = {
     ...env,
     OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
     OTEL_BSP_MAX_QUEUE_SIZE: '65536',
-    OTEL_BSP_MAX_EXPORT_BATCH_SIZE: process.env.AB_BATCH ?? '4096',
+    OTEL_BSP_MAX_EXPORT_BATCH_SIZE: process.env.AB_BATCH ?? '512',
     OTEL_BSP_SCHEDULE_DELAY: process.env.AB_DELAY ?? '1000',
     // --control: the same instance with tracing disabled — what two untraced instances differ by here.
     ...(process.argv.includes('--control') ? { OTEL_SDK_DISABLED: 'true' } : {}),
     ...(process.env.OTEL_EXPORTER_OTLP_PROTOCOL ? { OTEL_EXPORTER_OTLP_PROTOCOL: process.env.OTEL_EXPORTER_OTLP_PROTOCOL } : {}),
-  }, process.argv.includes('--profile') ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`] : []);
-  await plain.start();
-  await traced.start();
-  if (process.argv.includes('--profile')) console.log(`profiles: untraced pid ${plain.pid}, traced pid ${traced.pid}`);
+  };
+
+  // The campaign is set up by an instance of its own, stopped before the measured ones start: a
+  // 400,000-ticket load leaves its marks on the instance that ran it (its heap, its compiled code),
+  // which made that side 5-7% dearer per claim in --control runs.
+  const setup = new Server(await freePort(), env);
+  await setup.start();
+  let partnerKey: string;
+  let campaign: string;
   try {
-    const partnerKey = (await gql(plain.url, ADMIN_KEY, 'mutation { createPartner(input: { name: "ab" }) { apiKey } }')).createPartner.apiKey as string;
-    const campaign = (await gql(plain.url, ADMIN_KEY, 'mutation { createCampaign(input: { name: "ab" }) { campaign { id } } }')).createCampaign.campaign.id as string;
-    await gql(plain.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${campaign}", count: 400000) { loaded } }`);
-    await gql(plain.url, ADMIN_KEY, `mutation { openCampaign(id: "${campaign}") { campaign { id } } }`);
-    const body = JSON.stringify({ query: `mutation { claimTicket(input: { campaignId: "${campaign}", holder: "ab" }) { allocation { id } error { code } } }` });
-    for (const server of [plain, traced]) await httpLoad({ url: server.url, key: partnerKey, body, connections: 64, seconds: 2 });
-    const rates = { off: [] as number[], on: [] as number[] };
-    // CPU per claim (µs), the event loop's and the whole process's (worker threads included): less noisy than claims per second.
-    const cpu = { off: { main: 0, all: 0, claims: 0 }, on: { main: 0, all: 0, claims: 0 } };
-    for (let round = 1; round <= ROUNDS; round += 1) {
-      // ABBA: on first in odd rounds, off first in even ones — the machine's drift during a run falls on both alike.
-      const order = [
-        ['on', traced],
-        ['off', plain],
-      ] as const;
-      for (const [name, server] of round % 2 === 1 ? order : [...order].reverse()) {
-        const pid = server.pid!;
-        const [main0, all0] = [mainThreadCpu(pid), treeCpu(pid)];
-        const r = await httpLoad({ url: server.url, key: partnerKey, body, connections: 64, seconds: SECONDS, okPattern: '"allocation":{"id"' });
-        const [main, all] = [mainThreadCpu(pid) - main0, treeCpu(pid) - all0];
-        Object.assign(cpu[name], { main: cpu[name].main + main, all: cpu[name].all + all, claims: cpu[name].claims + r.ok });
-        rates[name].push(r.requestsPerSecond);
-        console.log(
-          `round ${round} tracing ${name}: ${Math.round(r.requestsPerSecond)}/s p50 ${r.p50} ms p99 ${r.p99} ms (ok ${r.ok} of ${r.requests}); CPU per claim ${Math.round((main / r.ok) * 1e6)} µs event loop, ${Math.round((all / r.ok) * 1e6)} µs process`,
-        );
+    partnerKey = (await gql(setup.url, ADMIN_KEY, 'mutation { createPartner(input: { name: "ab" }) { apiKey } }')).createPartner.apiKey as string;
+    campaign = (await gql(setup.url, ADMIN_KEY, 'mutation { createCampaign(input: { name: "ab" }) { campaign { id } } }')).createCampaign.campaign.id as string;
+    await gql(setup.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${campaign}", count: 400000) { loaded } }`);
+    await gql(setup.url, ADMIN_KEY, `mutation { openCampaign(id: "${campaign}") { campaign { id } } }`);
+  } finally {
+    await setup.stop();
+  }
+  const body = JSON.stringify({ query: `mutation { claimTicket(input: { campaignId: "${campaign}", holder: "ab" }) { allocation { id } error { code } } }` });
+  const all = totals();
+  try {
+    for (let pair = 1; pair <= PAIRS; pair += 1) {
+      const servers: Record<Side, Server> = { off: new Server(await freePort(), env, execArgv), on: new Server(await freePort(), tracedEnv, execArgv) };
+      const these = totals();
+      try {
+        await servers.off.start();
+        await servers.on.start();
+        if (profile) console.log(`pair ${pair} profiles: untraced pid ${servers.off.pid}, traced pid ${servers.on.pid}`);
+        for (const server of [servers.off, servers.on]) await httpLoad({ url: server.url, key: partnerKey, body, connections: 64, seconds: 2 });
+        for (let round = 1; round <= ROUNDS; round += 1) {
+          // ABBA: on first in odd rounds, off first in even ones — the machine's drift falls on both alike.
+          const order: Side[] = (pair + round) % 2 === 0 ? ['on', 'off'] : ['off', 'on'];
+          for (const side of order) {
+            const pid = servers[side].pid!;
+            const [main0, all0, receiver0, postgres0, load0] = [mainThreadCpu(pid), treeCpu(pid), treeCpu(receiver.pid), postmaster ? treeCpu(postmaster) : 0, loadCpu()];
+            const r = await httpLoad({ url: servers[side].url, key: partnerKey, body, connections: 64, seconds: SECONDS, okPattern: '"allocation":{"id"' });
+            const [mainCpu, allCpu, receiverCpu] = [mainThreadCpu(pid) - main0, treeCpu(pid) - all0, treeCpu(receiver.pid) - receiver0];
+            const [postgresCpu, load] = [(postmaster ? treeCpu(postmaster) : 0) - postgres0, loadCpu() - load0];
+            for (const t of [these, all]) {
+              t[side].rates.push(r.requestsPerSecond);
+              t[side].main += mainCpu;
+              t[side].receiver += receiverCpu;
+              t[side].postgres += postgresCpu;
+              t[side].load += load;
+              t[side].all += allCpu;
+              t[side].claims += r.ok;
+            }
+            console.log(
+              `pair ${pair} round ${round} tracing ${side}: ${Math.round(r.requestsPerSecond)}/s p50 ${r.p50} ms p99 ${r.p99} ms (ok ${r.ok} of ${r.requests}); CPU per claim ${Math.round((mainCpu / r.ok) * 1e6)} µs event loop, ${Math.round((allCpu / r.ok) * 1e6)} µs process`,
+            );
+          }
+        }
+        console.log(`pair ${pair}: ${ratios(these)}`);
+        if (pair === PAIRS) {
+          // The batcher's groups: fewer claims per statement means more of Node's work per claim.
+          for (const side of ['on', 'off'] as const) {
+            const metrics = await (await fetch(servers[side].url.replace('/graphql', '/metrics'))).text();
+            const read = (series: string) => Number(new RegExp(`^tessera_claim_batch_size_${series}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(metrics)?.[1]);
+            const gc = [...metrics.matchAll(/^tessera_nodejs_gc_duration_seconds_sum\{kind="(\w+)"\} (\S+)$/gm)].map(([, kind, seconds]) => `${kind} ${Number(seconds).toFixed(2)} s`);
+            console.log(`pair ${pair} tracing ${side}: claims per group statement ${(read('sum') / read('count')).toFixed(2)}; garbage collection ${gc.join(', ')}`);
+          }
+        }
+      } finally {
+        await servers.on.stop();
+        await servers.off.stop();
       }
     }
-    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-    console.log(`tracing on ÷ off: ${(mean(rates.on) / mean(rates.off)).toFixed(2)}×  (${Math.round(mean(rates.on))} / ${Math.round(mean(rates.off))}/s)`);
-    // The batcher's groups: fewer claims per statement means more of Node's work per claim.
-    for (const [name, server] of [
-      ['on', traced],
-      ['off', plain],
-    ] as const) {
-      const metrics = await (await fetch(server.url.replace('/graphql', '/metrics'))).text();
-      const read = (series: string) => Number(new RegExp(`^tessera_claim_batch_size_${series}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(metrics)?.[1]);
-      const gc = [...metrics.matchAll(/^tessera_nodejs_gc_duration_seconds_sum\{kind="(\w+)"\} (\S+)$/gm)].map(([, kind, seconds]) => `${kind} ${Number(seconds).toFixed(2)} s`);
-      console.log(`tracing ${name}: claims per group statement ${(read('sum') / read('count')).toFixed(2)}; garbage collection ${gc.join(', ')}`);
-    }
-    const perClaim = (side: { main: number; all: number; claims: number }) => ({ main: (side.main / side.claims) * 1e6, all: (side.all / side.claims) * 1e6 });
-    const [on, off] = [perClaim(cpu.on), perClaim(cpu.off)];
-    console.log(`CPU per claim on ÷ off: event loop ${(on.main / off.main).toFixed(2)}× (${Math.round(on.main)} / ${Math.round(off.main)} µs), process ${(on.all / off.all).toFixed(2)}× (${Math.round(on.all)} / ${Math.round(off.all)} µs)`);
+    console.log(`all ${PAIRS} pairs: ${ratios(all)}`);
   } finally {
-    await traced.stop();
-    await plain.stop();
     const got = await receiver.counts();
     console.log(`exported: ${got.spans} spans in ${got.requests} requests`);
     await receiver.close();

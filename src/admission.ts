@@ -187,7 +187,11 @@ export function createAdmission(options: {
 function describeViewer(span: Span, context: OperationContext): void {
   const viewer = context.viewer;
   // A partner's id says the kind (its test key's use is marked): one attribute fewer on most spans.
-  if (viewer.kind === 'partner') span.setAttributes(viewer.test ? { [ATTR.partnerId]: viewer.partnerId, [ATTR.viewer]: 'partner (test key)' } : { [ATTR.partnerId]: viewer.partnerId });
-  else if (viewer.operator) span.setAttributes({ [ATTR.viewer]: 'operator', [ATTR.operatorId]: viewer.operator.id });
-  else span.setAttribute(ATTR.viewer, 'admin');
+  if (viewer.kind === 'partner') {
+    span.setAttribute(ATTR.partnerId, viewer.partnerId);
+    if (viewer.test) span.setAttribute(ATTR.viewer, 'partner (test key)');
+  } else if (viewer.operator) {
+    span.setAttribute(ATTR.viewer, 'operator');
+    span.setAttribute(ATTR.operatorId, viewer.operator.id);
+  } else span.setAttribute(ATTR.viewer, 'admin');
 }

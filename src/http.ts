@@ -232,7 +232,10 @@ export function graphqlHandler(
       res.setHeader('x-request-id', requestId);
       const clientRequestId = wellFormedRequestId(req.headers['x-request-id'] as string | undefined);
       const trace = operationSpanOf(req);
-      trace?.setAttributes({ [ATTR.requestId]: requestId, ...(clientRequestId ? { [ATTR.clientRequestId]: clientRequestId } : {}) });
+      if (trace) {
+        trace.setAttribute(ATTR.requestId, requestId);
+        if (clientRequestId) trace.setAttribute(ATTR.clientRequestId, clientRequestId);
+      }
       return admit({ authorization: req.headers.authorization, address: admit.clientAddress(req), requestId, clientRequestId, transport: 'http', trace });
     },
   });
@@ -267,18 +270,27 @@ export function graphqlHandler(
 const OPERATION_SPAN = Symbol('tessera.operationSpan');
 const operationSpanOf = (req: IncomingMessage): Span | undefined => (req as IncomingMessage & { [OPERATION_SPAN]?: Span })[OPERATION_SPAN];
 
+/** The SERVER span's first name and attributes, by method: one string and one object for every request (POST, mostly). */
+const OPERATION_START = new Map(['GET', 'POST'].map((method) => [method, { name: `${method} /graphql`, attributes: Object.freeze({ 'http.request.method': method }) }]));
+
 /**
  * Tracing on: the request's SERVER span, continuing the caller's trace from its traceparent header,
  * kept for the request's context (every span of its work goes under it) and ended with the answer.
  * The GraphQL plugin names it after the operation (`mutation ClaimTicket`) once it is known.
  */
 function traced(req: IncomingMessage, res: ServerResponse, serve: RequestListener): void {
-  const span = operationSpan(`${req.method ?? 'GET'} /graphql`, req.headers, { 'http.request.method': req.method ?? 'GET' })!;
-  (req as IncomingMessage & { [OPERATION_SPAN]?: Span })[OPERATION_SPAN] = span;
-  res.once('close', () => {
-    span.setAttribute('http.response.status_code', res.statusCode);
-    if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR, message: `HTTP ${res.statusCode}` });
-    span.end();
-  });
+  const method = req.method ?? 'GET';
+  const start = OPERATION_START.get(method) ?? { name: `${method} /graphql`, attributes: { 'http.request.method': method } };
+  (req as IncomingMessage & { [OPERATION_SPAN]?: Span })[OPERATION_SPAN] = operationSpan(start.name, req.headers, start.attributes)!;
+  res.on('close', endOperationSpan);
   serve(req, res);
+}
+
+/** The response's 'close' (answered, or the client gone): its request's span ends. One function for every response, no closure per request. */
+function endOperationSpan(this: ServerResponse): void {
+  const span = operationSpanOf(this.req);
+  if (span === undefined) return;
+  span.setAttribute('http.response.status_code', this.statusCode);
+  if (this.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR, message: `HTTP ${this.statusCode}` });
+  span.end();
 }

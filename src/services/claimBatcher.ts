@@ -21,7 +21,7 @@ import { claimCampaignGroup, claimOne, readOne } from '../db/claimOne';
 import { keyCheckOf } from '../db/claimTransaction';
 import type { Database } from '../db/client';
 import { isConnectionLost, isConnectTimeout } from '../db/pgErrors';
-import { ATTR, childSpan, failed, SpanKind, type Span } from '../tracing';
+import { ATTR, childSpan, failed, SpanKind, type Link, type Span } from '../tracing';
 
 export type Submitted = Omit<GroupRequest, 'holderRank' | 'partnerRank' | 'start'>;
 
@@ -181,18 +181,15 @@ export class ClaimBatcher {
    * names the group's span already — docs/OBSERVABILITY.md, "What tracing costs".)
    */
   private groupSpan(batch: Waiting[], statement: string): Span {
-    const first = batch[0]!.span!;
-    const group = childSpan(
-      first,
-      statement,
-      { 'db.system.name': 'postgresql', [ATTR.groupSize]: batch.length },
-      { kind: SpanKind.CLIENT, links: batch.flatMap((w) => (w.span ? [{ context: w.span.spanContext() }] : [])) },
-    )!;
+    const links: Link[] = [];
+    for (const w of batch) if (w.span) links.push({ context: w.span.spanContext() });
+    const group = childSpan(batch[0]!.span, statement, { 'db.system.name': 'postgresql', [ATTR.groupSize]: batch.length }, { kind: SpanKind.CLIENT, links })!;
     const id = group.spanContext().spanId;
     const now = performance.now();
     for (const w of batch) {
       if (!w.span) continue;
-      w.span.setAttributes({ [ATTR.groupId]: id, [ATTR.queuedMs]: Math.round((now - w.since!) * 1000) / 1000 });
+      w.span.setAttribute(ATTR.groupId, id);
+      w.span.setAttribute(ATTR.queuedMs, Math.round((now - w.since!) * 1000) / 1000);
     }
     return group;
   }

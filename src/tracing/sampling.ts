@@ -10,8 +10,8 @@
 // in what Tessera exports — its outgoing traceparent had said "not sampled". A dropped trace costs
 // the process as much as a kept one up to the export (it is recorded); the ratio saves the export
 // and the collector's work, not Tessera's CPU.
-import { SpanStatusCode, TraceFlags, type Attributes, type Context, type Link, type SpanKind } from '@opentelemetry/api';
-import { ParentBasedSampler, SamplingDecision, TraceIdRatioBasedSampler, AlwaysOnSampler, type ReadableSpan, type Sampler, type SamplingResult, type Span, type SpanProcessor } from '@opentelemetry/sdk-trace';
+import { isSpanContextValid, SpanStatusCode, trace, TraceFlags, type Context } from '@opentelemetry/api';
+import { SamplingDecision, TraceIdRatioBasedSampler, type ReadableSpan, type Sampler, type SamplingResult, type Span, type SpanProcessor } from '@opentelemetry/sdk-trace';
 import { ATTR } from './index';
 
 /** Outcomes of an operation that are not refusals (the rest are kept whatever the ratio). */
@@ -22,16 +22,29 @@ const MAX_SPANS_PER_TRACE = 256;
 /** A held trace whose root has not ended after this long is let go. */
 const HELD_MS = 60_000;
 
-/** The head sampler of the configuration, recording (never dropping) what it does not sample. */
+/** The two answers the head sampler gives, made once (the SDK's samplers make one per span). */
+const SAMPLED: SamplingResult = Object.freeze({ decision: SamplingDecision.RECORD_AND_SAMPLED });
+const RECORDED: SamplingResult = Object.freeze({ decision: SamplingDecision.RECORD });
+
+/**
+ * The head sampler of the configuration, recording (never dropping) what it does not sample: the
+ * SDK's parent-based rule — a parent's sampled flag is followed, a trace of Tessera's own is kept
+ * with the ratio (the SDK's TraceIdRatioBasedSampler, the same trace id giving the same answer in
+ * every service) — answered with the two results above. A parent of Tessera's own is valid by
+ * construction; a caller's is checked as the SDK checks it.
+ */
 export function headSampler(ratio: number, parentBased: boolean): Sampler {
-  const root: Sampler = ratio >= 1 ? new AlwaysOnSampler() : new TraceIdRatioBasedSampler(ratio);
-  const head = parentBased ? new ParentBasedSampler({ root }) : root;
+  const root = ratio >= 1 ? null : new TraceIdRatioBasedSampler(ratio);
   return {
-    shouldSample(context: Context, traceId: string, name: string, kind: SpanKind, attributes: Attributes, links: Link[]): SamplingResult {
-      const result = head.shouldSample(context, traceId, name, kind, attributes, links);
-      return result.decision === SamplingDecision.NOT_RECORD ? { ...result, decision: SamplingDecision.RECORD } : result;
+    shouldSample(context: Context, traceId: string): SamplingResult {
+      if (parentBased) {
+        const parent = trace.getSpanContext(context);
+        if (parent !== undefined && (parent.isRemote !== true || isSpanContextValid(parent))) return (parent.traceFlags & TraceFlags.SAMPLED) !== 0 ? SAMPLED : RECORDED;
+      }
+      if (root === null) return SAMPLED;
+      return root.shouldSample(context, traceId).decision === SamplingDecision.RECORD_AND_SAMPLED ? SAMPLED : RECORDED;
     },
-    toString: () => `KeepFailures{${head.toString()}}`,
+    toString: () => `KeepFailures{${parentBased ? 'ParentBased{root=' : ''}${root === null ? 'AlwaysOnSampler' : root.toString()}${parentBased ? '}' : ''}}`,
   };
 }
 
