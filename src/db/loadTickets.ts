@@ -61,7 +61,7 @@ function copyText(value: string): string {
 }
 
 /**
- * Has this connection hand its statistics to the server before its COMMIT answers (PostgreSQL 15+:
+ * Makes this connection hand its statistics to the server before its COMMIT answers (PostgreSQL 15+:
  * pg_stat_force_next_flush), so that analyzeIfStale, run right after on any connection, counts this
  * load in n_mod_since_analyze — once. Without it a backend keeps its counts for up to 10 s after a
  * commit (it flushes at most once a second), and they may land before or after the ANALYZE they

@@ -9,6 +9,7 @@
 // (test/tracing.test.ts searches every exported span for them).
 import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Link, type Span, type SpanContext, type Tracer } from '@opentelemetry/api';
 import { pgErrorInfo } from '../db/pgErrors';
+import { writeIdBytes } from './ids';
 
 export { SpanKind, SpanStatusCode, type Link, type Span };
 
@@ -216,19 +217,6 @@ function hashesOf(id: string): [number, number] {
   return [slot ^ (slot >>> 15), whole];
 }
 
-const HEX = '0123456789abcdef';
-const nibble = (c: number): number => (c <= 57 ? c - 48 : c >= 97 ? c - 87 : c - 55);
-
-function writeHex(hex: string, to: Uint8Array, at: number): void {
-  for (let i = 0; i < hex.length; i += 2) to[at + (i >> 1)] = (nibble(hex.charCodeAt(i)) << 4) | nibble(hex.charCodeAt(i + 1));
-}
-
-function readHex(from: Uint8Array, at: number, bytes: number): string {
-  let hex = '';
-  for (let i = at; i < at + bytes; i++) hex += HEX[from[i]! >> 4]! + HEX[from[i]! & 15]!;
-  return hex;
-}
-
 export function rememberAllocation(allocationId: string, span: Span | undefined): void {
   if (span === undefined) return;
   const [hash, whole] = hashesOf(allocationId);
@@ -237,8 +225,8 @@ export function rememberAllocation(allocationId: string, span: Span | undefined)
   rememberedHashes[slot * 2] = hash;
   rememberedHashes[slot * 2 + 1] = whole;
   const at = slot * SLOT_BYTES;
-  writeHex(context.traceId, rememberedSpans, at);
-  writeHex(context.spanId, rememberedSpans, at + 16);
+  writeIdBytes(context.traceId, rememberedSpans, at);
+  writeIdBytes(context.spanId, rememberedSpans, at + 16);
   rememberedSpans[at + 24] = context.traceFlags & 0x7f;
 }
 
@@ -247,5 +235,6 @@ export function allocationSpan(allocationId: string): SpanContext | undefined {
   const slot = hash & (REMEMBERED_SLOTS - 1);
   const at = slot * SLOT_BYTES;
   if (rememberedSpans[at + 24] === 0xff || rememberedHashes[slot * 2] !== hash || rememberedHashes[slot * 2 + 1] !== whole) return undefined;
-  return { traceId: readHex(rememberedSpans, at, 16), spanId: readHex(rememberedSpans, at + 16, 8), traceFlags: rememberedSpans[at + 24]!, isRemote: false };
+  const ids = Buffer.from(rememberedSpans.buffer, at, 24);
+  return { traceId: ids.toString('hex', 0, 16), spanId: ids.toString('hex', 16, 24), traceFlags: rememberedSpans[at + 24]!, isRemote: false };
 }

@@ -17,6 +17,7 @@ import { createOtlpHttpExportDelegate, convertLegacyHttpOptions } from '@opentel
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import type { Resource } from '@opentelemetry/resources';
 import type { ReadableSpan, SpanExporter, TimedEvent } from '@opentelemetry/sdk-trace';
+import { writeIdBytes } from './ids';
 
 /** Wire types of a protobuf tag. */
 const VARINT = 0;
@@ -27,8 +28,6 @@ const FIXED32 = 5;
 const HAS_IS_REMOTE = 0x100;
 const IS_REMOTE = 0x200;
 
-/** A hex digit's value (ids are lower-case hex; upper case is read too). */
-const nibble = (c: number): number => (c <= 57 ? c - 48 : c >= 97 ? c - 87 : c - 55);
 const tag = (field: number, wireType: number): number => (field << 3) | wireType;
 const varintSize = (value: number): number => (value < 0x80 ? 1 : value < 0x4000 ? 2 : value < 0x200000 ? 3 : value < 0x10000000 ? 4 : 5);
 
@@ -139,8 +138,8 @@ class Writer {
     let pos = this.pos;
     buf[pos++] = tag(field, LENGTH_DELIMITED);
     buf[pos++] = length;
-    for (let i = 0; i < hex.length; i += 2) buf[pos++] = (nibble(hex.charCodeAt(i)) << 4) | nibble(hex.charCodeAt(i + 1));
-    this.pos = pos;
+    writeIdBytes(hex, buf, pos);
+    this.pos = pos + length;
   }
 
   fixed32(field: number, value: number): void {
