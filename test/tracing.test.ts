@@ -7,6 +7,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
+import { diag } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import pino from 'pino';
@@ -414,5 +415,25 @@ describe('delivery links (the table of recent allocations)', () => {
     expect(allocationSpan('0c2a9f7e-1b9d-4c1e-9f0a-000000000000')).toBeUndefined();
     rememberAllocation('untraced', undefined);
     expect(allocationSpan('untraced')).toBeUndefined();
+  });
+});
+
+describe("the SDK's complaints in the log", () => {
+  test('a span changed after it ended (a client gone mid-claim) is not logged; other complaints are', async () => {
+    const logged: Record<string, unknown>[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => logged.push(JSON.parse(line) as Record<string, unknown>) });
+    await tracing.stop();
+    tracing = startTracing(ALWAYS, { exporter: freshExporter(), logger });
+    try {
+      const span = rootSpan('tessera.test', {})!;
+      span.end();
+      span.setAttribute('tessera.outcome', 'ALLOCATED'); // what the claim sets once its client has gone
+      expect(logged).toEqual([]);
+      diag.warn('an export failed');
+      expect(logged.map((line) => line.msg)).toEqual(['tracing: an export failed']);
+    } finally {
+      await tracing.stop();
+      tracing = startTracing(ALWAYS, { exporter: freshExporter() });
+    }
   });
 });

@@ -18,6 +18,9 @@ import { OtlpProtobufExporter } from './otlpProtobuf';
 import { useTracer } from './index';
 import { headSampler, KeepFailures } from './sampling';
 
+/** The SDK's warning for an operation on a span that has ended (Span.ts, _isSpanEnded). */
+const ENDED_SPAN = /^Cannot execute the operation on ended Span/;
+
 /** How long a stop waits for the last spans to be exported. */
 const STOP_EXPORT_MS = 2_000;
 
@@ -33,11 +36,16 @@ const VERSION = (JSON.parse(readFileSync(path.resolve(__dirname, '../../package.
 export function startTracing(config: TracingConfig, options: { logger?: Logger; exporter?: SpanExporter } = {}): Tracing {
   const { logger } = options;
   if (logger) {
-    // The SDK's own complaints (an export that failed: the collector is down) go to the log.
+    // The SDK's own complaints (an export that failed: the collector is down) go to the log — but
+    // for a span changed after it ended: a client that leaves mid-operation ends the operation's
+    // span (the response's 'close') while the claim goes on and sets its attributes, and one warning
+    // per late attribute would multiply the log by the clients that time out in a storm.
     diag.setLogger(
       {
         error: (message, ...args) => logger.warn({ args: args.map(String) }, `tracing: ${message}`),
-        warn: (message, ...args) => logger.warn({ args: args.map(String) }, `tracing: ${message}`),
+        warn: (message, ...args) => {
+          if (!ENDED_SPAN.test(message)) logger.warn({ args: args.map(String) }, `tracing: ${message}`);
+        },
         info: () => undefined,
         debug: () => undefined,
         verbose: () => undefined,
