@@ -10,7 +10,8 @@
 // statement and GC time of the last pair. With --profile each instance writes a V8 CPU profile
 // (--cpu-prof) into .tessera/profiles/ when it stops; with --control both run untraced (what the
 // A/B itself differs by). AB_BATCH and AB_DELAY set the traced instances'
-// OTEL_BSP_MAX_EXPORT_BATCH_SIZE and OTEL_BSP_SCHEDULE_DELAY.
+// OTEL_BSP_MAX_EXPORT_BATCH_SIZE and OTEL_BSP_SCHEDULE_DELAY; AB_NODE_FLAGS, options for node in
+// both instances (e.g. `--max-semi-space-size=32`).
 // Uses DATABASE_URL's server (database `tessera_tracing_ab`, dropped and created).
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
@@ -74,7 +75,7 @@ async function main(): Promise<void> {
   const profiles = path.join(ROOT, '.tessera/profiles');
   const profile = process.argv.includes('--profile');
   if (profile) mkdirSync(profiles, { recursive: true });
-  const execArgv = profile ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`] : [];
+  const execArgv = [...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`] : []), ...(process.env.AB_NODE_FLAGS ? process.env.AB_NODE_FLAGS.split(' ') : [])];
   const tracedEnv = {
     ...env,
     OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,

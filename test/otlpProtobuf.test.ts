@@ -1,8 +1,8 @@
 // Tessera's own OTLP protobuf encoding (src/tracing/otlpProtobuf.ts) against the OpenTelemetry
 // library's serializer: the same spans must give the same bytes, whatever they carry — every
 // attribute type, strings past one length byte, events, links, trace state, remote parents, errors,
-// several scopes and resources. And the exporter built on it sends them the library's way: the
-// OTEL_EXPORTER_OTLP_* endpoint and headers, and a refused batch reported as failed.
+// several scopes and resources. And the batch processor built on it (otlpBatches.ts) sends them
+// the library's way: the OTEL_EXPORTER_OTLP_* endpoint and headers, and a refused batch reported.
 import { execFile } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -13,7 +13,7 @@ import { ExportResultCode, TraceState } from '@opentelemetry/core';
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider, type ReadableSpan } from '@opentelemetry/sdk-trace';
-import { encodeTraceRequest } from '../src/tracing/otlpProtobuf';
+import { EncodedSpans, encodeTraceRequest } from '../src/tracing/otlpProtobuf';
 
 const run = promisify(execFile);
 
@@ -107,12 +107,30 @@ describe('Tessera’s OTLP protobuf encoding', () => {
     expect(encoded).toEqual(library(spans));
   });
 
+  test('spans encoded one by one as they end (EncodedSpans) give the same request', () => {
+    const { tracer, spans } = provider('tessera');
+    const t = tracer('tessera', '0.1.0');
+    for (let i = 0; i < 300; i += 1) {
+      const span = t.startSpan(`span ${i}`, { kind: SpanKind.SERVER, attributes: { i, id: `id-${i}`, long: 'ü'.repeat(i * 20) } }, i % 7 === 0 ? remoteParent : undefined);
+      if (i % 5 === 0) span.addEvent('waiting', { waits: i });
+      if (i % 11 === 0) span.setStatus({ code: SpanStatusCode.ERROR, message: 'SQLSTATE 40P01' });
+      span.end();
+    }
+    const all = spans();
+    const batch = new EncodedSpans(all[0]!.resource, all[0]!.instrumentationScope, 10);
+    for (const span of all) batch.add(span);
+    expect(batch.count).toBe(300);
+    const encoded = Buffer.from(batch.request());
+    expect(encoded.length).toBeGreaterThan(2 ** 20); // lengths of three bytes, and the writer grown past its first guess
+    expect(encoded).toEqual(library(all));
+  });
+
   test('encodes no spans as an empty request, as the library does', () => {
     expect(ours([])).toEqual(library([]));
   });
 });
 
-describe('OtlpProtobufExporter', () => {
+describe('OTLP over HTTP (OtlpBatchProcessor and its transport)', () => {
   let server: http.Server;
   let url: string;
   let status = 200;

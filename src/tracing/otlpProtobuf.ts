@@ -1,7 +1,7 @@
-// The OTLP/HTTP protobuf exporter Tessera uses: the OpenTelemetry library's HTTP transport
-// (OTEL_EXPORTER_OTLP_* endpoint, headers, timeout, compression, certificates; its retries and
-// concurrency limit) carrying an ExportTraceServiceRequest encoded here rather than by the
-// library's serializer. Why: at ratio 1.0 every claim's span is encoded, and the library's
+// OTLP/HTTP protobuf as Tessera sends it: spans encoded here, one by one as they end
+// (EncodedSpans, for otlpBatches.ts), rather than by the library's serializer, and the
+// OpenTelemetry library's HTTP transport (OTEL_EXPORTER_OTLP_* endpoint, headers, timeout,
+// compression, certificates; its retries and concurrency limit) carrying the request. Why: at ratio 1.0 every claim's span is encoded, and the library's
 // serializer took 6-12 µs a span on this machine (two passes — a size estimate, then the writes —
 // with a byte array per trace and span id); this encoder writes in one pass into one Buffer,
 // short ASCII strings and ids byte by byte, attribute keys from a cache: 2.7-4 µs a span in the
@@ -16,7 +16,7 @@ import type { ExportResult, InstrumentationScope } from '@opentelemetry/core';
 import { createOtlpHttpExportDelegate, convertLegacyHttpOptions } from '@opentelemetry/otlp-exporter-base/node-http';
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import type { Resource } from '@opentelemetry/resources';
-import type { ReadableSpan, SpanExporter, TimedEvent } from '@opentelemetry/sdk-trace';
+import type { ReadableSpan, TimedEvent } from '@opentelemetry/sdk-trace';
 import { writeIdBytes } from './ids';
 
 /** Wire types of a protobuf tag. */
@@ -320,8 +320,8 @@ function span(w: Writer, s: ReadableSpan): void {
   w.end(at);
 }
 
-function scopeSpans(w: Writer, scope: InstrumentationScope, spans: ReadableSpan[]): void {
-  const at = w.begin(2);
+/** ScopeSpans.scope (field 1). */
+function scopeOf(w: Writer, scope: InstrumentationScope): void {
   const s = w.begin(1);
   w.string(1, scope.name);
   if (scope.version) w.string(2, scope.version);
@@ -329,6 +329,19 @@ function scopeSpans(w: Writer, scope: InstrumentationScope, spans: ReadableSpan[
   if (scoped.attributes) attributes(w, 3, scoped.attributes);
   if (scoped.droppedAttributesCount) dropped(w, 4, scoped.droppedAttributesCount);
   w.end(s);
+}
+
+/** ResourceSpans.resource (field 1). */
+function resourceOf(w: Writer, resource: Resource): void {
+  const r = w.begin(1);
+  if (resource.attributes) attributes(w, 1, resource.attributes);
+  dropped(w, 2, 0);
+  w.end(r);
+}
+
+function scopeSpans(w: Writer, scope: InstrumentationScope, spans: ReadableSpan[]): void {
+  const at = w.begin(2);
+  scopeOf(w, scope);
   for (const each of spans) span(w, each);
   if (scope.schemaUrl) w.string(3, scope.schemaUrl);
   w.end(at);
@@ -336,10 +349,7 @@ function scopeSpans(w: Writer, scope: InstrumentationScope, spans: ReadableSpan[
 
 function resourceSpans(w: Writer, resource: Resource, scopes: Map<InstrumentationScope, ReadableSpan[]>): void {
   const at = w.begin(1);
-  const r = w.begin(1);
-  if (resource.attributes) attributes(w, 1, resource.attributes);
-  dropped(w, 2, 0);
-  w.end(r);
+  resourceOf(w, resource);
   for (const spans of scopes.values()) scopeSpans(w, spans[0]!.instrumentationScope, spans);
   if (resource.schemaUrl) w.string(3, resource.schemaUrl);
   w.end(at);
@@ -360,28 +370,60 @@ export function encodeTraceRequest(spans: readonly ReadableSpan[]): Uint8Array {
   return w.buf.subarray(0, w.pos);
 }
 
-/** A batch as the transport carries it: its bytes, and how many spans (for the library's own metrics). */
-interface EncodedSpans {
+/**
+ * Spans of one resource and one scope, encoded one by one as they end (otlpBatches.ts), and the
+ * ExportTraceServiceRequest that carries them: the bytes encodeTraceRequest would make of them.
+ */
+export class EncodedSpans {
+  private readonly w: Writer;
+  count = 0;
+
+  constructor(
+    readonly resource: Resource,
+    readonly scope: InstrumentationScope,
+    expected: number,
+  ) {
+    this.w = new Writer(Math.max(1, expected) * 640 + 256);
+  }
+
+  add(s: ReadableSpan): void {
+    span(this.w, s);
+    this.count += 1;
+  }
+
+  request(): Uint8Array {
+    const w = new Writer(this.w.pos + 1024);
+    const at = w.begin(1);
+    resourceOf(w, this.resource);
+    const scoped = w.begin(2);
+    scopeOf(w, this.scope);
+    w.bytes(this.w.buf.subarray(0, this.w.pos));
+    if (this.scope.schemaUrl) w.string(3, this.scope.schemaUrl);
+    w.end(scoped);
+    if (this.resource.schemaUrl) w.string(3, this.resource.schemaUrl);
+    w.end(at);
+    return w.buf.subarray(0, w.pos);
+  }
+}
+
+/** A request as the transport carries it: its bytes, and how many spans (for the library's own metrics). */
+interface EncodedRequest {
   bytes: Uint8Array;
   spans: number;
 }
 
-/** OTLP over HTTP with protobuf, configured by the OTEL_EXPORTER_OTLP_* variables of the process. */
-export class OtlpProtobufExporter implements SpanExporter {
-  private readonly delegate = createOtlpHttpExportDelegate<EncodedSpans, unknown>(
+/** Sends encoded requests: OTLP over HTTP with protobuf, configured by the OTEL_EXPORTER_OTLP_* variables of the process. */
+export class OtlpProtobufTransport {
+  private readonly delegate = createOtlpHttpExportDelegate<EncodedRequest, unknown>(
     convertLegacyHttpOptions({}, 'TRACES', 'v1/traces', { 'Content-Type': 'application/x-protobuf' }),
-    { serializeRequest: (batch) => batch.bytes, deserializeResponse: (data) => ProtobufTraceSerializer.deserializeResponse(data) },
+    { serializeRequest: (request) => request.bytes, deserializeResponse: (data) => ProtobufTraceSerializer.deserializeResponse(data) },
     'otlp_http_span_exporter',
-    { name: 'span', countItems: (batch) => batch.spans },
+    { name: 'span', countItems: (request) => request.spans },
     undefined,
   );
 
-  export(spans: ReadableSpan[], resultCallback: (result: ExportResult) => void): void {
-    this.delegate.export({ bytes: encodeTraceRequest(spans), spans: spans.length }, resultCallback);
-  }
-
-  forceFlush(): Promise<void> {
-    return this.delegate.forceFlush();
+  send(bytes: Uint8Array, spans: number, resultCallback: (result: ExportResult) => void): void {
+    this.delegate.export({ bytes, spans }, resultCallback);
   }
 
   shutdown(): Promise<void> {

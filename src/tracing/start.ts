@@ -1,8 +1,8 @@
 // Installs the OpenTelemetry SDK for this process when tracing is on (config.ts: the OTEL_*
 // variables): the W3C trace context propagator (traceparent, tracestate), the sampler and the tail
-// rule (sampling.ts), ids from a pool (ids.ts), a batch span processor and the exporter — OTLP over
-// HTTP, protobuf (encoded by otlpProtobuf.ts) or JSON, reading its own OTEL_EXPORTER_OTLP_*
-// variables — or the console. Tests pass an exporter of their own (the SDK's in-memory one)
+// rule (sampling.ts), ids from a pool (ids.ts), and the export: OTLP over HTTP with protobuf
+// through Tessera's batch processor, which encodes each span as it ends (otlpBatches.ts), or JSON or
+// the console through the SDK's — the OTLP transport reading its own OTEL_EXPORTER_OTLP_* variables. Tests pass an exporter of their own (the SDK's in-memory one)
 // and get each span as it ends.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -14,7 +14,7 @@ import { BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor, TracerPro
 import type { Logger } from '../logger';
 import type { TracingConfig } from './config';
 import { PooledIdGenerator } from './ids';
-import { OtlpProtobufExporter } from './otlpProtobuf';
+import { OtlpBatchProcessor } from './otlpBatches';
 import { useTracer } from './index';
 import { headSampler, KeepFailures } from './sampling';
 
@@ -55,10 +55,11 @@ export function startTracing(config: TracingConfig, options: { logger?: Logger; 
   }
   // No context manager: spans are handed down explicitly (index.ts says why).
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
-  const exporter =
-    options.exporter ??
-    (config.exporter.kind === 'console' ? new ConsoleSpanExporter() : config.exporter.protocol === 'http/json' ? new OTLPJsonExporter() : new OtlpProtobufExporter());
-  const processor = options.exporter ? new SimpleSpanProcessor({ exporter }) : new BatchSpanProcessor({ exporter, ...config.batch });
+  const processor = options.exporter
+    ? new SimpleSpanProcessor({ exporter: options.exporter })
+    : config.exporter.kind === 'otlp' && config.exporter.protocol === 'http/protobuf'
+      ? new OtlpBatchProcessor(config.batch)
+      : new BatchSpanProcessor({ exporter: config.exporter.kind === 'console' ? new ConsoleSpanExporter() : new OTLPJsonExporter(), ...config.batch });
   const provider = new TracerProvider({
     sampler: headSampler(config.ratio, config.parentBased),
     idGenerator: new PooledIdGenerator(),
