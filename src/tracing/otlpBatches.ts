@@ -71,6 +71,7 @@ export class OtlpBatchProcessor implements SpanProcessor {
       this.timer = undefined;
     }
     if (this.open === null) return;
+    this.open.seal();
     this.ready.push(this.open);
     this.open = null;
   }

@@ -383,12 +383,17 @@ export class EncodedSpans {
     readonly scope: InstrumentationScope,
     expected: number,
   ) {
-    this.w = new Writer(Math.max(1, expected) * 640 + 256);
+    this.w = new Writer(Math.max(1, expected) * 700 + 256);
   }
 
   add(s: ReadableSpan): void {
     span(this.w, s);
     this.count += 1;
+  }
+
+  /** No more spans come: the bytes move to a buffer of their size (a queue of batches holds what they need, no more). */
+  seal(): void {
+    if (this.w.buf.length - this.w.pos > this.w.pos / 8) this.w.buf = Buffer.from(this.w.buf.subarray(0, this.w.pos));
   }
 
   request(): Uint8Array {
