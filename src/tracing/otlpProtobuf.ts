@@ -383,7 +383,8 @@ export class EncodedSpans {
     readonly scope: InstrumentationScope,
     expected: number,
   ) {
-    this.w = new Writer(Math.max(1, expected) * 700 + 256);
+    // ~700 bytes a claim's span; a batch larger than 1,024 spans grows as it fills rather than up front.
+    this.w = new Writer(Math.min(Math.max(1, expected), 1024) * 700 + 256);
   }
 
   add(s: ReadableSpan): void {
