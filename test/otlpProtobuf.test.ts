@@ -170,6 +170,25 @@ describe('OTLP over HTTP (OtlpBatchProcessor and its transport)', () => {
     expect(received[0]!.body.toString('base64')).toBe(result.library);
   });
 
+  test('the server’s tracing (startTracing with the OTEL_* variables) sends its spans there as OTLP protobuf', async () => {
+    received.length = 0;
+    status = 200;
+    const callerTrace = '0af7651916cd43dd8448eb211c80319c';
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', path.join(__dirname, 'helpers/otlpStart.ts')], {
+      env: { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: url, TRACEPARENT: `00-${callerTrace}-b7ad6b7169203331-01` },
+      timeout: 30_000,
+    });
+    const span = JSON.parse(stdout.trim().split('\n').pop()!) as { traceId: string; spanId: string };
+    expect(span.traceId).toBe(callerTrace);
+    expect(received).toHaveLength(1);
+    expect(received[0]).toMatchObject({ path: '/v1/traces', headers: { 'content-type': 'application/x-protobuf' } });
+    const body = received[0]!.body;
+    expect(body.includes(Buffer.from(callerTrace, 'hex'))).toBe(true);
+    expect(body.includes(Buffer.from(span.spanId, 'hex'))).toBe(true);
+    expect(body.includes('mutation ClaimTicket')).toBe(true);
+    expect(body.includes('service.name')).toBe(true);
+  });
+
   test('reports a batch the collector refuses as failed', async () => {
     received.length = 0;
     status = 400;

@@ -3,10 +3,11 @@
 // request as soon as maxExportBatchSize spans wait, or scheduledDelayMillis after the first; one
 // request at a time, given up after exportTimeoutMillis) with one difference: a span is encoded
 // (otlpProtobuf.ts) when it ends, and the queue holds bytes. The SDK's processor holds the span
-// objects themselves until their batch leaves — at 2,000 claims a second, a batch of 512 waits a
-// quarter of a second, long enough for every span, its attributes, links and times to outlive the
-// young generation and be copied twice by the collector before the old generation frees them. A
-// span encoded as it ends dies young with its claim, and the bytes that wait are off the heap.
+// objects themselves until their batch leaves — at 2,000 claims a second a batch of 512 waits a
+// quarter of a second, long enough for its spans to outlive the young generation, and when the
+// collector stops answering the queue advised for a storm (65,536 spans) held 196 MB of heap. Here
+// a span dies young with its claim, and what waits is bytes off the heap: 46 MB for the same queue
+// (docs/BENCHMARKS.md, "Tracing (issue 32)").
 import { diag, TraceFlags, type Context } from '@opentelemetry/api';
 import { ExportResultCode } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';

@@ -1,9 +1,10 @@
 // Installs the OpenTelemetry SDK for this process when tracing is on (config.ts: the OTEL_*
 // variables): the W3C trace context propagator (traceparent, tracestate), the sampler and the tail
 // rule (sampling.ts), ids from a pool (ids.ts), and the export: OTLP over HTTP with protobuf
-// through Tessera's batch processor, which encodes each span as it ends (otlpBatches.ts), or JSON or
-// the console through the SDK's — the OTLP transport reading its own OTEL_EXPORTER_OTLP_* variables. Tests pass an exporter of their own (the SDK's in-memory one)
-// and get each span as it ends.
+// through Tessera's batch processor, which encodes each span as it ends (otlpBatches.ts), or JSON
+// or the console through the SDK's — the OTLP transport reading its own OTEL_EXPORTER_OTLP_*
+// variables. Tests pass an exporter of their own (the SDK's in-memory one) and get each span as it
+// ends.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { diag, DiagLogLevel, propagation } from '@opentelemetry/api';
