@@ -339,40 +339,9 @@ function resourceOf(w: Writer, resource: Resource): void {
   w.end(r);
 }
 
-function scopeSpans(w: Writer, scope: InstrumentationScope, spans: ReadableSpan[]): void {
-  const at = w.begin(2);
-  scopeOf(w, scope);
-  for (const each of spans) span(w, each);
-  if (scope.schemaUrl) w.string(3, scope.schemaUrl);
-  w.end(at);
-}
-
-function resourceSpans(w: Writer, resource: Resource, scopes: Map<InstrumentationScope, ReadableSpan[]>): void {
-  const at = w.begin(1);
-  resourceOf(w, resource);
-  for (const spans of scopes.values()) scopeSpans(w, spans[0]!.instrumentationScope, spans);
-  if (resource.schemaUrl) w.string(3, resource.schemaUrl);
-  w.end(at);
-}
-
-/** An ExportTraceServiceRequest of `spans`, grouped by resource and scope as the library groups them. */
-export function encodeTraceRequest(spans: readonly ReadableSpan[]): Uint8Array {
-  const byResource = new Map<Resource, Map<InstrumentationScope, ReadableSpan[]>>();
-  for (const s of spans) {
-    let scopes = byResource.get(s.resource);
-    if (scopes === undefined) byResource.set(s.resource, (scopes = new Map()));
-    let list = scopes.get(s.instrumentationScope);
-    if (list === undefined) scopes.set(s.instrumentationScope, (list = []));
-    list.push(s);
-  }
-  const w = new Writer(spans.length * 768 + 1024);
-  for (const [resource, scopes] of byResource) resourceSpans(w, resource, scopes);
-  return w.buf.subarray(0, w.pos);
-}
-
 /**
  * Spans of one resource and one scope, encoded one by one as they end (otlpBatches.ts), and the
- * ExportTraceServiceRequest that carries them: the bytes encodeTraceRequest would make of them.
+ * ExportTraceServiceRequest that carries them: the bytes the library's serializer makes of them.
  */
 export class EncodedSpans {
   private readonly w: Writer;
