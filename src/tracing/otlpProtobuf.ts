@@ -1,13 +1,14 @@
 // OTLP/HTTP protobuf as Tessera sends it: spans encoded here, one by one as they end
 // (EncodedSpans, for otlpBatches.ts), rather than by the library's serializer, and the
 // OpenTelemetry library's HTTP transport (OTEL_EXPORTER_OTLP_* endpoint, headers, timeout,
-// compression, certificates; its retries and concurrency limit) carrying the request. Why: at ratio 1.0 every claim's span is encoded, and the library's
-// serializer took 6-12 µs a span on this machine (two passes — a size estimate, then the writes —
-// with a byte array per trace and span id); this encoder writes in one pass into one Buffer,
-// short ASCII strings and ids byte by byte, attribute keys from a cache: 2.7-4 µs a span in the
-// same loops, 5-6 µs a claim in CPU profiles of the running server (docs/BENCHMARKS.md, "Tracing
-// (issue 32)"). Sending the library's serializer's work to a worker thread was tried and lost:
-// copying the spans there cost 4 µs a span, and on two cores the thread's CPU is the claims' too.
+// compression, certificates; its retries and concurrency limit) carrying the request. Why: at
+// ratio 1.0 every claim's span is encoded, and the library's serializer took 6-12 µs a span on
+// this machine (two passes — a size estimate, then the writes — with a byte array per trace and
+// span id); this encoder writes in one pass into one Buffer, short ASCII strings and ids byte by
+// byte, attribute keys from a cache: 2.7-4 µs a span in the same loops, 5-6 µs a claim in CPU
+// profiles of the running server (docs/BENCHMARKS.md, "Tracing (issue 32)"). Sending the
+// library's serializer's work to a worker thread was tried and lost: copying the spans there cost
+// 4 µs a span, and on two cores the thread's CPU is the claims' too.
 //
 // The output is byte for byte the library's (test/otlpProtobuf.test.ts encodes the same spans with
 // both): the same fields in the same order, so a collector sees exactly what it would have seen.
