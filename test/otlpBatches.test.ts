@@ -147,6 +147,8 @@ describe('OtlpBatchProcessor', () => {
     ended(2);
     ended(3, shared.getTracer('tessera', '0.1.0'));
     ended(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(transport.requests.map((r) => r.spans)).toEqual([2, 3]); // each left when the next resource's span came
     const unsampled = trace.setSpanContext(ROOT_CONTEXT, { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', traceFlags: TraceFlags.NONE, isRemote: true });
     memory.reset();
     shared.getTracer('tessera').startSpan('dropped by the parent-based sampler', {}, unsampled).end();

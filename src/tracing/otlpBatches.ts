@@ -26,7 +26,7 @@ export class OtlpBatchProcessor implements SpanProcessor {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   /** Called when nothing is left to send (forceFlush waits on them). */
-  private idle: (() => void)[] = [];
+  private readonly idle: (() => void)[] = [];
 
   constructor(
     private readonly limits: TracingConfig['batch'],
@@ -47,7 +47,9 @@ export class OtlpBatchProcessor implements SpanProcessor {
     }
     let batch = this.open;
     if (batch !== null && (batch.resource !== span.resource || batch.scope !== span.instrumentationScope)) {
+      // Another resource or scope: the batch so far leaves now rather than wait for a timer.
       this.seal();
+      this.sendNext();
       batch = null;
     }
     batch ??= this.open = new EncodedSpans(span.resource, span.instrumentationScope, this.limits.maxExportBatchSize);
