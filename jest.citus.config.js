@@ -18,8 +18,9 @@ const base = require('./jest.config');
  * wall between modes, its clock and its purge, all of whose statements Citus must accept). Not listed: the failover drill (a Patroni cluster of plain
  * PostgreSQL), suites about the process or the transports, which do not change with the database,
  * and the CLI's (it speaks only the GraphQL API, whose operations the suites above run; it passes
- * here too, in 32 s that CI's budget needs). The chaos scenarios run on databases of the cluster
- * (test/chaos/harness.ts), scenario b terminating backends on the workers too.
+ * here too, in 32 s that CI's budget needs). The chaos scenarios of the cluster (a, b, f: test/chaos.test.ts
+ * says why) run on databases of the cluster (test/chaos/harness.ts), b terminating backends on the
+ * workers too.
  */
 const SUITES = [
   'claim.race.test.ts',

@@ -2,8 +2,9 @@
  * The concurrency and fault suites through a real PgBouncer (npm run test:pgbouncer): PgBouncer 1.18
  * in transaction mode between every server under test and PostgreSQL (test/helpers/pgbouncer.ts),
  * while the tests' own assertions and faults (pg_terminate_backend, restarts) go to PostgreSQL
- * directly. The exactly-once race, the storm, the mixed stress and the chaos scenarios but the
- * failover drill (j, k: it starts PostgreSQL servers of its own). One file at a time.
+ * directly. The exactly-once race, the storm, the mixed stress and the chaos scenarios of
+ * connections, a–f (test/chaos.test.ts says why; the failover drill starts PostgreSQL servers of its
+ * own). One file at a time.
  *
  * Without pgbouncer only test/pooler/pgbouncer.pooler.ts runs, and reports every suite skipped.
  */

@@ -1,7 +1,9 @@
 // Group claims: concurrent claimTicket requests served by shared statements.
 // (Every race test in this suite runs with group claims on; these tests check the batching itself.)
+import { createDatabase } from '../src/db/client';
+import { ClaimBatcher } from '../src/services/claimBatcher';
 import { citusNodes } from './helpers/citus';
-import { ADMIN_KEY, assertPoolInvariants, CLAIM, startTestServer, type ClaimPayload, type TestServer } from './helpers/testServer';
+import { ADMIN_KEY, assertPoolInvariants, CLAIM, startTestServer, TEST_DATABASE_CONFIG, type ClaimPayload, type TestServer } from './helpers/testServer';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -41,6 +43,7 @@ test('requests with one key in one burst get one allocation, never a second tick
   const results = await Promise.all(
     Array.from({ length: 60 }, (_, i) => claim(partner.apiKey, { campaignId, holder: `k-${i % 3}`, idempotencyKey: `shared-${i % 3}` })),
   );
+  expect(results.filter((r) => !r.body.data?.claimTicket.allocation).map((r) => r.body)).toEqual([]);
   const byKey = new Map<string, Set<string>>();
   results.forEach((r, i) => {
     const key = `shared-${i % 3}`;
@@ -49,6 +52,30 @@ test('requests with one key in one burst get one allocation, never a second tick
   for (const ids of byKey.values()) expect(ids.size).toBe(1);
   const { rows } = await server.sql.query('SELECT count(*)::int AS n FROM allocations WHERE campaign_id = $1', [campaignId]);
   expect(rows[0].n).toBe(3);
+});
+
+test('requests with one key waiting for one campaign follow the first one: one statement answers them all', async () => {
+  const partner = await server.createPartner();
+  const campaignId = await server.openCampaignWith(10);
+  // A database of the batcher's own, so that its statement count is only the batcher's.
+  const db = createDatabase({ ...TEST_DATABASE_CONFIG, url: server.databaseUrl, citus: onCitus });
+  try {
+    const batcher = new ClaimBatcher(db, { maxBatch: 32, maxInFlight: 1, ...(onCitus ? { groupBy: 'campaign' as const } : {}), maxWaitMs: 60_000, maxWaiting: 0 });
+    const request = { campaignId, partnerId: partner.id, holder: 'burst', metadata: null, idempotencyKey: 'burst', requestHash: 'same' };
+    await db.prisma.$queryRaw`SELECT 1`; // connected: the count below is the claims' alone
+    const before = db.statements.count;
+    // The first goes alone at once; the other 29 wait for it, then one of them goes and 28 follow it.
+    const answers = await Promise.all(Array.from({ length: 30 }, () => batcher.submit(request)));
+    const statements = db.statements.count - before;
+    expect(answers[0]).toMatchObject({ kind: 'CLAIMED' });
+    const id = (answers[0] as { allocation: { id: string } }).allocation.id;
+    expect(answers.slice(1)).toEqual(Array.from({ length: 29 }, () => ({ kind: 'PRIOR', campaignId, allocationId: id })));
+    // Two claims' statements (on Citus each a transaction of four: BEGIN, the key's look, the claim,
+    // COMMIT); a statement each, as before followers, would be 30 (120 on Citus).
+    expect(statements).toBeLessThanOrEqual(onCitus ? 8 : 2);
+  } finally {
+    await db.close();
+  }
 });
 
 test('holder limits and quotas stay exact when a batch holds many requests of one holder and one partner', async () => {

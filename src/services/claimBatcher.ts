@@ -12,6 +12,13 @@
 // `maxInFlight` statements, within `maxInFlightTotal` for the process, and its waiting requests go
 // together as one call of tessera_claim_campaign_group (db/claimOne.ts).
 //
+// Requests with one idempotency key never share a statement (each would take its own ticket). One
+// that waits while a request with its key, for its campaign, goes in a group follows that request
+// instead of waiting for a statement of its own: when the leader claimed (or found its key's
+// allocation), the follower is answered PRIOR — its replay reads that allocation and compares its
+// own request with it (services/allocation.ts) — and otherwise the follower gets the second look,
+// as an undecided request does. A burst of one key's retries costs one statement, not one each.
+//
 // Nothing correctness depends on lives here: a group is only a way of sending claims. Every decision
 // is taken by the database, request by request, and whatever the first look cannot decide goes to the
 // single claim's second look (services/allocation.ts).
@@ -37,6 +44,8 @@ interface Waiting {
   request: Submitted;
   resolve: (answer: BatchAnswer) => void;
   timer: NodeJS.Timeout;
+  /** Requests with this one's key, for its campaign, answered from its answer (see above). */
+  followers?: Waiting[];
   /** Tracing on: the claim's operation span (its time here, its group, its first look go on it), and when it arrived. */
   span?: Span;
   since?: number;
@@ -116,17 +125,22 @@ export class ClaimBatcher {
       const first = this.waiting.find((w) => this.canSend(this.groupOf(w.request)));
       if (first === undefined) return;
       const group = this.groupOf(first.request);
-      // Two requests with one idempotency key never share a statement: the second waits for the next.
+      // Two requests with one idempotency key never share a statement: the second follows the first
+      // when it is for the same campaign, and waits for the next statement otherwise.
       const batch: Waiting[] = [];
       const rest: Waiting[] = [];
-      const keys = new Set<string>();
+      const keys = new Map<string, Waiting>();
       for (const w of this.waiting) {
         const key = w.request.idempotencyKey === null ? null : `${w.request.partnerId}:${w.request.idempotencyKey}`;
-        if (this.groupOf(w.request) !== group || batch.length >= this.options.maxBatch || (key !== null && keys.has(key))) rest.push(w);
+        const leader = key === null ? undefined : keys.get(key);
+        if (leader !== undefined && leader.request.campaignId === w.request.campaignId) {
+          clearTimeout(w.timer);
+          (leader.followers ??= []).push(w);
+        } else if (this.groupOf(w.request) !== group || batch.length >= this.options.maxBatch || leader !== undefined) rest.push(w);
         else {
           clearTimeout(w.timer);
           batch.push(w);
-          if (key !== null) keys.add(key);
+          if (key !== null) keys.set(key, w);
         }
       }
       this.waiting = rest;
@@ -150,8 +164,17 @@ export class ClaimBatcher {
           : claimGroup(this.db.prisma, requests).then((rows) => readGroup(rows, requests));
     answered
       .then((answers) => {
-        if (groupSpan) batch.forEach((w, i) => w.span?.setAttribute(ATTR.firstLook, answers[i]!.kind));
-        batch.forEach((w, i) => w.resolve(answers[i]!));
+        batch.forEach((w, i) => {
+          const answer = answers[i]!;
+          w.span?.setAttribute(ATTR.firstLook, answer.kind);
+          w.resolve(answer);
+          if (w.followers === undefined) return;
+          const followed = followerAnswer(answer);
+          for (const f of w.followers) {
+            f.span?.setAttribute(ATTR.firstLook, followed.kind);
+            f.resolve(followed);
+          }
+        });
       })
       .catch((error: unknown) => {
         if (groupSpan) failed(groupSpan, error);
@@ -161,7 +184,7 @@ export class ClaimBatcher {
         // would only wait as long again — the answer is UNAVAILABLE, and the client's retry later.
         const lost = isConnectionLost(error);
         const now = isConnectTimeout(error) || this.db.unresponsive() !== null;
-        for (const w of batch) w.resolve(now || (lost && w.request.idempotencyKey === null) ? { kind: 'FAILED', error } : { kind: 'RETRY' });
+        for (const w of withFollowers(batch)) w.resolve(now || (lost && w.request.idempotencyKey === null) ? { kind: 'FAILED', error } : { kind: 'RETRY' });
       })
       .finally(() => {
         groupSpan?.end();
@@ -186,7 +209,7 @@ export class ClaimBatcher {
     const group = childSpan(batch[0]!.span, statement, { 'db.system.name': 'postgresql', [ATTR.groupSize]: batch.length }, { kind: SpanKind.CLIENT, links })!;
     const id = group.spanContext().spanId;
     const now = performance.now();
-    for (const w of batch) {
+    for (const w of withFollowers(batch)) {
       if (!w.span) continue;
       w.span.setAttribute(ATTR.groupId, id);
       w.span.setAttribute(ATTR.queuedMs, Math.round((now - w.since!) * 1000) / 1000);
@@ -194,6 +217,15 @@ export class ClaimBatcher {
     return group;
   }
 }
+
+/** A follower's answer from its leader's: the key's allocation when the leader has one, else the second look. */
+function followerAnswer(answer: FirstLook): BatchAnswer {
+  if (answer.kind === 'CLAIMED') return { kind: 'PRIOR', campaignId: answer.allocation.campaignId, allocationId: answer.allocation.id };
+  return answer.kind === 'PRIOR' ? answer : { kind: 'UNDECIDED' };
+}
+
+/** A group's requests and the requests following them. */
+const withFollowers = (batch: readonly Waiting[]): Waiting[] => batch.flatMap((w) => [w, ...(w.followers ?? [])]);
 
 /**
  * The k-th request of a holder (of a partner) in a campaign in the group is checked with quantity k,
