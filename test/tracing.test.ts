@@ -11,6 +11,7 @@ import { diag } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import pino from 'pino';
+import { ADMISSION_SPAN_MS } from '../src/admission';
 import { tracingConfigFrom, type TracingConfig } from '../src/tracing/config';
 import { PooledIdGenerator } from '../src/tracing/ids';
 import { startTracing, type Tracing } from '../src/tracing/start';
@@ -137,11 +138,14 @@ describe('a claim with a traceparent', () => {
     expect(admission.parentSpanContext?.spanId).toBe(op.spanContext().spanId);
     expect(admission.attributes['tessera.transport']).toBe('http');
     expect(op.attributes).toMatchObject({ 'tessera.partner.id': fresh.id });
-    // The key now cached: admission takes microseconds, and makes no span.
+    // The key now cached: admission takes microseconds, and makes no span — unless a loaded machine
+    // (two test files at once) stretched those microseconds past ADMISSION_SPAN_MS: then the span is
+    // there for its time, which it shows.
     const again = callerTrace();
     await post(fresh.apiKey, CLAIM, { input: { campaignId: campaign, holder: 'h2' } }, { traceparent: again.traceparent });
     await operationOf(again.traceId, 'mutation Claim');
-    expect(named(inTrace(again.traceId), 'tessera.admission')).toEqual([]);
+    const slow = named(inTrace(again.traceId), 'tessera.admission').map((s) => s.duration[0] * 1e3 + s.duration[1] / 1e6);
+    expect(slow.filter((ms) => ms < ADMISSION_SPAN_MS)).toEqual([]);
   });
 
   test('the batcher (time queued, group id and size, linked to the group) and the statement by its src/db/ name', () => {
@@ -203,6 +207,35 @@ test('claims that share a group statement: the group links every claim, and each
     expect(group.links.map((l) => l.context.spanId).sort()).toEqual(members.map((m) => m.spanContext().spanId).sort());
     expect(group.attributes).toMatchObject({ 'db.system.name': 'postgresql' });
   }
+});
+
+test("claims with one key that waited together follow the group's one: linked from the group, named by it, answered PRIOR", async () => {
+  const campaignId = await server.openCampaignWith(20);
+  const blocker = await server.sql.connect();
+  await blocker.query('BEGIN');
+  await blocker.query('SELECT pg_advisory_xact_lock(1, hashtext($1::uuid::text))', [campaignId]);
+  const callers = Array.from({ length: 12 }, () => callerTrace());
+  const ours = new Set(callers.map((c) => c.traceId));
+  const mine = () => spans().filter((s) => ours.has(s.spanContext().traceId));
+  const key = `follow-${hex(4)}`;
+  const claims = Promise.all(callers.map((c) => post(partner.apiKey, CLAIM, { input: { campaignId, holder: 'f', idempotencyKey: key } }, { traceparent: c.traceparent })));
+  await untilSessionsWaitForLock(server.sql, 2);
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  await blocker.query('COMMIT');
+  blocker.release();
+  const answers = await claims;
+  expect(new Set(answers.map((a) => a.body.data!.claimTicket.allocation?.id)).size).toBe(1);
+  await until(() => named(mine(), 'mutation Claim').length === callers.length, { message: "every claim's operation span" });
+  // Two went at once, each alone (a claimOne of its own); the ten that waited in the batcher went
+  // after the first of those returned: one in the statement, nine following it.
+  const group = named(mine(), 'claimOne').find((g) => g.links.length > 1)!;
+  expect(group).toBeDefined();
+  const id = group.spanContext().spanId;
+  const served = named(mine(), 'mutation Claim').filter((q) => q.attributes['tessera.claim_group.id'] === id);
+  expect(served).toHaveLength(10);
+  expect(group.attributes['tessera.claim_group.size']).toBe(1);
+  expect(group.links.map((l) => l.context.spanId).sort()).toEqual(served.map((m) => m.spanContext().spanId).sort());
+  expect(served.map((m) => m.attributes['tessera.claim.first_look'])).toEqual(Array.from({ length: 10 }, () => 'PRIOR'));
 });
 
 test('a refused claim goes through the second look: its span, its claimTicket statement, the refusal as the outcome', async () => {

@@ -199,17 +199,18 @@ export class ClaimBatcher {
   /**
    * Tracing on: the group's statement as one CLIENT span named by its src/db/ function (claimOne,
    * claimGroup, claimCampaignGroup), under the first claim's operation span and linking every claim
-   * that shares it; each claim's span gets the group's id (the statement span's id) and its time
+   * that shares it (followers too); each claim's span gets the group's id (the statement span's id) and its time
    * queued. (Not a link back as well: a link per claim is serialized with every span, and the id
    * names the group's span already — docs/OBSERVABILITY.md, "What tracing costs".)
    */
   private groupSpan(batch: Waiting[], statement: string): Span {
+    const served = withFollowers(batch);
     const links: Link[] = [];
-    for (const w of batch) if (w.span) links.push({ context: w.span.spanContext() });
+    for (const w of served) if (w.span) links.push({ context: w.span.spanContext() });
     const group = childSpan(batch[0]!.span, statement, { 'db.system.name': 'postgresql', [ATTR.groupSize]: batch.length }, { kind: SpanKind.CLIENT, links })!;
     const id = group.spanContext().spanId;
     const now = performance.now();
-    for (const w of withFollowers(batch)) {
+    for (const w of served) {
       if (!w.span) continue;
       w.span.setAttribute(ATTR.groupId, id);
       w.span.setAttribute(ATTR.queuedMs, Math.round((now - w.since!) * 1000) / 1000);
