@@ -1,6 +1,7 @@
 // The bounded subset of `npm run chaos` that runs in npm test: every fault scenario but the failover
 // drill (test/failover.test.ts runs that) at its quick size, against real Tessera processes, each
-// checked for zero invariant violations. Two files, so that Jest's two workers run them side by side.
+// checked for zero invariant violations (the failover drill is a file of its own, so that Jest's two
+// workers run them side by side). Through PgBouncer and on Citus a subset: ONLY, below.
 //
 // Under npm run test:pgbouncer (TESSERA_TEST_POOLER_URL set) the Tessera processes reach PostgreSQL
 // through PgBouncer in transaction mode — the test server's (globalSetupPgbouncer.ts) and one of
