@@ -5,6 +5,10 @@ import { ClaimBatcher } from '../src/services/claimBatcher';
 import { citusNodes } from './helpers/citus';
 import { ADMIN_KEY, assertPoolInvariants, CLAIM, startTestServer, TEST_DATABASE_CONFIG, type ClaimPayload, type TestServer } from './helpers/testServer';
 
+// On one PostgreSQL groups mix campaigns; on Citus (npm run test:citus) each group is of one
+// campaign, whose node runs it (docs/SCALING.md, "How groups map to shards").
+const onCitus = citusNodes() !== null;
+
 let server: TestServer;
 beforeAll(async () => {
   // A pool of 2: one claim statement in flight at a time (half the pool), so overlapping claims group.
@@ -108,10 +112,6 @@ test('a pool smaller than the burst is sold out exactly: every ticket allocated 
   expect(results.filter((r) => r.body.data!.claimTicket.error?.code === 'SOLD_OUT')).toHaveLength(113);
   await assertPoolInvariants(server.sql, campaignId);
 });
-
-// On one PostgreSQL groups mix campaigns; on Citus (npm run test:citus) each group is of one
-// campaign, whose node runs it (docs/SCALING.md, "How groups map to shards").
-const onCitus = citusNodes() !== null;
 
 test(onCitus ? 'claims for different campaigns go in groups of one campaign each, each judged on its own campaign' : 'claims for different campaigns share group statements, each judged on its own campaign', async () => {
   const partner = await server.createPartner();

@@ -176,24 +176,31 @@ describe('a claim with a traceparent', () => {
   });
 });
 
-test('claims that share a group statement: the group links every claim, and each claim names the group', async () => {
-  const campaignId = await server.openCampaignWith(200);
-  // The campaign's gate held exclusively: the first claims wait in their statements, the rest in
-  // the batcher, and once it is let go the waiting ones go together.
+/**
+ * `count` claims of `input(i)`, each from a caller trace of its own, sent while the campaign's gate
+ * is held exclusively: the first two wait in their statements, the rest in the batcher, and once the
+ * gate is let go the waiting ones go together. Their answers, and their spans as they end.
+ */
+async function claimsPastHeldGate(campaignId: string, count: number, input: (i: number) => Record<string, unknown>) {
   const blocker = await server.sql.connect();
   await blocker.query('BEGIN');
   await blocker.query('SELECT pg_advisory_xact_lock(1, hashtext($1::uuid::text))', [campaignId]);
-  const callers = Array.from({ length: 40 }, () => callerTrace());
+  const callers = Array.from({ length: count }, () => callerTrace());
   const ours = new Set(callers.map((c) => c.traceId));
-  const mine = () => spans().filter((s) => ours.has(s.spanContext().traceId));
-  const claims = Promise.all(callers.map((c, i) => post(partner.apiKey, CLAIM, { input: { campaignId, holder: `g${i}` } }, { traceparent: c.traceparent })));
+  const claims = Promise.all(callers.map((c, i) => post(partner.apiKey, CLAIM, { input: { campaignId, ...input(i) } }, { traceparent: c.traceparent })));
   await untilSessionsWaitForLock(server.sql, 2); // the two statements in flight wait for the gate
   await new Promise((resolve) => setTimeout(resolve, 500)); // and the other claims reach the batcher
   await blocker.query('COMMIT');
   blocker.release();
-  const answers = await claims;
+  const mine = () => spans().filter((s) => ours.has(s.spanContext().traceId));
+  return { answers: await claims, mine };
+}
+
+test('claims that share a group statement: the group links every claim, and each claim names the group', async () => {
+  const campaignId = await server.openCampaignWith(200);
+  const { answers, mine } = await claimsPastHeldGate(campaignId, 40, (i) => ({ holder: `g${i}` }));
   expect(answers.every((a) => a.body.data!.claimTicket.allocation !== null)).toBe(true);
-  await until(() => named(mine(), 'mutation Claim').length === callers.length, { message: 'every claim\'s operation span' });
+  await until(() => named(mine(), 'mutation Claim').length === answers.length, { message: 'every claim\'s operation span' });
   const groups = named(mine(), 'claimGroup');
   expect(groups.length).toBeGreaterThan(0);
   for (const group of groups) {
@@ -211,21 +218,10 @@ test('claims that share a group statement: the group links every claim, and each
 
 test("claims with one key that waited together follow the group's one: linked from the group, named by it, answered PRIOR", async () => {
   const campaignId = await server.openCampaignWith(20);
-  const blocker = await server.sql.connect();
-  await blocker.query('BEGIN');
-  await blocker.query('SELECT pg_advisory_xact_lock(1, hashtext($1::uuid::text))', [campaignId]);
-  const callers = Array.from({ length: 12 }, () => callerTrace());
-  const ours = new Set(callers.map((c) => c.traceId));
-  const mine = () => spans().filter((s) => ours.has(s.spanContext().traceId));
   const key = `follow-${hex(4)}`;
-  const claims = Promise.all(callers.map((c) => post(partner.apiKey, CLAIM, { input: { campaignId, holder: 'f', idempotencyKey: key } }, { traceparent: c.traceparent })));
-  await untilSessionsWaitForLock(server.sql, 2);
-  await new Promise((resolve) => setTimeout(resolve, 500));
-  await blocker.query('COMMIT');
-  blocker.release();
-  const answers = await claims;
+  const { answers, mine } = await claimsPastHeldGate(campaignId, 12, () => ({ holder: 'f', idempotencyKey: key }));
   expect(new Set(answers.map((a) => a.body.data!.claimTicket.allocation?.id)).size).toBe(1);
-  await until(() => named(mine(), 'mutation Claim').length === callers.length, { message: "every claim's operation span" });
+  await until(() => named(mine(), 'mutation Claim').length === answers.length, { message: "every claim's operation span" });
   // Two went at once, each alone (a claimOne of its own); the ten that waited in the batcher went
   // after the first of those returned: one in the statement, nine following it.
   const group = named(mine(), 'claimOne').find((g) => g.links.length > 1)!;
