@@ -19,7 +19,7 @@ import type { Database } from './db/client';
 import { ErrorCode, RETRY_AFTER_SECONDS } from './errors';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
-import { ATTR, operationSpan, SpanStatusCode, tracingOn, type Span } from './tracing';
+import { ATTR, CLIENT_GONE, operationSpan, outcomeDecided, SpanStatusCode, tracingOn, type Span } from './tracing';
 
 /** The largest request body, in bytes (5 MB); larger ones get 413 PAYLOAD_TOO_LARGE. */
 export const BODY_LIMIT_BYTES = 5 * 1024 * 1024;
@@ -286,10 +286,21 @@ function traced(req: IncomingMessage, res: ServerResponse, serve: RequestListene
   serve(req, res);
 }
 
-/** The response's 'close' (answered, or the client gone): its request's span ends. One function for every response, no closure per request. */
+/**
+ * The response's 'close' (answered, or the client gone): its request's span ends. One function for
+ * every response, no closure per request. A client that left before its answer was written is
+ * said so (`tessera.client.gone`), and the operation's outcome is CLIENT_GONE unless it was decided
+ * already — the work may go on (a claim in a group statement commits), but its span ends here.
+ */
 function endOperationSpan(this: ServerResponse): void {
   const span = operationSpanOf(this.req);
   if (span === undefined) return;
+  if (!this.writableFinished) {
+    span.setAttribute(ATTR.clientGone, true);
+    if (!outcomeDecided(span)) span.setAttribute(ATTR.outcome, CLIENT_GONE);
+    span.end();
+    return;
+  }
   span.setAttribute('http.response.status_code', this.statusCode);
   if (this.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR, message: `HTTP ${this.statusCode}` });
   span.end();

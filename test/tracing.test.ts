@@ -234,6 +234,37 @@ test("claims with one key that waited together follow the group's one: linked fr
   expect(served.map((m) => m.attributes['tessera.claim.first_look'])).toEqual(Array.from({ length: 10 }, () => 'PRIOR'));
 });
 
+test("a client that leaves mid-claim: its operation's span ends then and says so; the claim goes on", async () => {
+  const campaignId = await server.openCampaignWith(5);
+  const blocker = await server.sql.connect();
+  await blocker.query('BEGIN');
+  await blocker.query('SELECT pg_advisory_xact_lock(1, hashtext($1::uuid::text))', [campaignId]);
+  const caller = callerTrace();
+  const leaving = new AbortController();
+  const claim = fetch(server.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${partner.apiKey}`, traceparent: caller.traceparent },
+    body: JSON.stringify({ query: CLAIM, variables: { input: { campaignId, holder: 'gone' } } }),
+    signal: leaving.signal,
+  }).catch((error: Error) => error.name);
+  try {
+    await untilSessionsWaitForLock(server.sql, 1); // the claim's statement waits for the gate
+    leaving.abort();
+    expect(await claim).toBe('AbortError');
+    const operation = await operationOf(caller.traceId, 'mutation Claim');
+    expect(operation.attributes).toMatchObject({ 'tessera.client.gone': true, 'tessera.outcome': 'CLIENT_GONE' });
+    expect(operation.attributes['http.response.status_code']).toBeUndefined();
+  } finally {
+    await blocker.query('COMMIT');
+    blocker.release();
+  }
+  // Its statement goes on once the gate is let go, and the ticket is the holder's.
+  await until(async () => (await server.sql.query("SELECT count(*)::int AS n FROM allocations WHERE campaign_id = $1 AND holder = 'gone'", [campaignId])).rows[0].n === 1, {
+    message: "the claim of the client that left, committed",
+  });
+  await until(() => named(inTrace(caller.traceId), 'claimOne').length === 1, { message: "the claim's statement span" });
+});
+
 test('a refused claim goes through the second look: its span, its claimTicket statement, the refusal as the outcome', async () => {
   const campaignId = await server.openCampaignWith(0);
   const caller = callerTrace();

@@ -43,7 +43,11 @@ export const ATTR = {
   attempt: 'tessera.retry.attempt',
   retryReason: 'tessera.retry.reason',
   statement: 'tessera.db.statement',
+  clientGone: 'tessera.client.gone',
 } as const;
+
+/** The outcome of an HTTP operation whose client left before its answer was written (and before anything decided one). */
+export const CLIENT_GONE = 'CLIENT_GONE';
 
 /** Reads traceparent/tracestate from headers or a plain object, whatever the case of the key. */
 const CARRIER = {
@@ -137,14 +141,16 @@ export function decideOutcome(span: Span, code: string): void {
   span.setAttribute(ATTR.outcome, code);
 }
 
+/** Whether `span` has its outcome already (read from the SDK span's own attributes). */
+export const outcomeDecided = (span: Span): boolean => (span as { attributes?: Attributes }).attributes?.[ATTR.outcome] !== undefined;
+
 /**
  * The transport's outcome, once the answer is made: the first error's code, else what a service
  * decided (read back from the span's own attributes: no weak collection per request), else the
  * payload's (operationOutcome).
  */
 export function settleOutcome(span: Span, errors: readonly { extensions?: Record<string, unknown> }[] | undefined, data: Record<string, unknown> | null | undefined): void {
-  const decided = (span as { attributes?: Attributes }).attributes?.[ATTR.outcome] !== undefined;
-  if ((errors && errors.length > 0) || !decided) span.setAttribute(ATTR.outcome, operationOutcome(errors, data));
+  if ((errors && errors.length > 0) || !outcomeDecided(span)) span.setAttribute(ATTR.outcome, operationOutcome(errors, data));
 }
 
 /** The trace id of `span`, for a log line. */
