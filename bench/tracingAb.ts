@@ -11,8 +11,12 @@
 // (--cpu-prof) into .tessera/profiles/ when it stops; with --control both run untraced (what the
 // A/B itself differs by). AB_BATCH and AB_DELAY set the traced instances'
 // OTEL_BSP_MAX_EXPORT_BATCH_SIZE and OTEL_BSP_SCHEDULE_DELAY; AB_NODE_FLAGS, options for node in
-// both instances (e.g. `--max-semi-space-size=32`).
+// both instances (e.g. `--max-semi-space-size=32`). AB_SELECTION=bench makes the claims ask for
+// what `npm run bench`'s do (the sequence and the ticket's code), AB_WEBHOOKS=1 gives both
+// instances a WEBHOOK_SECRET_KEY as the bench's have: the two ways the A/B differed from the full
+// bench's tracing phase (2026-12-07: with both, 0.96×; without, the run after, 0.87×).
 // Uses DATABASE_URL's server (database `tessera_tracing_ab`, dropped and created).
+import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
@@ -71,7 +75,13 @@ async function main(): Promise<void> {
     return (used.user + used.system) / 1e6;
   };
   const receiver = await startOtlpReceiver();
-  const env = { DATABASE_URL: dbUrl.toString(), RATE_LIMIT_POINTS_PER_SECOND: '10000000', WEB_CONCURRENCY: '1' };
+  const env = {
+    DATABASE_URL: dbUrl.toString(),
+    RATE_LIMIT_POINTS_PER_SECOND: '10000000',
+    WEB_CONCURRENCY: '1',
+    // AB_WEBHOOKS=1: a webhook secret key, as npm run bench's instances have (its dispatcher runs).
+    ...(process.env.AB_WEBHOOKS ? { WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64') } : {}),
+  };
   const profiles = path.join(ROOT, '.tessera/profiles');
   const profile = process.argv.includes('--profile');
   if (profile) mkdirSync(profiles, { recursive: true });
@@ -102,7 +112,9 @@ async function main(): Promise<void> {
   } finally {
     await setup.stop();
   }
-  const body = JSON.stringify({ query: `mutation { claimTicket(input: { campaignId: "${campaign}", holder: "ab" }) { allocation { id } error { code } } }` });
+  // AB_SELECTION=bench: the selection npm run bench's claims ask for (the ticket's code, the sequence).
+  const selection = process.env.AB_SELECTION === 'bench' ? 'allocation { id sequence ticket { code } } error { code }' : 'allocation { id } error { code }';
+  const body = JSON.stringify({ query: `mutation { claimTicket(input: { campaignId: "${campaign}", holder: "ab" }) { ${selection} } }` });
   const all = totals();
   try {
     for (let pair = 1; pair <= PAIRS; pair += 1) {
