@@ -6,15 +6,17 @@
 // instances of the same code differ by up to 7% in CPU per claim for as long as they run (--control
 // runs, 2026-12-07), so one pair's ratio says as much about the pair as about tracing. Each run
 // prints claims per second and each server's CPU per claim (event loop and process, from /proc);
-// each pair, its ratios; the end, the ratios over all pairs, the batcher's claims per group
-// statement and GC time of the last pair. With --profile each instance writes a V8 CPU profile
+// each pair, its ratios, the batcher's claims per group statement and GC time; the end, the ratios
+// over all pairs. With --profile each instance writes a V8 CPU profile
 // (--cpu-prof) into .tessera/profiles/ when it stops; with --control both run untraced (what the
 // A/B itself differs by). AB_BATCH and AB_DELAY set the traced instances'
 // OTEL_BSP_MAX_EXPORT_BATCH_SIZE and OTEL_BSP_SCHEDULE_DELAY; AB_NODE_FLAGS, options for node in
 // both instances (e.g. `--max-semi-space-size=32`). AB_SELECTION=bench makes the claims ask for
 // what `npm run bench`'s do (the sequence and the ticket's code), AB_WEBHOOKS=1 gives both
 // instances a WEBHOOK_SECRET_KEY as the bench's have: the two ways the A/B differed from the full
-// bench's tracing phase (2026-12-07: with both, 0.96×; without, the run after, 0.87×).
+// bench's tracing phase (2026-12-07: with both, 0.96×; without, the run after, 0.87×), and
+// AB_SPREAD=1 / AB_VACUUM=1 its other two: a spread run after each hot one, a VACUUM before each
+// run (with all four: 0.95×, 0.91×).
 // Uses DATABASE_URL's server (database `tessera_tracing_ab`, dropped and created).
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
@@ -28,6 +30,10 @@ import { startOtlpReceiver } from './otlpReceiver';
 const SECONDS = 5;
 const PAIRS = Number(process.env.AB_PAIRS ?? 3);
 const ROUNDS = Number(process.env.AB_ROUNDS ?? 2);
+/** AB_SPREAD=1: a spread run (64 campaigns) after each hot run, as npm run bench's tracing phase has; AB_VACUUM=1: a VACUUM before each run, as it has. */
+const SPREAD = process.env.AB_SPREAD === '1';
+const VACUUM = process.env.AB_VACUUM === '1';
+const SPREAD_CAMPAIGNS = SPREAD ? 64 : 0;
 
 type Side = 'on' | 'off';
 interface Totals {
@@ -104,17 +110,33 @@ async function main(): Promise<void> {
   await setup.start();
   let partnerKey: string;
   let campaign: string;
+  const spreadCampaigns: string[] = [];
   try {
     partnerKey = (await gql(setup.url, ADMIN_KEY, 'mutation { createPartner(input: { name: "ab" }) { apiKey } }')).createPartner.apiKey as string;
     campaign = (await gql(setup.url, ADMIN_KEY, 'mutation { createCampaign(input: { name: "ab" }) { campaign { id } } }')).createCampaign.campaign.id as string;
     await gql(setup.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${campaign}", count: 400000) { loaded } }`);
     await gql(setup.url, ADMIN_KEY, `mutation { openCampaign(id: "${campaign}") { campaign { id } } }`);
+    for (let i = 0; i < SPREAD_CAMPAIGNS; i += 1) {
+      const id = (await gql(setup.url, ADMIN_KEY, `mutation { createCampaign(input: { name: "ab spread ${i}" }) { campaign { id } } }`)).createCampaign.campaign.id as string;
+      await gql(setup.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${id}", count: 6000) { loaded } }`);
+      await gql(setup.url, ADMIN_KEY, `mutation { openCampaign(id: "${id}") { campaign { id } } }`);
+      spreadCampaigns.push(id);
+    }
   } finally {
     await setup.stop();
   }
   // AB_SELECTION=bench: the selection npm run bench's claims ask for (the ticket's code, the sequence).
   const selection = process.env.AB_SELECTION === 'bench' ? 'allocation { id sequence ticket { code } } error { code }' : 'allocation { id } error { code }';
-  const body = JSON.stringify({ query: `mutation { claimTicket(input: { campaignId: "${campaign}", holder: "ab" }) { ${selection} } }` });
+  const claimOn = (id: string) => JSON.stringify({ query: `mutation { claimTicket(input: { campaignId: "${id}", holder: "ab" }) { ${selection} } }` });
+  const body = claimOn(campaign);
+  const spreadBodies = spreadCampaigns.map(claimOn);
+  const vacuum = async () => {
+    if (!VACUUM) return;
+    const c = new Client({ connectionString: dbUrl.toString() });
+    await c.connect();
+    await c.query('VACUUM');
+    await c.end();
+  };
   const all = totals();
   try {
     for (let pair = 1; pair <= PAIRS; pair += 1) {
@@ -129,6 +151,7 @@ async function main(): Promise<void> {
           // ABBA: on first in odd rounds, off first in even ones — the machine's drift falls on both alike.
           const order: Side[] = (pair + round) % 2 === 0 ? ['on', 'off'] : ['off', 'on'];
           for (const side of order) {
+            await vacuum();
             const pid = servers[side].pid!;
             const [main0, all0, receiver0, postgres0, load0] = [mainThreadCpu(pid), treeCpu(pid), treeCpu(receiver.pid), postmaster ? treeCpu(postmaster) : 0, loadCpu()];
             const r = await httpLoad({ url: servers[side].url, key: partnerKey, body, connections: 64, seconds: SECONDS, okPattern: '"allocation":{"id"' });
@@ -146,10 +169,16 @@ async function main(): Promise<void> {
             console.log(
               `pair ${pair} round ${round} tracing ${side}: ${Math.round(r.requestsPerSecond)}/s p50 ${r.p50} ms p99 ${r.p99} ms (ok ${r.ok} of ${r.requests}); CPU per claim ${Math.round((mainCpu / r.ok) * 1e6)} µs event loop, ${Math.round((allCpu / r.ok) * 1e6)} µs process`,
             );
+            if (SPREAD) {
+              // As npm run bench's tracing phase: a spread run after each hot one, on the same instance (not counted).
+              await vacuum();
+              const spread = await httpLoad({ url: servers[side].url, key: partnerKey, body: spreadBodies[0]!, bodies: spreadBodies, connections: 64, seconds: SECONDS, okPattern: '"allocation":{"id"' });
+              console.log(`pair ${pair} round ${round} tracing ${side}, spread (not counted): ${Math.round(spread.requestsPerSecond)}/s`);
+            }
           }
         }
         console.log(`pair ${pair}: ${ratios(these)}`);
-        if (pair === PAIRS) {
+        {
           // The batcher's groups: fewer claims per statement means more of Node's work per claim.
           for (const side of ['on', 'off'] as const) {
             const metrics = await (await fetch(servers[side].url.replace('/graphql', '/metrics'))).text();
