@@ -11,14 +11,15 @@ const base = require('./jest.config');
 
 /**
  * Suites of `npm test` that run unchanged on Citus, then the Citus-only ones in test/citus/: the
- * concurrency suites (the exactly-once race and storm, the mixed stress, the chaos scenarios with
+ * concurrency suites (the exactly-once race and storm, the mixed stress at 64 clients, the chaos scenarios with
  * servers SIGKILLed and backends terminated), the core flows and every feature's happy path through
  * the GraphQL API, group claims (of one campaign each on Citus), verify/repair, and the loads (COPY
  * into the distributed table) with the tickets-campaigns rule kept on the shards, and test mode (its
  * wall between modes, its clock and its purge, all of whose statements Citus must accept). Not listed: the failover drill (a Patroni cluster of plain
  * PostgreSQL), suites about the process or the transports, which do not change with the database,
  * and the CLI's (it speaks only the GraphQL API, whose operations the suites above run; it passes
- * here too, in 32 s that CI's budget needs). The chaos scenarios of the cluster (a, b, f: test/chaos.test.ts
+ * here too, in 32 s that CI's budget needs), and the ballot's 200-draw fairness check (the draw's
+ * arithmetic, the same SQL on any database: ballot.test.ts skips it here). The chaos scenarios of the cluster (a, b, f: test/chaos.test.ts
  * says why) run on databases of the cluster (test/chaos/harness.ts), b terminating backends on the
  * workers too.
  */

@@ -35,7 +35,7 @@ const RUN_MS = 5_000;
 const MIN_REQUESTS = citusNodes() === null ? 3_000 : 750;
 /**
  * The run goes on past MIN_REQUESTS until every kind of request has succeeded once, up to this many
- * requests: with 256 clients 750 requests are ~3 per client, and a confirmation needs a client's
+ * requests: at 256 clients 750 requests were ~3 per client, and a confirmation needs a client's
  * earlier hold to have been granted and to outlive the answer on a slow machine — a CI run on Citus
  * drew none (2026-12-07), which said nothing about the product.
  */
@@ -116,7 +116,15 @@ async function send(log: Outcome[], key: string, op: Op, variables: Record<strin
   return reply;
 }
 
-describe.each([64, 256])('%i clients mixing claims, holds, confirmations, group claims and releases on one pool', (CLIENTS) => {
+/**
+ * Clients in flight: 64, and 256 — more than the pool and the batcher's queue can serve at once, so
+ * some wait past DATABASE_POOL_TIMEOUT_MS. On Citus (npm run test:citus) 64 only: how the process
+ * answers a queue it cannot serve does not change with the database, and the 256 run took 25 s of
+ * CI's 25 minutes on a slow machine (2026-12-07, CI at 1,521 s).
+ */
+const CLIENT_COUNTS = citusNodes() === null ? [64, 256] : [64];
+
+describe.each(CLIENT_COUNTS)('%i clients mixing claims, holds, confirmations, group claims and releases on one pool', (CLIENTS) => {
   let campaignId: string;
   let partners: { id: string; apiKey: string }[];
   const log: Outcome[] = [];
