@@ -19,7 +19,7 @@ const base = require('./jest.config');
  * PostgreSQL), suites about the process or the transports, which do not change with the database,
  * and the CLI's (it speaks only the GraphQL API, whose operations the suites above run; it passes
  * here too, in 32 s that CI's budget needs), and the ballot's 200-draw fairness check (the draw's
- * arithmetic, the same SQL on any database: ballot.test.ts skips it here). The chaos scenarios of the cluster (a, b, f: test/chaos.test.ts
+ * arithmetic, the same SQL on any database: ballot.test.ts skips it here). The chaos scenarios of the cluster (a, b — at half its quick size —, f: test/chaos.test.ts
  * says why) run on databases of the cluster (test/chaos/harness.ts), b terminating backends on the
  * workers too.
  */
