@@ -119,8 +119,8 @@ async function send(log: Outcome[], key: string, op: Op, variables: Record<strin
 /**
  * Clients in flight: 64, and 256 — more than the pool and the batcher's queue can serve at once, so
  * some wait past DATABASE_POOL_TIMEOUT_MS. On Citus (npm run test:citus) 64 only: how the process
- * answers a queue it cannot serve does not change with the database, and the 256 run took 25 s of
- * CI's 25 minutes on a slow machine (2026-12-07, CI at 1,521 s).
+ * answers a queue it cannot serve does not change with the database, and the 256 run took ~27 s of
+ * CI's 25 minutes on a slow machine (2026-12-07: the file took 54 s there with it, 27 s without).
  */
 const CLIENT_COUNTS = citusNodes() === null ? [64, 256] : [64];
 
