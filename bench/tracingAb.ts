@@ -86,7 +86,7 @@ async function main(): Promise<void> {
     RATE_LIMIT_POINTS_PER_SECOND: '10000000',
     WEB_CONCURRENCY: '1',
     // AB_WEBHOOKS=1: a webhook secret key, as npm run bench's instances have (its dispatcher runs).
-    ...(process.env.AB_WEBHOOKS ? { WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64') } : {}),
+    ...(process.env.AB_WEBHOOKS === '1' ? { WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64') } : {}),
   };
   const profiles = path.join(ROOT, '.tessera/profiles');
   const profile = process.argv.includes('--profile');
