@@ -107,9 +107,16 @@ const EnvSchema = z.object({
     .string()
     .optional()
     .refine((url) => url === undefined || url === '' || /^rediss?:\/\//.test(url), { message: 'REDIS_URL must be a redis:// or rediss:// URL' }),
+  REDIS_KEY_PREFIX: z
+    .string()
+    .optional()
+    .refine((prefix) => !prefix || /^[\x21-\x7e]{1,100}$/.test(prefix), {
+      message: 'REDIS_KEY_PREFIX must be 1 to 100 printable ASCII characters without spaces, e.g. tessera:production: (or unset: tessera:<database name>:)',
+    }),
   RATE_LIMIT_POINTS_PER_SECOND: intFrom('RATE_LIMIT_POINTS_PER_SECOND', 20_000, 1, 10_000_000),
   RATE_LIMIT_BURST_POINTS: intFrom('RATE_LIMIT_BURST_POINTS', 100_000, 0, 100_000_000),
   AUTH_FAILURES_PER_MINUTE: intFrom('AUTH_FAILURES_PER_MINUTE', 60, 1, 1_000_000),
+  AUTH_FAILURE_IPV6_PREFIX: intFrom('AUTH_FAILURE_IPV6_PREFIX', 64, 1, 128),
   GRAPHQL_INTROSPECTION: z.enum(['true', 'false', '']).optional(),
   GRAPHQL_MAX_DEPTH: intFrom('GRAPHQL_MAX_DEPTH', 10, 1, 100),
   GRAPHQL_MAX_ALIASES: intFrom('GRAPHQL_MAX_ALIASES', 15, 1, 1000),
@@ -123,6 +130,10 @@ const EnvSchema = z.object({
       message: 'TRUST_PROXY must be IP addresses or CIDRs (or loopback, linklocal, uniquelocal), separated by commas',
     }),
   TRUST_PROXY_HEADER: z.enum(['x-forwarded-for', 'forwarded', ''], { error: 'TRUST_PROXY_HEADER must be x-forwarded-for or forwarded (or unset)' }).optional(),
+  HTTP_MAX_BODY_BYTES_PARTNER: intFrom('HTTP_MAX_BODY_BYTES_PARTNER', 262_144, 1024, 104_857_600),
+  HTTP_MAX_BODY_BYTES_OPERATOR: intFrom('HTTP_MAX_BODY_BYTES_OPERATOR', 5_242_880, 1024, 104_857_600),
+  HTTP_HEADERS_TIMEOUT_MS: intFrom('HTTP_HEADERS_TIMEOUT_MS', 10_000, 1000, 600_000),
+  HTTP_REQUEST_TIMEOUT_MS: intFrom('HTTP_REQUEST_TIMEOUT_MS', 30_000, 1000, 3_600_000),
   WS_MAX_MESSAGE_BYTES: intFrom('WS_MAX_MESSAGE_BYTES', 1_048_576, 1024, 104_857_600),
   WS_MAX_UNAUTHENTICATED_BYTES: intFrom('WS_MAX_UNAUTHENTICATED_BYTES', 16_384, 256, 104_857_600),
   WS_MAX_SUBSCRIPTIONS_PER_SOCKET: intFrom('WS_MAX_SUBSCRIPTIONS_PER_SOCKET', 20, 1, 100_000),
@@ -136,6 +147,16 @@ const EnvSchema = z.object({
       message: 'METRICS_TOKEN must be at least 16 characters, printable ASCII without spaces (it is sent in an Authorization header)',
     }),
 });
+
+/** What HTTP reads of a request, and for how long it waits (src/http.ts). */
+export interface HttpLimits {
+  /** The largest body, in bytes, by who sent it; a request without a valid key gets none read. */
+  readonly maxBodyBytes: { readonly partner: number; readonly operator: number };
+  /** From a request's first byte to the end of its body: past it, 408 and the connection closed. */
+  readonly requestTimeoutMs: number;
+  /** From a request's first byte to the end of its headers (at most requestTimeoutMs). */
+  readonly headersTimeoutMs: number;
+}
 
 export interface Config {
   readonly env: 'development' | 'production' | 'test';
@@ -181,7 +202,15 @@ export interface Config {
   readonly claimStatementsInFlight: number;
   /** Rate limits and the shared store for them (and, later, live updates). */
   readonly redisUrl: string | undefined;
-  readonly rateLimit: { readonly pointsPerSecond: number; readonly burstPoints: number; readonly authFailuresPerMinute: number };
+  /** What every Redis key and channel begins with (src/redisKeys.ts); undefined: `tessera:<database name>:`. */
+  readonly redisKeyPrefix: string | undefined;
+  readonly rateLimit: {
+    readonly pointsPerSecond: number;
+    readonly burstPoints: number;
+    readonly authFailuresPerMinute: number;
+    /** An IPv6 client's failed authentications are counted per network of this many bits (left out: 64). */
+    readonly authFailureIpv6Prefix?: number;
+  };
   /** Limits applied to every GraphQL document before it runs (graphql-armor). */
   readonly graphql: {
     readonly introspection: boolean;
@@ -198,6 +227,8 @@ export interface Config {
    * neither when both are). src/clientAddress.ts.
    */
   readonly trustProxy: { readonly addresses: readonly string[]; readonly header: 'x-forwarded-for' | 'forwarded' | undefined };
+  /** HTTP's own limits (src/http.ts, docs/SECURITY.md). */
+  readonly http: HttpLimits;
   /** The WebSocket's own limits (src/ws.ts, docs/SECURITY.md). */
   readonly websocket: {
     /** The largest message an accepted socket may send (ws's maxPayload). */
@@ -319,10 +350,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     claimBatchMax: e.CLAIM_BATCH_MAX,
     claimStatementsInFlight: e.CLAIM_STATEMENTS_IN_FLIGHT,
     redisUrl: e.REDIS_URL ? e.REDIS_URL : undefined,
+    redisKeyPrefix: e.REDIS_KEY_PREFIX ? e.REDIS_KEY_PREFIX : undefined,
     rateLimit: Object.freeze({
       pointsPerSecond: e.RATE_LIMIT_POINTS_PER_SECOND,
       burstPoints: e.RATE_LIMIT_BURST_POINTS,
       authFailuresPerMinute: e.AUTH_FAILURES_PER_MINUTE,
+      authFailureIpv6Prefix: e.AUTH_FAILURE_IPV6_PREFIX,
     }),
     graphql: Object.freeze({
       introspection: e.GRAPHQL_INTROSPECTION ? e.GRAPHQL_INTROSPECTION === 'true' : e.NODE_ENV !== 'production',
@@ -333,6 +366,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }),
     corsOrigins: Object.freeze(splitList(e.CORS_ORIGINS)),
     trustProxy: Object.freeze({ addresses: Object.freeze(splitList(e.TRUST_PROXY)), header: e.TRUST_PROXY_HEADER || undefined }),
+    http: Object.freeze({
+      maxBodyBytes: Object.freeze({ partner: e.HTTP_MAX_BODY_BYTES_PARTNER, operator: e.HTTP_MAX_BODY_BYTES_OPERATOR }),
+      requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS,
+      headersTimeoutMs: Math.min(e.HTTP_HEADERS_TIMEOUT_MS, e.HTTP_REQUEST_TIMEOUT_MS),
+    }),
     websocket: Object.freeze({
       maxMessageBytes: e.WS_MAX_MESSAGE_BYTES,
       maxUnauthenticatedBytes: Math.min(e.WS_MAX_UNAUTHENTICATED_BYTES, e.WS_MAX_MESSAGE_BYTES),

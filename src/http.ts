@@ -1,6 +1,7 @@
 // /graphql over HTTP: a node:http handler around Apollo's executeHTTPGraphQLRequest — the way
-// Apollo Server documents building an integration — with CORS, load shedding, the JSON body (5 MB)
-// and the operation's context (who is calling: admission.ts); body failures answer in GraphQL's shape.
+// Apollo Server documents building an integration — with CORS, load shedding, the operation's
+// context (who is calling: admission.ts), decided from the headers before any of the body is read,
+// and the JSON body, bounded by who sent it (HttpLimits); body failures answer in GraphQL's shape.
 //
 // Why not Express for the API: Express 5's router, body-parser and res.send cost more per request
 // than Apollo's whole pipeline for an empty query. A minimal Apollo Server answers about twice as
@@ -15,14 +16,12 @@ import cors from 'cors';
 import express from 'express';
 import { wellFormedRequestId, type Admit } from './admission';
 import type { OperationContext } from './context';
+import type { HttpLimits } from './config';
 import type { Database } from './db/client';
 import { ErrorCode, RETRY_AFTER_SECONDS } from './errors';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 import { ATTR, CLIENT_GONE, operationSpan, outcomeDecided, SpanStatusCode, tracingOn, type Span } from './tracing';
-
-/** The largest request body, in bytes (5 MB); larger ones get 413 PAYLOAD_TOO_LARGE. */
-export const BODY_LIMIT_BYTES = 5 * 1024 * 1024;
 
 export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -34,7 +33,13 @@ export const isGraphQLPost = (req: IncomingMessage): boolean =>
 interface BodyError {
   status?: number;
   type?: string;
+  /** The limit a body went past, in bytes. */
+  limit?: number;
 }
+
+/** A byte count as a person reads it: 262144 → "256 KiB", 5242880 → "5 MiB". */
+const bytesText = (bytes: number): string =>
+  bytes % 1_048_576 === 0 ? `${bytes / 1_048_576} MiB` : bytes % 1024 === 0 ? `${bytes / 1024} KiB` : `${bytes} bytes`;
 
 /** A JSON answer in GraphQL's shape, as Express's res.json would write it. */
 function answerJson(res: ServerResponse, status: number, body: unknown, headers?: Record<string, string>): void {
@@ -54,7 +59,7 @@ export function answerHttpError(res: ServerResponse, error: BodyError, logger: P
   answerJson(res, status, {
     errors: [
       {
-        message: tooLarge ? 'The request body is larger than the 5 MB limit.' : status === 500 ? 'Internal server error' : 'The request body is not valid JSON.',
+        message: tooLarge ? `The request body is larger than the ${bytesText(error.limit ?? 0)} this key may send.` : status === 500 ? 'Internal server error' : 'The request body is not valid JSON.',
         extensions: { code: tooLarge ? 'PAYLOAD_TOO_LARGE' : status === 500 ? ErrorCode.INTERNAL_SERVER_ERROR : 'BAD_REQUEST' },
       },
     ],
@@ -98,7 +103,7 @@ function readPlainJson(req: IncomingMessage, limit: number, done: (error: BodyEr
   req.on('end', () => {
     if (finished) return;
     finished = true;
-    if (tooLarge) done({ status: 413, type: 'entity.too.large' });
+    if (tooLarge) done({ status: 413, type: 'entity.too.large', limit });
     else parseJson(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks, size).toString('utf8'), done);
   });
   // A client gone before the end of its body: nobody reads the answer.
@@ -158,52 +163,74 @@ async function send(req: IncomingMessage, res: ServerResponse, response: HTTPGra
   res.end();
 }
 
-/**
- * Apollo Server behind a plain node:http listener — the HTTP integration Tessera serves /graphql
- * with: the request's JSON body (at most BODY_LIMIT_BYTES, read as body-parser's `json()` reads
- * it; body failures answered in GraphQL's shape), Apollo's executeHTTPGraphQLRequest with the
- * context `context` makes, and Apollo's answer (always `cache-control: no-store`). Nothing of
- * Tessera's own: graphqlHandler adds that. A minimal Apollo served with it is the like-for-like
- * baseline of Tessera's ceiling.
- */
-export function apolloListener<TContext extends BaseContext>(
-  apollo: ApolloServer<TContext>,
-  options: { context(req: IncomingMessage, res: ServerResponse): Promise<TContext>; logger: Pick<Logger, 'error'> },
-): RequestListener {
-  const { logger } = options;
-  // Bodies that are not plain UTF-8 JSON (another charset, gzip…): body-parser itself.
-  const otherBodies = express.json({ limit: BODY_LIMIT_BYTES });
-
-  const execute = async (req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> => {
-    const url = req.url ?? '';
-    const query = url.indexOf('?');
-    const response = await apollo.executeHTTPGraphQLRequest({
-      httpGraphQLRequest: { method: req.method ?? 'GET', headers: headerMap(req), search: query < 0 ? '' : url.slice(query), body },
-      context() {
-        return options.context(req, res);
-      },
-    });
-    await send(req, res, response);
-  };
-
-  return (req, res) => {
+/** Reads a JSON body of at most `limit` bytes: plain UTF-8 JSON here, anything else through body-parser. */
+function bodyReader(): (req: IncomingMessage, res: ServerResponse, limit: number, done: (error: BodyError | null, body?: unknown) => void) => void {
+  // Bodies that are not plain UTF-8 JSON (another charset, gzip…): body-parser itself, one parser per limit.
+  const otherBodies = new Map<number, express.RequestHandler>();
+  return (req, res, limit, done) => {
     const headers = req.headers;
     const encoding = headers['content-encoding'];
     const plain =
       PLAIN_JSON.test(headers['content-type'] ?? '') &&
       (encoding === undefined || encoding.toLowerCase() === 'identity') &&
       (headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined);
-    if (plain) {
-      readPlainJson(req, BODY_LIMIT_BYTES, (error, body) => {
-        if (error) answerHttpError(res, error, logger);
-        else execute(req, res, body).catch((error: unknown) => answerFailure(res, error, logger));
-      });
-      return;
-    }
-    void otherBodies(req as express.Request, res as express.Response, (error?: unknown) => {
-      if (error) answerHttpError(res, error as BodyError, logger);
-      else execute(req, res, (req as { body?: unknown }).body).catch((error: unknown) => answerFailure(res, error, logger));
+    if (plain) return readPlainJson(req, limit, done);
+    let parser = otherBodies.get(limit);
+    if (parser === undefined) otherBodies.set(limit, (parser = express.json({ limit })));
+    void parser(req as express.Request, res as express.Response, (error?: unknown) => {
+      if (error) done(error as BodyError); // body-parser's error for a body too large carries its limit
+      else done(null, (req as { body?: unknown }).body);
     });
+  };
+}
+
+/**
+ * Apollo Server behind a plain node:http listener — the HTTP integration Tessera serves /graphql
+ * with. Who is calling comes first, from the request's headers alone (`context`); only then is the
+ * body read, at most `bodyLimit(context)` bytes (read as body-parser's `json()` reads it; body
+ * failures answered in GraphQL's shape). A refused caller gets Apollo's answer for the refusal
+ * without a byte of its body read, and its connection closes after the answer. Then Apollo's
+ * executeHTTPGraphQLRequest runs with that context, and its answer goes out (always
+ * `cache-control: no-store`). Nothing of Tessera's own: graphqlHandler adds that. A minimal Apollo
+ * served with it is the like-for-like baseline of Tessera's ceiling.
+ */
+export function apolloListener<TContext extends BaseContext>(
+  apollo: ApolloServer<TContext>,
+  options: {
+    context(req: IncomingMessage, res: ServerResponse): Promise<TContext>;
+    bodyLimit(context: TContext): number;
+    logger: Pick<Logger, 'error'>;
+  },
+): RequestListener {
+  const { logger } = options;
+  const readBody = bodyReader();
+
+  const execute = async (req: IncomingMessage, res: ServerResponse, body: unknown, context: Promise<TContext>): Promise<void> => {
+    const url = req.url ?? '';
+    const query = url.indexOf('?');
+    const response = await apollo.executeHTTPGraphQLRequest({
+      httpGraphQLRequest: { method: req.method ?? 'GET', headers: headerMap(req), search: query < 0 ? '' : url.slice(query), body },
+      context() {
+        return context;
+      },
+    });
+    await send(req, res, response);
+  };
+
+  return (req, res) => {
+    const context = options.context(req, res);
+    context.then(
+      (value) =>
+        readBody(req, res, options.bodyLimit(value), (error, body) => {
+          if (error) answerHttpError(res, error, logger);
+          else execute(req, res, body, context).catch((error: unknown) => answerFailure(res, error, logger));
+        }),
+      () => {
+        // Refused from its headers: none of the body is read, and the connection ends with the answer.
+        res.setHeader('connection', 'close');
+        execute(req, res, undefined, context).catch((error: unknown) => answerFailure(res, error, logger));
+      },
+    );
   };
 }
 
@@ -216,9 +243,10 @@ export function apolloListener<TContext extends BaseContext>(
  */
 export function graphqlHandler(
   apollo: ApolloServer<OperationContext>,
-  options: { db: Database; admit: Admit; logger: Logger; metrics: Metrics; corsOrigins: readonly string[] },
+  options: { db: Database; admit: Admit; logger: Logger; metrics: Metrics; corsOrigins: readonly string[]; limits: HttpLimits },
 ): RequestListener {
   const { db, admit, logger, metrics } = options;
+  const { maxBodyBytes } = options.limits;
   const corsOrigins = options.corsOrigins;
   const anyOrigin = corsOrigins.includes('*');
   const allowedOrigins = new Set(corsOrigins);
@@ -238,16 +266,17 @@ export function graphqlHandler(
       }
       return admit({ authorization: req.headers.authorization, address: admit.clientAddress(req), requestId, clientRequestId, transport: 'http', trace });
     },
+    bodyLimit: (context) => (context.viewer.kind === 'partner' ? maxBodyBytes.partner : maxBodyBytes.operator),
   });
 
   const serve = (req: IncomingMessage, res: ServerResponse): void => {
     // Load shedding: when the pool's queue is already full, answer at once rather than queue a
     // request that would only time out. Nothing has touched the database, so a retry is always safe.
+    // The body is not read: the connection ends with the answer.
     if (req.method === 'POST' && db.saturated()) {
       metrics.shed.inc();
       operationSpanOf(req)?.setAttribute(ATTR.outcome, ErrorCode.UNAVAILABLE);
-      req.resume();
-      answerJson(res, 503, SHED, { 'retry-after': String(RETRY_AFTER_SECONDS) });
+      answerJson(res, 503, SHED, { 'retry-after': String(RETRY_AFTER_SECONDS), connection: 'close' });
       return;
     }
     graphql(req, res);

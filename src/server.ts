@@ -30,6 +30,7 @@ import { createMetrics } from './metrics';
 import { operationControlsPlugin } from './plugins/operationControls';
 import { createOperationControls } from './operations';
 import { createRateLimits } from './rateLimit';
+import { redisKeyPrefixFor } from './redisKeys';
 import { resolvers } from './resolvers';
 import { consoleSecurityHeaders } from './securityHeaders';
 import { Reachability } from './reachability';
@@ -50,12 +51,13 @@ export interface TesseraServer {
 }
 
 type ServerConfig = Pick<Config, 'env' | 'adminApiKey' | 'shutdownGraceMs'> &
-  Partial<Pick<Config, 'holdSweepIntervalMs' | 'refusalFlushMs' | 'readReplicas' | 'apiKeyCacheTtlMs' | 'claimBatchMax' | 'claimStatementsInFlight' | 'rateLimit' | 'graphql' | 'corsOrigins' | 'metricsToken' | 'webhooks' | 'trustProxy' | 'websocket'>>;
+  Partial<Pick<Config, 'holdSweepIntervalMs' | 'refusalFlushMs' | 'readReplicas' | 'apiKeyCacheTtlMs' | 'claimBatchMax' | 'claimStatementsInFlight' | 'rateLimit' | 'graphql' | 'corsOrigins' | 'metricsToken' | 'webhooks' | 'trustProxy' | 'websocket' | 'http' | 'redisKeyPrefix'>>;
 
 /** What the tests and main.ts leave out takes these values (the documented defaults). */
 const DEFAULT_LIMITS = {
-  rateLimit: { pointsPerSecond: 20_000, burstPoints: 100_000, authFailuresPerMinute: 60 },
+  rateLimit: { pointsPerSecond: 20_000, burstPoints: 100_000, authFailuresPerMinute: 60, authFailureIpv6Prefix: 64 },
   graphql: { maxDepth: 10, maxAliases: 15, maxCost: 20_000, maxTokens: 30_000 },
+  http: { maxBodyBytes: { partner: 262_144, operator: 5_242_880 }, requestTimeoutMs: 30_000, headersTimeoutMs: 10_000 },
 };
 
 export async function createServer(options: {
@@ -76,7 +78,10 @@ export async function createServer(options: {
     db.useReplicas(replicas);
     logger.info({ replicas: replicas.lags() }, 'read replicas');
   }
-  const live = createLiveUpdates({ redis: options.redis, throughPrimary: options.clusterWorker, logger });
+  // Every Redis key and channel begins with the deployment's prefix: REDIS_KEY_PREFIX, else one named
+  // after the database this server uses (redisKeys.ts), which every instance of the deployment shares.
+  const redisKeyPrefix = config.redisKeyPrefix ?? redisKeyPrefixFor(db.options.url);
+  const live = createLiveUpdates({ redis: options.redis, redisKeyPrefix, throughPrimary: options.clusterWorker, logger });
   const services = createServices(db, {
     live,
     adminApiKey: config.adminApiKey,
@@ -92,7 +97,7 @@ export async function createServer(options: {
     logger,
     onError: (err) => logger.warn({ error: (err as Error).message }, 'background write failed'),
   });
-  const rateLimits = createRateLimits({ ...DEFAULT_LIMITS.rateLimit, ...config.rateLimit, redis: options.redis, throughPrimary: options.clusterWorker });
+  const rateLimits = createRateLimits({ ...DEFAULT_LIMITS.rateLimit, ...config.rateLimit, redis: options.redis, redisKeyPrefix, throughPrimary: options.clusterWorker });
   const introspection = config.graphql?.introspection ?? config.env !== 'production';
   const controls = createOperationControls({ limits: { ...DEFAULT_LIMITS.graphql, ...config.graphql, introspection }, rateLimits, logger, metrics });
   const admit = createAdmission({ db, services, live, rateLimits, metrics, logger, clientAddress: createClientAddress(config.trustProxy) });
@@ -102,13 +107,21 @@ export async function createServer(options: {
   const app = express();
   // Its request listener is added once Apollo has started (below): POST /graphql goes straight to
   // the GraphQL handler, everything else to Express.
-  const httpServer = http.createServer();
+  // A request's headers must arrive within headersTimeoutMs of its first byte, and its body within
+  // requestTimeoutMs: past either, Node answers 408 and closes the connection. Node checks every
+  // connectionsCheckingInterval (30 s by default), so a second here keeps the cut-off near the limit.
+  const httpLimits = config.http ?? DEFAULT_LIMITS.http;
+  const httpServer = http.createServer({
+    headersTimeout: httpLimits.headersTimeoutMs,
+    requestTimeout: httpLimits.requestTimeoutMs,
+    connectionsCheckingInterval: 1000,
+  });
   // Idle keep-alive connections stay open longer than a client or load balancer keeps them (60 s is
   // the common idle timeout), so the server never closes a connection under a client that is just
   // reusing it — with Node's 5 s default a busy client saw "fetch failed" now and then. Shutdown
-  // does not wait for them: server.close() ends idle connections at once.
+  // does not wait for them: server.close() ends idle connections at once. (The headers' timeout
+  // counts from a request's first byte, not from the idle time before it.)
   httpServer.keepAliveTimeout = 65_000;
-  httpServer.headersTimeout = 66_000;
   app.disable('x-powered-by');
   // No ETag: GraphQL answers are never revalidated, and Express would hash every response body
   // (SHA-1) to make one — 2% of the process's CPU under a claim storm, by profile.
@@ -153,7 +166,7 @@ export async function createServer(options: {
   app.use('/console', consoleSecurityHeaders(), express.static(CONSOLE_DIST, { index: 'index.html', maxAge: '1m' }));
   app.get('/console', (_req, res) => res.status(503).type('text').send('The console is not built: run npm run build:console.'));
   app.get('/graphql', graphiqlPage());
-  const graphql = graphqlHandler(apollo, { db, admit, logger, metrics, corsOrigins: config.corsOrigins ?? [] });
+  const graphql = graphqlHandler(apollo, { db, admit, logger, metrics, corsOrigins: config.corsOrigins ?? [], limits: httpLimits });
   // The rest of /graphql (GET queries, CORS preflights, HEAD, other methods, /GRAPHQL, /graphql/)
   // reaches the same handler through Express, as before.
   app.use('/graphql', graphql);

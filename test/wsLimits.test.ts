@@ -2,13 +2,12 @@
 // size of a message, what a socket may send before its key is accepted, how many subscriptions a
 // socket and a key may hold open, and one stats feed per campaign however many watch it.
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type net from 'node:net';
 import WebSocket from 'ws';
 import { CampaignFeed } from '../src/services/liveStats';
-import { postGraphQL } from './helpers/graphql';
 import { startProcess } from './helpers/process';
+import { probeUntil, rssMb, settledRss, warmUp } from './helpers/serverMemory';
 import { ADMIN_KEY, CLAIM, createTestDatabase, startTestServer, type TestServer } from './helpers/testServer';
 import { sleep, until } from './helpers/time';
 import { connectSocket, openSubscription, rawWebSocket, runOverSocket, socketErrors, streamZeros, textFrameHeader, type SocketClient } from './helpers/ws';
@@ -35,51 +34,6 @@ afterEach(async () => {
 afterAll(() => server.stop());
 
 describe('message sizes', () => {
-  /** The child's resident memory in MB, from /proc (what the attacker report measured). */
-  const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
-
-  /** GET /healthz on a kept-alive connection: its status and how long it took. */
-  const healthz = (port: number, agent: http.Agent) =>
-    new Promise<{ status: number; ms: number }>((resolve) => {
-      const started = performance.now();
-      const request = http.get({ host: '127.0.0.1', port, path: '/healthz', agent, timeout: 5_000 }, (res) => {
-        res.resume();
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - started }));
-      });
-      request.on('timeout', () => request.destroy());
-      request.on('error', () => resolve({ status: 0, ms: performance.now() - started }));
-    });
-
-  /**
-   * Whatever first use allocates, allocated before the baseline: a fresh server's RSS grows by about
-   * 110 MB in its first two seconds (measured here: 151 → 262 MB, then down to 181 MB when V8 shrinks
-   * its heaps after ~10 s), so a query, a socket with a subscription, and a few probes go first.
-   */
-  const warmUp = async (port: number, agent: http.Agent) => {
-    const url = `http://127.0.0.1:${port}/graphql`;
-    const campaign = await postGraphQL<any>(url, ADMIN_KEY, 'mutation { createCampaign(input: { name: "warm-up" }) { campaign { id } } }');
-    const s = connectSocket(url, ADMIN_KEY);
-    try {
-      await runOverSocket(s, { query: LIVE, variables: { id: campaign.body.data.createCampaign.campaign.id } });
-    } finally {
-      await s.dispose();
-    }
-    for (let i = 0; i < 20; i += 1) await healthz(port, agent);
-  };
-
-  /** The child's RSS once it has stayed within 3 MB for 2 s (sampled every 250 ms). */
-  const settledRss = async (pid: number) => {
-    const samples: number[] = [];
-    return until(
-      () => {
-        samples.push(rssMb(pid));
-        const last = samples.slice(-8);
-        return last.length === 8 && Math.max(...last) - Math.min(...last) < 3 ? Math.max(...last) : null;
-      },
-      { message: "the server's memory to settle", timeoutMs: 20_000, intervalMs: 250 },
-    );
-  };
-
   /** One attacker connection: a text frame declaring `size` bytes, then that many zeros, as fast as the server reads them. */
   const attack = async (port: number, size: number) => {
     const raw: net.Socket = await rawWebSocket(port);
@@ -87,21 +41,6 @@ describe('message sizes', () => {
     const sent = await streamZeros(raw, size);
     raw.destroy();
     return sent;
-  };
-
-  /** GET /healthz every 20 ms until `done` settles; every answer, and the peak RSS seen meanwhile. */
-  const probeUntil = async (port: number, pid: number, agent: http.Agent, done: Promise<unknown>) => {
-    let over = false;
-    void done.finally(() => (over = true));
-    const answers: { status: number; ms: number }[] = [];
-    let peak = 0;
-    while (!over) {
-      const started = performance.now();
-      answers.push(await healthz(port, agent));
-      peak = Math.max(peak, rssMb(pid));
-      await sleep(Math.max(0, 20 - (performance.now() - started)));
-    }
-    return { answers, peak, slowest: Math.max(...answers.map((a) => a.ms)) };
   };
 
   test('two 95 MB messages sent before any key are refused at their header: memory stays at its baseline and /healthz answers within 100 ms throughout', async () => {

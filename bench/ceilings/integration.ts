@@ -1,7 +1,7 @@
 // The HTTP integration Tessera serves Apollo Server with: the one place that names it for the bench.
 // Today that is apolloListener of src/http.ts — a node:http handler around Apollo's
 // executeHTTPGraphQLRequest, with the JSON body read as Tessera reads it and nothing of Tessera's own
-// (no CORS, shedding or authentication: graphqlHandler adds those). When Tessera moves to another
+// (no CORS, shedding or authentication: graphqlHandler adds those; the operators' body limit). When Tessera moves to another
 // integration, change `INTEGRATION` and `serveApollo` here, and the minimal Apollo ceiling of
 // `npm run bench` (minimalApollo.ts) follows.
 import http from 'node:http';
@@ -15,6 +15,7 @@ export const INTEGRATION = "Tessera's apolloListener: node:http around executeHT
 export function serveApollo(apollo: ApolloServer<BaseContext>, port: number): Promise<http.Server> {
   const listener = apolloListener(apollo, {
     context: async () => ({}),
+    bodyLimit: () => 5 * 1024 * 1024,
     logger: { error: (...args: unknown[]) => console.error(...args) },
   });
   const server = http.createServer(listener);
