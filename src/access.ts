@@ -8,9 +8,10 @@
 //   - a Mutation field that carries either is audited: one row per execution of the field, written
 //     from what actually ran. Fragments are expanded and @skip/@include honoured, because the row is
 //     written by the field's own resolver, on every transport. A refused call is recorded without
-//     its arguments, as FORBIDDEN: refused for want of a role, or by the field because the object
-//     is another partner's (a Refusal, errors.ts — the caller is answered NOT_FOUND, the audit log
-//     says what happened).
+//     its arguments, as FORBIDDEN: refused for want of a role, by the field because the object is
+//     another partner's (a Refusal, errors.ts — the caller is answered NOT_FOUND, the audit log
+//     says what happened), or by the field with FORBIDDEN itself (a partner's test key resetting a
+//     test campaign that other partners use: services/campaigns.ts).
 // Every other Mutation field (the partner operations, which check ownership themselves) is open to
 // partners and to operators that may change things: a VIEWER key is refused every mutation
 // (FORBIDDEN, audited), before anything else runs. Operator keys (OWNER, OPERATOR) act as the admin
@@ -165,7 +166,7 @@ export function enforceAccess(schema: GraphQLSchema): GraphQLSchema {
           await ctx.services.audit.record(entry(returnedOutcome(result), true));
           return result;
         } catch (error) {
-          const refused = error instanceof Refusal;
+          const refused = error instanceof Refusal || outcomeOf(error) === ErrorCode.FORBIDDEN;
           await ctx.services.audit.record(entry(refused ? ErrorCode.FORBIDDEN : outcomeOf(error), !refused));
           throw error;
         }

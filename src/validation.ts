@@ -12,9 +12,8 @@ export const LIMITS = {
   idempotencyKeyLength: 255,
   codeLength: 128,
   codesPerLoad: 10_000,
+  /** generateTickets' count per call, and createTestCopy's tickets (one such load). */
   generateCount: 1_000_000,
-  /** createTestCopy's tickets (generated a million at a time). */
-  testCopyTickets: 10_000_000,
   prefixLength: 64,
   pageSize: 100,
   defaultPageSize: 20,

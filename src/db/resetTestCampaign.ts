@@ -1,4 +1,4 @@
-// resetTestCampaign (issue 31): a test campaign back to where it was just after it opened — every
+// resetTestCampaign: a test campaign back to where it was just after it opened — every
 // allocation, hold, waitlist and ballot entry, pending event and counter of its activity gone, every
 // ticket available again (its live allotments set aside anew), its clock back to the real one, and
 // (a ballot) a fresh seed, since the old one may have been revealed. What stays: the campaign, its
@@ -7,12 +7,15 @@
 // already made stay too: they are history.
 //
 // One transaction under the campaign's gate (exclusive: claims in flight finish first, later ones
-// see the reset campaign). Every statement names the campaign; what is written is read first (the
+// see the reset campaign), taken by lockTestCampaign.ts, which also refuses a partner's test key
+// when another partner has rows in the campaign — checked under that lock, so what is checked is
+// what is deleted. Every statement names the campaign; what is written is read first (the
 // tickets to set aside), as Citus requires of a distributed table's UPDATE. The counters are
 // rewritten last, whatever the deletes' triggers did: a campaign counter row with the tickets, and
 // none of the rest.
 import type { Pool } from 'pg';
 import { isTestCampaignId } from '../testMode';
+import { lockTestCampaign } from './lockTestCampaign';
 import { inPoolTransaction } from './poolTransaction';
 
 /** A ballot's new seed, committed and sealed (services/campaigns.ts makes it). */
@@ -21,16 +24,17 @@ export interface NewSeed {
   sealed: string;
 }
 
-/** false when there is no such test campaign. */
-export async function resetTestCampaign(pool: Pool, campaignId: string, seed: NewSeed | null): Promise<boolean> {
-  if (!isTestCampaignId(campaignId)) return false;
+/**
+ * Resets the test campaign. `partnerId`: the calling partner's (null for an operator); SHARED, with
+ * nothing changed, when another partner has rows in it. NOT_FOUND when there is no such test campaign.
+ */
+export async function resetTestCampaign(pool: Pool, campaignId: string, partnerId: string | null, seed: NewSeed | null): Promise<'OK' | 'NOT_FOUND' | 'SHARED'> {
+  if (!isTestCampaignId(campaignId)) return 'NOT_FOUND';
   return inPoolTransaction(pool, async (client) => {
     const q = (text: string, values: unknown[] = [campaignId]) => client.query(text, values);
-    await q('SELECT pg_advisory_xact_lock(1, hashtext($1::uuid::text))');
-    await q('SELECT tessera_lock_campaign_gate($1::uuid)');
-    const { rows } = await q('SELECT test_clock_seconds::int AS seconds FROM campaigns WHERE id = $1::uuid AND test FOR UPDATE');
-    if (rows.length === 0) return false;
-    const seconds = rows[0].seconds as number;
+    const lock = await lockTestCampaign(client, campaignId, partnerId);
+    if (lock.verdict !== 'OK') return lock.verdict;
+    const seconds = lock.testClockSeconds;
     // Its clock back to the real one: the deadlines advanceTestClock moved back, forward again.
     const forward = (column: string) => `((${column} AT TIME ZONE 'UTC') + make_interval(secs => $2::integer)) AT TIME ZONE 'UTC'`;
     await q(
@@ -73,6 +77,6 @@ export async function resetTestCampaign(pool: Pool, campaignId: string, seed: Ne
     }
     const { rows: counted } = await q('SELECT count(*)::bigint AS total FROM tickets WHERE campaign_id = $1::uuid');
     await q('INSERT INTO campaign_counters (campaign_id, slot, total) VALUES ($1::uuid, 0, $2::bigint)', [campaignId, counted[0].total]);
-    return true;
+    return 'OK';
   });
 }

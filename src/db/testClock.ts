@@ -1,4 +1,4 @@
-// advanceTestClock (issue 31): a test campaign's clock moved forward by `seconds`, so that a partner
+// advanceTestClock: a test campaign's clock moved forward by `seconds`, so that a partner
 // rehearsing sees a hold expire, an allotment lapse, a waitlist offer run out or the window open in
 // a second rather than in ten minutes.
 //
@@ -9,34 +9,39 @@
 // closes_at, entries_close_at), live holds' expires_at (a waitlist offer and a ballot winner's hold
 // are holds), and allotments' lapses_at. What does not: the record of when things happened
 // (allocated_at, created_at…) — so a hold's cap, allocatedAt + maxHoldSeconds, stays on the real
-// clock. Under the campaign's gate, exclusive: no claim or hold of the campaign runs meanwhile.
-import { Prisma } from '../generated/prisma/client';
+// clock. One transaction under the campaign's gate (exclusive: no claim or hold of the campaign runs
+// meanwhile), taken by lockTestCampaign.ts, which also refuses a partner's test key when another
+// partner has rows in the campaign — checked under that lock, so no one else's hold or entry can
+// arrive between the check and the move.
+import type { Pool } from 'pg';
 import { isTestCampaignId } from '../testMode';
-import { lockCampaignGate, type Batchable } from './campaignGate';
+import { lockTestCampaign } from './lockTestCampaign';
+import { inPoolTransaction } from './poolTransaction';
+
+// `column` moved back by $2 seconds, in UTC: the same instant as timestamptz arithmetic for a shift
+// of seconds, and made of IMMUTABLE functions, which Citus requires of an UPDATE's expressions
+// (timestamptz - interval is STABLE: it reads the time zone for shifts of days and months).
+const back = (column: string) => `((${column} AT TIME ZONE 'UTC') - make_interval(secs => $2::integer)) AT TIME ZONE 'UTC'`;
 
 /**
- * Moves the test campaign's clock by `seconds`; false when there is no such test campaign. A live
- * campaign's id is refused before anything runs (testMode.ts: the id says the mode, for good).
+ * Moves the test campaign's clock by `seconds`. `partnerId`: the calling partner's (null for an
+ * operator); SHARED, with nothing moved, when another partner has rows in it. NOT_FOUND when there
+ * is no such test campaign; a live campaign's id is refused before anything runs (testMode.ts: the
+ * id says the mode, for good).
  */
-export async function advanceTestClock(db: Batchable, campaignId: string, seconds: number): Promise<boolean> {
-  if (!isTestCampaignId(campaignId)) return false;
-  // `column` moved back by `seconds`, in UTC: the same instant as timestamptz arithmetic for a shift
-  // of seconds, and made of IMMUTABLE functions, which Citus requires of an UPDATE's expressions
-  // (timestamptz - interval is STABLE: it reads the time zone for shifts of days and months).
-  const back = (column: string) => Prisma.sql`((${Prisma.raw(column)} AT TIME ZONE 'UTC') - make_interval(secs => ${seconds}::integer)) AT TIME ZONE 'UTC'`;
-  const [, , moved] = await db.$transaction([
-    ...lockCampaignGate(db, campaignId),
-    db.$executeRaw`
+export async function advanceTestClock(pool: Pool, campaignId: string, partnerId: string | null, seconds: number): Promise<'OK' | 'NOT_FOUND' | 'SHARED'> {
+  if (!isTestCampaignId(campaignId)) return 'NOT_FOUND';
+  return inPoolTransaction(pool, async (client) => {
+    const lock = await lockTestCampaign(client, campaignId, partnerId);
+    if (lock.verdict !== 'OK') return lock.verdict;
+    const q = (text: string) => client.query(text, [campaignId, seconds]);
+    await q(`
       UPDATE campaigns
          SET opens_at = ${back('opens_at')}, closes_at = ${back('closes_at')}, entries_close_at = ${back('entries_close_at')},
-             test_clock_seconds = test_clock_seconds + ${seconds}::integer
-       WHERE id = ${campaignId}::uuid AND test`,
-    db.$executeRaw`
-      UPDATE allocations SET expires_at = ${back('expires_at')}
-       WHERE campaign_id = ${campaignId}::uuid AND status = 'HELD' AND expires_at IS NOT NULL`,
-    db.$executeRaw`
-      UPDATE allotments SET lapses_at = ${back('lapses_at')}
-       WHERE campaign_id = ${campaignId}::uuid AND lapsed_at IS NULL AND lapses_at IS NOT NULL`,
-  ]);
-  return moved === 1;
+             test_clock_seconds = test_clock_seconds + $2::integer
+       WHERE id = $1::uuid AND test`);
+    await q(`UPDATE allocations SET expires_at = ${back('expires_at')} WHERE campaign_id = $1::uuid AND status = 'HELD' AND expires_at IS NOT NULL`);
+    await q(`UPDATE allotments SET lapses_at = ${back('lapses_at')} WHERE campaign_id = $1::uuid AND lapsed_at IS NULL AND lapses_at IS NOT NULL`);
+    return 'OK';
+  });
 }

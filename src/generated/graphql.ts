@@ -604,7 +604,12 @@ export type Mutation = {
    * offers made). The campaign's deadlines move back by as much; what already happened keeps its
    * time, so a hold's cap (allocatedAt + maxHoldSeconds) stays on the real clock. Campaign.testClock
    * shows the campaign's time. An operator, or a partner's test key (a live key is answered
-   * CAMPAIGN_NOT_FOUND, as for any test campaign). LIVE_CAMPAIGN on a live campaign: nothing changes.
+   * CAMPAIGN_NOT_FOUND, as for any test campaign). A partner's test key only where every allocation
+   * (held, active or ended), waitlist entry and ballot entry in the campaign is its own — an
+   * operator's claims count as another's; allotments and quotas do not: otherwise FORBIDDEN, nothing
+   * moves, and an operator's key can do it. Checked in the same transaction as the move, under the
+   * campaign's lock, so no other partner's claim or entry arrives in between. LIVE_CAMPAIGN on a live
+   * campaign: nothing changes.
    */
   advanceTestClock: CampaignPayload;
   /** Partner (admin may call it too). One available ticket, exactly once. */
@@ -625,9 +630,10 @@ export type Mutation = {
    * Admin. A test campaign made from a campaign (live or test): the same settings (per-holder limit,
    * hold cap, low-stock threshold, release policy, waitlist offer time, mode and a ballot's settings —
    * the window and entriesCloseAt only while still ahead), the partners' quotas and live allotments,
-   * and `tickets` synthetic codes (TEST-…; 0 to 10,000,000; as many as the original has when left
-   * out, and at least its allotments). OPEN, with a ballot's own seed, unless the original is a DRAFT.
-   * Its name is the original's with " (test copy)". BAD_USER_INPUT (field tickets) below the allotments.
+   * and `tickets` synthetic codes (TEST-…; 0 to 1,000,000, generateTickets' cap; as many as the
+   * original has when left out, and at least its allotments). OPEN, with a ballot's own seed, unless
+   * the original is a DRAFT. Its name is the original's with " (test copy)". BAD_USER_INPUT (field
+   * tickets) below the allotments, above 1,000,000, or when left out and the original has more.
    */
   createTestCopy: CampaignPayload;
   /** Admin (for any partner, or an operator endpoint), or a partner for itself. At most 20 endpoints each; the secret is shown once. */
@@ -680,7 +686,9 @@ export type Mutation = {
   /**
    * Admin. Deletes every test campaign created before `before` with everything of its own — tickets,
    * allocations, holds, waitlist and ballot entries, allotments, quotas, counters, undelivered events —
-   * and test webhook endpoints' deliveries made before it. No live row is touched. Returns what went.
+   * and test webhook endpoints' deliveries made before it. No live row is touched. All or nothing:
+   * one transaction, with a time budget of its own (minutes, not a claim's seconds); on an error
+   * nothing was deleted and a retry starts afresh. Returns what went.
    */
   purgeTestData: PurgeTestDataPayload;
   /** Admin, or the owning partner. The delivery is PENDING again and attempted now, with the same event id and body. */
@@ -705,7 +713,9 @@ export type Mutation = {
    * again (advanceTestClock undone); a CLOSED one is OPEN again (a DRAFT stays a DRAFT); a drawn
    * ballot gets a new seed. Kept: tickets and codes, settings, quotas, allotments, webhook deliveries
    * already made, and the allocation sequence — numbers keep rising, so none is issued twice. Who may
-   * call it, and LIVE_CAMPAIGN, as for advanceTestClock.
+   * call it, and LIVE_CAMPAIGN, as for advanceTestClock: a partner's test key only where every
+   * allocation, waitlist entry and ballot entry in it is its own (FORBIDDEN otherwise, nothing
+   * deleted; an operator's key can reset it).
    */
   resetTestCampaign: CampaignPayload;
   /** Admin. The partner's key stops working (on this server at once, on others within API_KEY_CACHE_TTL_MS). test: true revokes its test key instead (the live key is untouched). */

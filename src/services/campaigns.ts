@@ -21,6 +21,7 @@ import { setPartnerQuota } from '../db/partnerQuota';
 import { findAllotments, setPartnerAllotment, type AllotmentRow } from '../db/allotments';
 import { findCampaignPage } from '../db/findCampaigns';
 import { analyzeIfStale, generateTicketsByCopy, loadTicketsByCopy } from '../db/loadTickets';
+import type { GraphQLError } from 'graphql';
 import { apiError, ErrorCode, InvalidInput, notFound } from '../errors';
 import type { CampaignMode, CampaignModel, CampaignVerificationModel, CampaignStatsModel, ReleasePolicy, CampaignStatus, ConnectionModel, PartnerStatsModel, TimelinePointModel } from '../models';
 import { campaignCursor } from './cursors';
@@ -173,13 +174,16 @@ export class CampaignService {
    * sweeper would do at once — holds expired, allotments lapsed, returned tickets offered, ballots
    * passed on — so the effects are there when this returns. Those sweeps are the sweeper's own, for
    * every campaign: what is due elsewhere is done a moment before the sweeper would, nothing that is
-   * not due; stock announcements are left to the sweeper. An operator, or a partner's test key; to
-   * a live key a test campaign does not exist. LIVE_CAMPAIGN on a live one.
+   * not due; stock announcements are left to the sweeper. An operator, or a partner's test key
+   * where every allocation, hold and entry in the campaign is its own (FORBIDDEN otherwise: see
+   * rehearsingPartner); to a live key a test campaign does not exist. LIVE_CAMPAIGN on a live one.
    */
   async advanceTestClock(ctx: RequestContext, id: string, seconds: number): Promise<CampaignModel> {
     const current = await this.requireTest(ctx, id, "advanceTestClock moves test campaigns' clocks only");
     const by = validate.intInRange('seconds', seconds, 1, MAX_TEST_CLOCK_SECONDS);
-    if (!(await retryDeadlocks(() => advanceTestClock(this.db.prisma, current.id, by)))) throw notFound('Campaign', id);
+    const verdict = await retryDeadlocks(() => advanceTestClock(this.db.pool, current.id, rehearsingPartner(ctx), by));
+    if (verdict === 'NOT_FOUND') throw notFound('Campaign', id);
+    if (verdict === 'SHARED') throw sharedTestCampaign(id, 'move its clock');
     for (let swept = HOLD_SWEEP_BATCH; swept >= HOLD_SWEEP_BATCH; ) swept = await expireHolds(this.db.prisma, HOLD_SWEEP_BATCH);
     await lapseAllotments(this.db.prisma);
     await offerAllReturned(this.db.prisma);
@@ -197,7 +201,9 @@ export class CampaignService {
     const current = await this.requireTest(ctx, id, 'resetTestCampaign returns test campaigns to their opening');
     const seed = current.mode === 'BALLOT' && current.status !== 'DRAFT' ? this.ballotSeed(current) : null;
     // A deadlock with the sweeper (on Citus, a distributed one) rolled the whole reset back: run it again.
-    if (!(await retryDeadlocks(() => resetTestCampaign(this.db.pool, current.id, seed)))) throw notFound('Campaign', id);
+    const verdict = await retryDeadlocks(() => resetTestCampaign(this.db.pool, current.id, rehearsingPartner(ctx), seed));
+    if (verdict === 'NOT_FOUND') throw notFound('Campaign', id);
+    if (verdict === 'SHARED') throw sharedTestCampaign(id, 'reset it');
     ctx.loaders.allocation.clearAll();
     return this.fresh(ctx, await this.require(id));
   }
@@ -214,16 +220,24 @@ export class CampaignService {
    * createTestCopy: a test campaign with the original's settings — limits, window (while it is
    * still ahead), release policy, waitlist and ballot settings (a ballot gets its own seed when the
    * copy opens) — its partners' quotas and live allotments, and `tickets` synthetic codes (TEST-…;
-   * as many as the original has when left out). OPEN unless the original is a DRAFT. Made step by
+   * as many as the original has when left out; at most generateTickets' cap, LIMITS.generateCount,
+   * made by one generateTickets load). OPEN unless the original is a DRAFT. Made step by
    * step through the same operations an operator would call: a failure part-way leaves a partial
    * test copy, which purgeTestData removes like any other.
    */
   async createTestCopy(ctx: RequestContext, campaignId: string, tickets: number | null | undefined): Promise<CampaignModel> {
     const original = await this.require(campaignId);
-    const count =
-      tickets === null || tickets === undefined
-        ? (await ctx.loaders.stats.load(original.id)).total
-        : validate.intInRange('tickets', tickets, 0, validate.LIMITS.testCopyTickets);
+    const count = tickets === null || tickets === undefined ? (await ctx.loaders.stats.load(original.id)).total : tickets;
+    // One generateTickets' worth at most, in one load: the copy's codes are all there or none are.
+    if (!Number.isInteger(count) || count < 0 || count > validate.LIMITS.generateCount) {
+      const cap = validate.LIMITS.generateCount.toLocaleString('en-US');
+      throw new InvalidInput(
+        'tickets',
+        tickets === null || tickets === undefined
+          ? `The original has ${count.toLocaleString('en-US')} tickets; a test copy has at most ${cap} (generateTickets' cap): pass tickets.`
+          : `tickets must be an integer from 0 to ${cap} (generateTickets' cap).`,
+      );
+    }
     const [quotas, allotments] = await Promise.all([
       this.db.prisma.partnerQuota.findMany({ where: { campaignId: original.id }, select: { partnerId: true, quota: true } }),
       this.db.prisma.allotment.findMany({ where: { campaignId: original.id, lapsedAt: null }, select: { partnerId: true, size: true, lapsesAt: true } }),
@@ -248,9 +262,7 @@ export class CampaignService {
       ballotConfirmSeconds: original.mode === 'BALLOT' ? original.ballotConfirmSeconds : null,
       test: true,
     });
-    for (let left = count; left > 0; left -= validate.LIMITS.generateCount) {
-      await generateTicketsByCopy(this.db.pool, copy.id, Math.min(left, validate.LIMITS.generateCount), TEST_COPY_PREFIX);
-    }
+    if (count > 0) await generateTicketsByCopy(this.db.pool, copy.id, count, TEST_COPY_PREFIX);
     await this.analyzed(count);
     for (const q of quotas) await setPartnerQuota(this.db.prisma, copy.id, q.partnerId, q.quota);
     for (const a of kept) {
@@ -261,9 +273,13 @@ export class CampaignService {
     return this.fresh(ctx, await this.require(copy.id));
   }
 
-  /** purgeTestData (db/purgeTestData.ts): test campaigns made before `before`, and what is theirs, deleted. */
+  /**
+   * purgeTestData (db/purgeTestData.ts): test campaigns made before `before`, and what is theirs,
+   * deleted — all of them or, when it fails, none. A deadlock rolled the whole purge back: run it again.
+   */
   async purgeTestData(ctx: RequestContext, before: Date): Promise<Purged> {
-    const purged = await purgeTestData(this.db.prisma, validate.date('before', before));
+    const at = validate.date('before', before);
+    const purged = await retryDeadlocks(() => purgeTestData(this.db.pool, at));
     ctx.loaders.campaign.clearAll();
     ctx.loaders.allocation.clearAll();
     return purged;
@@ -546,4 +562,22 @@ function ballotSettings(
     validate.optionalIntInRange('ballotConfirmSeconds', input.ballotConfirmSeconds, 1, maxHoldSeconds ?? validate.LIMITS.maxHoldSeconds) ??
     Math.min(DEFAULT_BALLOT_CONFIRM_SECONDS, maxHoldSeconds ?? DEFAULT_BALLOT_CONFIRM_SECONDS);
   return { mode, entriesCloseAt, ballotConfirmSeconds };
+}
+
+/**
+ * Whose rows a rehearsal control must find alone in the campaign: the calling partner's (its test
+ * key may reset a test campaign or move its clock only where every allocation, hold, waitlist and
+ * ballot entry is its own — db/lockTestCampaign.ts checks under the campaign's gate); null for an
+ * operator, who may act whoever's rows are there.
+ */
+function rehearsingPartner(ctx: RequestContext): string | null {
+  return ctx.viewer.kind === 'partner' ? ctx.viewer.partnerId : null;
+}
+
+/** FORBIDDEN: a partner's test key on a test campaign where others have rows. Audited as a refusal (access.ts). */
+function sharedTestCampaign(id: string, what: string): GraphQLError {
+  return apiError(
+    ErrorCode.FORBIDDEN,
+    `Test campaign ${id} has allocations, holds or entries of other partners: a partner's test key may ${what} only when everything in it is its own. An operator's key can ${what}.`,
+  );
 }
