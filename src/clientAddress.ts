@@ -11,8 +11,12 @@
 // Which header: TRUST_PROXY_HEADER when set. Unset, whichever of `X-Forwarded-For` and `Forwarded`
 // is present — and when both are, neither is believed: a proxy sets one of them, and the client could
 // have forged the other with any address in it.
+//
+// The address is kept as the client wrote it (it is what the logs show); the limit counts on
+// addressKey's canonical form of it.
 import { isIP } from 'node:net';
 import type { IncomingHttpHeaders } from 'node:http';
+import ipaddr from 'ipaddr.js';
 import proxyAddr from 'proxy-addr';
 import type { Config } from './config';
 
@@ -114,4 +118,23 @@ export function nodeAddress(entry: string): string | undefined {
   if (port !== undefined && Number(port) > 65_535) return undefined;
   const address = bracketed ?? ipv4 ?? entry.trim();
   return isIP(address) ? address : undefined;
+}
+
+/** The prefix length an IPv6 client is counted by when none is configured (AUTH_FAILURE_IPV6_PREFIX). */
+export const DEFAULT_IPV6_PREFIX = 64;
+
+/**
+ * The key a client address is counted under by the failed-authentication limit: one spelling per
+ * client, so that a client cannot start a fresh count by writing its address another way. IPv4 as
+ * dotted decimal, an IPv4-mapped IPv6 address (`::ffff:10.0.0.1`) as the IPv4 address it maps; any
+ * other IPv6 address as its network of `ipv6Prefix` bits, lower-case and compressed (RFC 5952), with
+ * the length: `2001:db8::/64`. A /64 is what one subscriber is usually given, so every address in it
+ * is one client; the zone of a link-local address is dropped with the host bits. Anything that is
+ * not an address (`unknown`: a socket without one) is its own key.
+ */
+export function addressKey(address: string, ipv6Prefix = DEFAULT_IPV6_PREFIX): string {
+  if (!isIP(address)) return address;
+  const parsed = ipaddr.process(address);
+  if (parsed.kind() === 'ipv4') return parsed.toString();
+  return `${ipaddr.IPv6.networkAddressFromCIDR(`${address}/${ipv6Prefix}`).toString()}/${ipv6Prefix}`;
 }

@@ -35,6 +35,13 @@ export const ErrorCode = {
   UNAVAILABLE: 'UNAVAILABLE',
   /** The API key's rate limit (or the address's failed-authentication limit) is used up. HTTP 429, Retry-After. */
   RATE_LIMITED: 'RATE_LIMITED',
+  /**
+   * The operation is charged more points than the key can ever spend at once, so no wait would let
+   * it run: ask for less (smaller pages, fewer fields) or a higher rate limit. `extensions.points` is
+   * its charge, `extensions.allowance` the key's most (rateLimit.ts's keyBudget). HTTP 400, no
+   * Retry-After; nothing was spent or executed.
+   */
+  COST_EXCEEDS_ALLOWANCE: 'COST_EXCEEDS_ALLOWANCE',
   INTERNAL_SERVER_ERROR: 'INTERNAL_SERVER_ERROR',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -76,6 +83,17 @@ export function rateLimited(retryAfterSeconds: number, message: string): GraphQL
       http: { status: 429, headers: new Map([['retry-after', String(retryAfterSeconds)]]) },
     },
   });
+}
+
+/**
+ * HTTP 400 without Retry-After: the operation costs more than the key's whole allowance. Not a 429:
+ * waiting never helps, and clients retry a 429 on their own.
+ */
+export function costExceedsAllowance(points: number, allowance: number): GraphQLError {
+  return new GraphQLError(
+    `This operation is charged ${points} points, more than this API key can ever spend at once (${allowance}): it will never run for this key. Ask for smaller pages (first) or fewer fields, or for a higher rate limit.`,
+    { extensions: { code: ErrorCode.COST_EXCEEDS_ALLOWANCE, points, allowance, http: { status: 400 } } },
+  );
 }
 
 /** HTTP 503 with Retry-After: the database is busy or unreachable. Nothing was done; retrying is safe. */

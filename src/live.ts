@@ -10,10 +10,12 @@ import cluster from 'node:cluster';
 import { EventEmitter } from 'node:events';
 import type Redis from 'ioredis';
 import type { Logger } from './logger';
+import { DEFAULT_REDIS_KEY_PREFIX } from './redisKeys';
 
-const CHANNEL = 'tessera:campaign-changed';
+/** A campaign's figures may have changed. In Redis, the channel is this after the deployment's prefix (redisKeys.ts). */
+const CHANNEL = 'campaign-changed';
 /** A partner's key was revoked, rotated or changed: caches drop it, its sockets re-check it. */
-const KEY_CHANNEL = 'tessera:partner-key-changed';
+const KEY_CHANNEL = 'partner-key-changed';
 /** Per campaign, at most one published signal per this many ms (claims can arrive by thousands a second). */
 const PUBLISH_EVERY_MS = 100;
 
@@ -53,20 +55,23 @@ export function relayLiveUpdatesBetweenWorkers(): void {
  * `redis`: signals go through Redis pub/sub (every instance). Else `throughPrimary` (a cluster
  * worker): through the primary's relay to the other workers. Else in this process only.
  */
-export function createLiveUpdates(options: { redis?: Redis; throughPrimary?: boolean; logger: Logger }): LiveUpdates {
+export function createLiveUpdates(options: { redis?: Redis; redisKeyPrefix?: string; throughPrimary?: boolean; logger: Logger }): LiveUpdates {
   const local = new EventEmitter();
   local.setMaxListeners(0);
   const keys = new EventEmitter();
   keys.setMaxListeners(0);
   const pending = new Map<string, NodeJS.Timeout>();
   let subscriber: Redis | undefined;
+  const prefix = options.redisKeyPrefix ?? DEFAULT_REDIS_KEY_PREFIX;
+  const campaignChannel = `${prefix}${CHANNEL}`;
+  const keyChannel = `${prefix}${KEY_CHANNEL}`;
 
   if (options.redis) {
     // A subscribing connection cannot send other commands: a dedicated duplicate of the client.
     subscriber = options.redis.duplicate({ enableOfflineQueue: true });
     subscriber.on('error', (err) => options.logger.warn({ error: err.message }, 'redis subscriber error'));
-    subscriber.on('message', (channel: string, id: string) => (channel === KEY_CHANNEL ? keys.emit('changed', id) : local.emit(id)));
-    subscriber.subscribe(CHANNEL, KEY_CHANNEL).catch((err: Error) => options.logger.warn({ error: err.message }, 'redis subscribe failed'));
+    subscriber.on('message', (channel: string, id: string) => (channel === keyChannel ? keys.emit('changed', id) : local.emit(id)));
+    subscriber.subscribe(campaignChannel, keyChannel).catch((err: Error) => options.logger.warn({ error: err.message }, 'redis subscribe failed'));
   }
 
   const onPrimaryMessage = (message: unknown) => {
@@ -78,7 +83,7 @@ export function createLiveUpdates(options: { redis?: Redis; throughPrimary?: boo
 
   const signal = (campaignId: string) => {
     if (options.redis) {
-      options.redis.publish(CHANNEL, campaignId).catch(() => local.emit(campaignId));
+      options.redis.publish(campaignChannel, campaignId).catch(() => local.emit(campaignId));
       return;
     }
     local.emit(campaignId);
@@ -102,7 +107,7 @@ export function createLiveUpdates(options: { redis?: Redis; throughPrimary?: boo
     },
     keyChanged(partnerId) {
       keys.emit('changed', partnerId);
-      if (options.redis) options.redis.publish(KEY_CHANNEL, partnerId).catch(() => undefined);
+      if (options.redis) options.redis.publish(keyChannel, partnerId).catch(() => undefined);
       else if (options.throughPrimary && process.connected) process.send?.({ channel: KEY_CHANNEL, id: partnerId } satisfies ClusterSignal);
     },
     onKeyChanged(listener) {

@@ -25,7 +25,7 @@ import {
 } from 'graphql';
 import type { Viewer } from './auth';
 import { measureOperation, type OperationMeasure } from './cost';
-import { rateLimited } from './errors';
+import { costExceedsAllowance, rateLimited } from './errors';
 import { NoSkipOnSubscriptionRootRule } from './subscriptionRootRule';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
@@ -62,7 +62,10 @@ export interface OperationControls {
   validate(schema: GraphQLSchema, document: DocumentNode): readonly GraphQLError[];
   /** What the operation costs with these variables; throws GRAPHQL_VALIDATION_FAILED over GRAPHQL_MAX_COST. */
   measure(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown>): OperationMeasure;
-  /** Charges what `measure` found to the key's rate limit; throws RATE_LIMITED when that is spent. */
+  /**
+   * Charges what `measure` found to the key's rate limit; throws RATE_LIMITED when that is spent, and
+   * COST_EXCEEDS_ALLOWANCE when the charge is more than the key can ever spend at once.
+   */
   charge(viewer: Viewer | undefined, measured: OperationMeasure): Promise<void>;
   record(entry: OperationRecord): void;
 }
@@ -116,7 +119,9 @@ export function createOperationControls(options: { limits: DocumentLimits; rateL
       if (!key) return;
       const limit = viewer?.kind === 'partner' ? viewer.rateLimit : null;
       const verdict = await rateLimits.consume(key, points, limit);
-      if (!verdict.allowed) throw rateLimited(verdict.retryAfterSeconds, 'This API key has used its rate limit; retry after the given seconds.');
+      if (verdict.allowed) return;
+      if ('allowance' in verdict) throw costExceedsAllowance(points, verdict.allowance);
+      throw rateLimited(verdict.retryAfterSeconds, 'This API key has used its rate limit; retry after the given seconds.');
     },
     record(entry) {
       for (const code of entry.codes) metrics.graphqlErrors.inc({ code });

@@ -973,7 +973,7 @@ export type Partner = {
   /** When the partner's API key last authenticated a request (updated at most once a minute). */
   lastUsedAt?: Maybe<Scalars['DateTime']['output']>;
   name: Scalars['String']['output'];
-  /** Rate limit of the partner's key in points per second; null = the server's default (see docs/SECURITY.md). */
+  /** Rate limit of the partner's key in points per second; null = the server's default (see docs/SECURITY.md). An operation charged more than the key can ever spend at once (this rate or its burst, whichever is larger) is answered COST_EXCEEDS_ALLOWANCE. */
   rateLimit?: Maybe<Scalars['Int']['output']>;
   /** Set when the key was revoked: every request with it is UNAUTHENTICATED. */
   revokedAt?: Maybe<Scalars['DateTime']['output']>;

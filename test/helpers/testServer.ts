@@ -82,7 +82,7 @@ export async function startTestServer(
   options: {
     database?: Partial<Config['database']>;
     logger?: Logger;
-    config?: Partial<Pick<Config, 'env' | 'apiKeyCacheTtlMs' | 'holdSweepIntervalMs' | 'refusalFlushMs' | 'readReplicas' | 'claimBatchMax' | 'rateLimit' | 'graphql' | 'corsOrigins' | 'metricsToken' | 'webhooks' | 'trustProxy' | 'websocket'>>;
+    config?: Partial<Pick<Config, 'env' | 'apiKeyCacheTtlMs' | 'holdSweepIntervalMs' | 'refusalFlushMs' | 'readReplicas' | 'claimBatchMax' | 'rateLimit' | 'graphql' | 'corsOrigins' | 'metricsToken' | 'webhooks' | 'trustProxy' | 'websocket' | 'redisKeyPrefix'>>;
     redis?: Redis;
     /** Use this database instead of a fresh one (several servers on one database). */
     databaseUrl?: string;
