@@ -8,7 +8,7 @@
 // compression, certificates) itself; what is read here is what decides whether tracing is on, which
 // exporter, the sampler, the batch processor's limits and the service's name.
 
-/** How spans leave the process: OTLP over HTTP (protobuf or JSON), or one JSON line each on stdout. */
+/** How spans leave the process: OTLP over HTTP (protobuf or JSON), or one JSON line each in the log on stdout (logExporter.ts). */
 export type TracesExporter = { kind: 'otlp'; protocol: 'http/protobuf' | 'http/json' } | { kind: 'console' };
 
 export interface TracingConfig {

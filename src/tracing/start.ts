@@ -2,19 +2,20 @@
 // variables): the W3C trace context propagator (traceparent, tracestate), the sampler and the tail
 // rule (sampling.ts), ids from a pool (ids.ts), and the export: OTLP over HTTP with protobuf
 // through Tessera's batch processor, which encodes each span as it ends (otlpBatches.ts), or JSON
-// or the console through the SDK's — the OTLP transport reading its own OTEL_EXPORTER_OTLP_*
-// variables. Tests pass an exporter of their own (the SDK's in-memory one) and get each span as it
-// ends.
+// through the SDK's, the OTLP transport reading its own OTEL_EXPORTER_OTLP_* variables, or the
+// console: one JSON line a span in the log (logExporter.ts), through the SDK's. Tests pass an
+// exporter of their own (the SDK's in-memory one) and get each span as it ends.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { diag, DiagLogLevel, propagation } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter as OTLPJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor, TracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace';
-import type { Logger } from '../logger';
+import { BatchSpanProcessor, SimpleSpanProcessor, TracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace';
+import { createLogger, type Logger } from '../logger';
 import type { TracingConfig } from './config';
 import { PooledIdGenerator } from './ids';
+import { LogSpanExporter } from './logExporter';
 import { OtlpBatchProcessor } from './otlpBatches';
 import { useTracer } from './index';
 import { headSampler, KeepFailures } from './sampling';
@@ -60,7 +61,10 @@ export function startTracing(config: TracingConfig, options: { logger?: Logger; 
     ? new SimpleSpanProcessor({ exporter: options.exporter })
     : config.exporter.kind === 'otlp' && config.exporter.protocol === 'http/protobuf'
       ? new OtlpBatchProcessor(config.batch)
-      : new BatchSpanProcessor({ exporter: config.exporter.kind === 'console' ? new ConsoleSpanExporter() : new OTLPJsonExporter(), ...config.batch });
+      : new BatchSpanProcessor({
+          exporter: config.exporter.kind === 'console' ? new LogSpanExporter(logger ?? createLogger({ env: 'production' })) : new OTLPJsonExporter(),
+          ...config.batch,
+        });
   const provider = new TracerProvider({
     sampler: headSampler(config.ratio, config.parentBased),
     idGenerator: new PooledIdGenerator(),
