@@ -1721,11 +1721,17 @@ CREATE OR REPLACE FUNCTION public.tessera_extend_hold(p_campaign_id uuid, p_allo
 AS $function$
 DECLARE
     longest INTERVAL;
+    offer_window INTERVAL;
+    confirm_window INTERVAL;
     held allocations%ROWTYPE;
     v_now TIMESTAMPTZ;
     v_expires TIMESTAMPTZ;
+    v_cap TIMESTAMPTZ;
 BEGIN
-    SELECT make_interval(secs => cp.max_hold_seconds) INTO longest FROM campaigns cp WHERE cp.id = p_campaign_id;
+    SELECT make_interval(secs => cp.max_hold_seconds), make_interval(secs => cp.waitlist_offer_seconds),
+           make_interval(secs => COALESCE(cp.ballot_confirm_seconds, 900))
+      INTO longest, offer_window, confirm_window
+      FROM campaigns cp WHERE cp.id = p_campaign_id;
     SELECT * INTO held FROM allocations a
      WHERE a.campaign_id = p_campaign_id AND a.id = p_allocation_id AND a.status = 'HELD'
        FOR UPDATE;
@@ -1734,7 +1740,11 @@ BEGIN
         RETURN;
     END IF;
     v_expires := GREATEST(held.expires_at, v_now + make_interval(secs => p_ttl_seconds));
-    IF longest IS NOT NULL AND v_expires > held.allocated_at + longest THEN
+    -- LEAST ignores NULLs: no max_hold_seconds and no window leave no cap.
+    v_cap := held.allocated_at + LEAST(longest,
+                 CASE WHEN held.waitlist_entry_id IS NOT NULL THEN offer_window
+                      WHEN held.ballot_entry_id IS NOT NULL THEN confirm_window END);
+    IF v_cap IS NOT NULL AND v_expires > GREATEST(held.expires_at, v_cap) THEN
         RETURN;
     END IF;
     RETURN QUERY

@@ -139,7 +139,7 @@ export const CLAIM_MESSAGES: Record<ClaimErrorCode, string> = {
   NOT_HELD: 'The allocation is not held.',
   PARTNER_QUOTA_REACHED: "The partner's quota in this campaign is reached.",
   INSUFFICIENT_TICKETS: 'Fewer tickets are available than the quantity asked; nothing was allocated.',
-  HOLD_EXTENSION_LIMIT: "The hold would last past its creation plus the campaign's maxHoldSeconds; it was not extended.",
+  HOLD_EXTENSION_LIMIT: "The hold would last past its creation plus the campaign's maxHoldSeconds — or, for a waitlist offer or a ballot win, plus its window (waitlistOfferSeconds, ballotConfirmSeconds); it was not extended.",
   ALL_ALLOTTED: 'Nothing is available to this partner now; tickets allotted to other partners may return when their allotments lapse.',
   NOT_SOLD_OUT: 'A ticket is available to this partner: claim it instead of joining the waitlist.',
   NOT_WAITLISTED: 'The entry is no longer waiting or offered.',

@@ -1,7 +1,8 @@
-// extendHold: a HELD allocation's expires_at moved to max(expires_at, now + ttl), never past
-// allocated_at + the campaign's max_hold_seconds, through tessera_extend_hold (prisma/functions/:
-// the row locked and checked against the database clock, then written). If nothing was extended,
-// the allocation is read afresh to say why.
+// extendHold: a HELD allocation's expires_at moved to max(expires_at, now + ttl), never past the
+// hold's cap — allocated_at + the campaign's max_hold_seconds, and for a waitlist offer's or a ballot
+// win's hold allocated_at + its window if that is earlier — through tessera_extend_hold
+// (prisma/functions/: the row locked and checked against the database clock, then written). If
+// nothing was extended, the allocation is read afresh to say why.
 import { Prisma } from '../generated/prisma/client';
 import type { Db } from './client';
 import { ALLOCATION_COLUMNS, toAllocation, type AllocationRow } from './allocationRow';

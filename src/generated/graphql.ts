@@ -202,7 +202,7 @@ export type Campaign = {
   allotments: Array<Allotment>;
   /** BALLOT campaigns, from the opening (null before, and for FIRST_COME): the seed's commitment; the seed and digest once drawn. */
   ballot?: Maybe<Ballot>;
-  /** BALLOT: how long a winner's hold lasts; null for FIRST_COME. */
+  /** BALLOT: how long a winner's hold lasts: it ends by its allocatedAt + this however it is extended (extendHold answers HOLD_EXTENSION_LIMIT). null for FIRST_COME. */
   ballotConfirmSeconds?: Maybe<Scalars['Int']['output']>;
   /**
    * Admin: every entry; a partner sees its own (first: 0 to 100, default 20). Entry order before the
@@ -244,7 +244,7 @@ export type Campaign = {
   waitlist: WaitlistEntryConnection;
   /** The number of WAITING entries. */
   waitlistLength: Scalars['Int']['output'];
-  /** How long a waitlist offer is held for its entry to confirm (never past maxHoldSeconds). */
+  /** How long a waitlist offer is held for its entry to confirm (never past maxHoldSeconds): an offer's holds end by their allocatedAt + this however they are extended (extendHold answers HOLD_EXTENSION_LIMIT). */
   waitlistOfferSeconds: Scalars['Int']['output'];
 };
 
@@ -383,7 +383,7 @@ export type ClaimErrorCode =
   /** perHolderLimit would be exceeded for this partner's holder. */
   | 'HOLDER_LIMIT_REACHED'
   | 'HOLD_EXPIRED'
-  /** extendHold past the campaign's maxHoldSeconds, counted from the hold's creation. */
+  /** extendHold past the hold's cap, counted from its creation (allocatedAt): the campaign's maxHoldSeconds, and for a waitlist offer's or a ballot win's hold its window (waitlistOfferSeconds, ballotConfirmSeconds), whichever ends first. */
   | 'HOLD_EXTENSION_LIMIT'
   /** Same idempotency key, different request. */
   | 'IDEMPOTENCY_KEY_REUSED'
@@ -431,7 +431,7 @@ export type ClaimTicketsPayload = {
 };
 
 export type CreateCampaignInput = {
-  /** BALLOT only, 1 to 2,592,000 and at most maxHoldSeconds: how long a winner's hold lasts. Default 900 (or maxHoldSeconds, if lower). */
+  /** BALLOT only, 1 to 2,592,000 and at most maxHoldSeconds: how long a winner's hold lasts — it ends by then however it is extended. Default 900 (or maxHoldSeconds, if lower). */
   ballotConfirmSeconds?: InputMaybe<Scalars['Int']['input']>;
   /** Must be after opensAt when both are given. */
   closesAt?: InputMaybe<Scalars['DateTime']['input']>;
@@ -452,7 +452,7 @@ export type CreateCampaignInput = {
   releasePolicy?: InputMaybe<ReleasePolicy>;
   /** true: a test campaign (see Campaign.test). Fixed at creation. Default false. */
   test?: InputMaybe<Scalars['Boolean']['input']>;
-  /** 1 to 2,592,000, and at most maxHoldSeconds: how long a waitlist offer is held. Default 900 (or maxHoldSeconds, if lower). */
+  /** 1 to 2,592,000, and at most maxHoldSeconds: how long a waitlist offer is held — its holds end by then however they are extended. Default 900 (or maxHoldSeconds, if lower). */
   waitlistOfferSeconds?: InputMaybe<Scalars['Int']['input']>;
 };
 
@@ -658,8 +658,11 @@ export type Mutation = {
   /**
    * The holding partner, or admin. expiresAt = max(expiresAt, now + ttlSeconds) on a hold that has not
    * expired, checked and written in one step against the database clock. ttlSeconds is 1 to 86,400.
-   * HOLD_EXTENSION_LIMIT past allocatedAt + the campaign's maxHoldSeconds (nothing changes),
-   * HOLD_EXPIRED on an expired hold, NOT_HELD on a confirmed or released allocation.
+   * HOLD_EXTENSION_LIMIT (nothing changes) when that would move expiresAt past the hold's cap, counted
+   * from allocatedAt: the campaign's maxHoldSeconds, and for a waitlist offer's hold waitlistOfferSeconds,
+   * for a ballot win's ballotConfirmSeconds, whichever ends first — an offer or a win ends by its window
+   * however it is extended. HOLD_EXPIRED on an expired hold, NOT_HELD on a confirmed or released
+   * allocation.
    */
   extendHold: ClaimTicketPayload;
   /** Admin. Up to 1,000,000 random codes per call, each starting with prefix (at most 64 characters). */
@@ -1216,7 +1219,7 @@ export type UpdateCampaignInput = {
   perHolderLimit?: InputMaybe<Scalars['Int']['input']>;
   /** DRAFT only: a release policy is chosen before the campaign opens, and fixed once it does (tickets already returned went where the old one said). INVALID_TRANSITION on an OPEN campaign; WAITLIST_FIRST is refused for a BALLOT campaign. */
   releasePolicy?: InputMaybe<ReleasePolicy>;
-  /** As in createCampaign, at most maxHoldSeconds; offers made from now on. */
+  /** As in createCampaign, at most maxHoldSeconds; offers made from now on (extendHold holds every offer to the window as it is when extending). */
   waitlistOfferSeconds?: InputMaybe<Scalars['Int']['input']>;
 };
 

@@ -52,7 +52,8 @@ export class AllocationRecordService {
 
   /**
    * A hold's expiry moved to max(expiresAt, now + ttlSeconds), within the campaign's maxHoldSeconds
-   * (db/extendHold.ts). The admin may extend any hold, a partner only its own.
+   * and, for a waitlist offer's or a ballot win's hold, within its window (db/extendHold.ts). The
+   * admin may extend any hold, a partner only its own.
    */
   async extend(ctx: RequestContext, allocationId: string, ttlSeconds: number): Promise<ClaimResult> {
     let ttl: number;
