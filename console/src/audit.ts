@@ -1,6 +1,8 @@
 // The audit log: every admin mutation, webhook change and refused call, newest first, filtered by
-// operation, outcome, actor and time, a page at a time.
+// operation, outcome, actor and time, a page at a time; the campaigns an entry acted on by name
+// (read for the whole page at once), each linked, with its id beside it.
 import { gql } from './api';
+import { campaignIds, readCampaignNames, type CampaignName } from './campaignNames';
 import { screen } from './shell';
 import { fmt, fromLocalInput, h, problem, rowsOr, table, when, ZONE } from './ui';
 
@@ -36,6 +38,21 @@ function argumentsCell(args: unknown): HTMLElement {
   );
 }
 
+/** The campaigns an entry names: each by its name, linked, its id in the title and in short below. */
+function campaignsCell(ids: string[], names: Map<string, CampaignName | null>): HTMLElement {
+  return h('td.audit-campaign', { 'data-testid': 'audit-campaign' },
+    ...ids.map((id) => {
+      const known = names.get(id);
+      const label = known === undefined ? id : known === null ? 'deleted campaign' : known.name;
+      return h('div', {},
+        known === null ? h('span', { title: `Campaign id ${id}` }, label) : h('a', { href: `#/campaigns/${id}`, title: `Campaign id ${id}` }, label),
+        known?.test ? h('span.test-mark', {}, 'TEST') : '',
+        h('small', { 'data-testid': 'audit-campaign-id' }, id),
+      );
+    }),
+  );
+}
+
 /** Who acted, in words: the operator key's name and role, the partner's name, or the admin key. */
 const who = (e: Entry) => (e.operator ? `${e.operator.name} (${e.operator.role})` : e.partner ? `partner ${e.partner.name}` : e.actor === 'admin' ? 'admin key' : e.actor);
 
@@ -52,6 +69,7 @@ export async function auditLog(): Promise<void> {
   const more = h('button.secondary', { type: 'button', hidden: true, 'data-testid': 'more', 'data-read': true }, 'Older entries') as HTMLButtonElement;
   let cursor: string | null = null;
   let generation = 0;
+  const names = new Map<string, CampaignName | null>();
   const load = async (append: boolean) => {
     const mine = append ? generation : ++generation;
     try {
@@ -65,19 +83,24 @@ export async function auditLog(): Promise<void> {
       });
       if (mine !== generation) return;
       const page = data.auditLog;
+      const ids = page.edges.map(({ node: e }) => campaignIds(e.operation, e.arguments));
+      // Names are a help: without them (an error) the ids show as they are.
+      const named = await readCampaignNames(ids.flat(), names).then(() => null, (error: unknown) => error);
+      if (mine !== generation) return;
       cursor = page.pageInfo.endCursor;
-      status.replaceChildren();
-      const rows = page.edges.map(({ node: e }) =>
+      status.replaceChildren(...(named ? [problem(named)] : []));
+      const rows = page.edges.map(({ node: e }, i) =>
         h('tr', {},
           h('td', {}, when(e.at)),
           h('td', { title: e.actor }, who(e)),
           h('td', {}, e.operation),
+          ids[i]!.length ? campaignsCell(ids[i]!, names) : h('td', {}, '—'),
           h('td', {}, h(`span.status.${e.outcome === 'OK' ? 'open' : 'closed'}`, {}, e.outcome)),
           h('td.args', {}, argumentsCell(e.arguments)),
         ),
       );
       if (append) body.append(...rows);
-      else body.replaceChildren(...rowsOr(rows, 5, 'Nothing in the audit log matches these filters.'));
+      else body.replaceChildren(...rowsOr(rows, 6, 'Nothing in the audit log matches these filters.'));
       count.textContent = `${page.totalCount.toLocaleString('en-US')} ${page.totalCount === 1 ? 'entry' : 'entries'}`;
       more.hidden = !page.pageInfo.hasNextPage;
     } catch (error) {
@@ -99,7 +122,7 @@ export async function auditLog(): Promise<void> {
     ),
     count,
     status,
-    table(['When', 'Who', 'Operation', 'Outcome', 'Arguments'], body),
+    table(['When', 'Who', 'Operation', 'Campaign', 'Outcome', 'Arguments'], body),
     more,
   );
   await load(false);

@@ -1,27 +1,32 @@
-// Campaign screens: the list with fill bars, the new-campaign form, and a campaign's page — its id,
-// live figures, claims and refusals per minute, partners, allocations (search, release, export),
-// allotments, waitlist or ballot, editing, and loading tickets. Every time is shown with its zone.
-import uPlot from 'uplot';
+// Campaign screens: the list with fill bars (and, in Test mode, purging test data), the
+// new-campaign form, and a campaign's page — its id, live figures, claims and refusals per minute
+// (timeline.ts), partners, allocations (search, release, export), allotments, waitlist or ballot
+// (after the draw: the ranking leads, without the chart or loading), editing, loading tickets, and
+// test mode's controls (rehearsal.ts). Controls are shown only to roles that may use them. Every
+// time is shown with its zone.
 import { EXPORT_QUERY, HEADER, csvRow } from '../../bin/csv';
 import { gql, session, subscription } from './api';
+import { advanceClockForm, purgeControl, testCopyForm } from './rehearsal';
 import { onLeave, screen } from './shell';
+import { timelineChart, type TimelinePoint } from './timeline';
 import {
   action,
-  canWrite,
   copyable,
   fmt,
   fromLocalInput,
-  guardForm,
   h,
+  may,
+  notForRole,
   pager,
   pct,
+  present,
   problem,
   rowsOr,
+  stackRow,
   table,
   toLocalInput,
   when,
   ZONE,
-  zoneAt,
 } from './ui';
 
 export interface Stats {
@@ -61,19 +66,32 @@ interface CampaignRow {
   id: string;
   name: string;
   status: string;
+  createdAt: string;
   stats: Stats;
+}
+
+/** The empty list's sentence: the controls that make a campaign, for a key that may use them. */
+function emptyList(test: boolean): string {
+  if (!may()) return test ? 'No test campaigns.' : 'No campaigns yet.';
+  return test
+    ? 'No test campaigns. "New campaign" makes one while Test mode is on; "Test copy…" on a live campaign\'s page copies it.'
+    : 'No campaigns yet. "New campaign" above makes the first.';
 }
 
 export async function campaigns(): Promise<void> {
   const body = h('tbody');
   const status = h('div');
   const test = session.testMode;
-  screen(h('h1', {}, test ? 'Test campaigns' : 'Campaigns'), status, table(['Name', 'Status', 'Fill', 'Allocated', 'Total'], body, { class: 'campaigns' }));
+  let listed: CampaignRow[] = [];
+  // Purging is an OPERATOR's (purgeTestData), on the list it empties: the test campaigns.
+  const purge = test && may() ? purgeControl(() => listed, () => refresh()) : null;
+  screen(h('h1', {}, test ? 'Test campaigns' : 'Campaigns'), purge, status, table(['Name', 'Status', 'Fill', 'Allocated', 'Total'], body, { class: 'campaigns' }));
   const refresh = async () => {
     try {
       // Test mode lists test campaigns only, live mode live ones only (the API's campaigns(test:)).
-      const data = await gql<{ campaigns: { edges: { node: CampaignRow }[] } }>(`query($test: Boolean) { campaigns(first: 100, test: $test) { edges { node { id name status stats { ${STATS} } } } } }`, { test });
+      const data = await gql<{ campaigns: { edges: { node: CampaignRow }[] } }>(`query($test: Boolean) { campaigns(first: 100, test: $test) { edges { node { id name status createdAt stats { ${STATS} } } } } }`, { test });
       status.replaceChildren();
+      listed = data.campaigns.edges.map((e) => e.node);
       const rows = data.campaigns.edges.map(({ node }) =>
         h(
           'tr',
@@ -85,7 +103,7 @@ export async function campaigns(): Promise<void> {
           h('td', {}, fmt(node.stats.total)),
         ),
       );
-      body.replaceChildren(...rowsOr(rows, 5, test ? 'No test campaigns. "New campaign" makes one while Test mode is on; createTestCopy copies a live one.' : 'No campaigns yet. "New campaign" above makes the first.'));
+      body.replaceChildren(...rowsOr(rows, 5, emptyList(test)));
     } catch (error) {
       status.replaceChildren(problem(error));
     }
@@ -126,6 +144,7 @@ const numberInput = (id: string, testid: string, placeholder: string, max: strin
   h('input', { id, name: id, type: 'number', min: '1', max, step: '1', placeholder, 'data-testid': testid }) as HTMLInputElement;
 
 export function newCampaign(): void {
+  if (!may()) return screen(h('h1', {}, 'New campaign'), notForRole('create campaigns'));
   const name = h('input', { id: 'f-name', name: 'name', required: true, maxlength: '200', 'data-testid': 'campaign-name' }) as HTMLInputElement;
   const fields = windowFields();
   const mode = h('select', { id: 'f-mode', name: 'mode', 'data-testid': 'campaign-mode' },
@@ -207,7 +226,7 @@ export function newCampaign(): void {
     status,
   );
   sync();
-  screen(h('h1', {}, session.testMode ? 'New test campaign' : 'New campaign'), guardForm(form));
+  screen(h('h1', {}, session.testMode ? 'New test campaign' : 'New campaign'), form);
 }
 
 interface LatestAllocation {
@@ -249,7 +268,7 @@ interface CampaignDetail {
   entriesCloseAt: string | null;
   ballotConfirmSeconds: number | null;
   ballot: BallotFigures | null;
-  timeline: { at: string; allocated: number; cumulative: number; refused: number; refusals: { code: string; count: number }[] }[];
+  timeline: TimelinePoint[];
   partnerStats: { partner: { name: string }; allocated: number; held: number; quota: number | null }[];
   allocations: { totalCount: number; edges: { node: LatestAllocation }[] };
 }
@@ -288,6 +307,9 @@ interface Connection<T> {
   pageInfo: { hasNextPage: boolean; endCursor: string | null };
   edges: { cursor: string; node: T }[];
 }
+
+/** Latest allocations' columns: Release only for a key that may release. */
+const LATEST_HEADINGS = () => ['#', 'Code', 'Holder', 'Partner', 'Status', ...(may() ? ['Release'] : [])];
 
 const PAGE_SIZE = 20;
 const WAITLIST_FIELDS = 'holder quantity status position createdAt offer { expiresAt status }';
@@ -343,8 +365,7 @@ function windowText(c: CampaignDetail): (Node | string)[] {
 export async function campaign(id: string): Promise<void> {
   const figures = h('dl.figures', { 'data-testid': 'figures' });
   const bar = h('div', { 'data-testid': 'live-bar' });
-  const chart = h('div.chart', { 'data-testid': 'timeline', role: 'img', 'aria-label': 'Claims and refusals per minute' });
-  const chartEmpty = h('p.empty', { 'data-testid': 'timeline-empty', hidden: true }, 'No claims yet: the chart starts with the first claim or refusal.');
+  const chart = timelineChart();
   const partnersBody = h('tbody');
   const latest = h('tbody', { 'data-testid': 'latest' });
   const latestCount = h('p.meta');
@@ -449,30 +470,35 @@ export async function campaign(id: string): Promise<void> {
   const idLine = h('p.meta', {}, 'Campaign id ', copyable(id, 'campaign-id', 'Copy id'));
   const meta = h('p.meta');
   const editSlot = h('div');
-  const loadSection = h('section', { 'data-testid': 'load-section' }, h('h2', {}, 'Load tickets'), loadTicketsForm(id));
+  const loadSection = may() ? h('section', { 'data-testid': 'load-section' }, h('h2', {}, 'Load tickets'), loadTicketsForm(id)) : null;
   const search = searchSection(id, () => void showDetail());
   const liveSection = h('section', {}, h('h2', {}, 'Live'), bar, figures);
-  const chartZone = h('p.meta', { 'data-testid': 'timeline-zone', hidden: true }, `Each bar is a minute; times in ${ZONE}.`);
-  const chartSection = h('section', {}, h('h2', {}, 'Claims and refusals per minute'), chartZone, chart, chartEmpty);
   const columns = h('section.columns', {},
     h('div', {}, h('h2', {}, 'Partners'), table(['Partner', 'Allocated', 'Held', 'Quota'], partnersBody)),
-    h('div', {}, h('h2', {}, 'Latest allocations'), latestCount, table(['#', 'Code', 'Holder', 'Partner', 'Status', 'Action'], latest)),
+    h('div', { 'data-testid': 'latest-section' }, h('h2', {}, 'Latest allocations'), latestCount, table(LATEST_HEADINGS(), latest, {}, { stacked: true })),
   );
   const allotmentSection = h('section', {}, h('h2', {}, 'Allotments'), table(['Partner', 'Size', 'Used', 'Remaining', 'Lapses'], allotments));
   const body = h('div');
   screen(h('p', {}, h('a', { href: '#/campaigns' }, '← Campaigns')), title, idLine, meta, actions, actionStatus, editSlot, body);
 
-  let plot: uPlot | null = null;
-  let chartNow = 0;
-  let lastStatus: string | null = null;
-  const place = (status: string) => {
-    // A DRAFT campaign is set up first: loading tickets leads, the (empty) figures follow.
-    if (status === lastStatus) return;
-    lastStatus = status;
+  let placed: string | null = null;
+  const place = (c: CampaignDetail) => {
+    const drawn = c.mode === 'BALLOT' && Boolean(c.ballot?.drawnAt);
+    if (`${c.status} ${drawn}` === placed) return;
+    placed = `${c.status} ${drawn}`;
+    // Loading tickets is for a campaign still to give them: not a CLOSED one, nor a drawn ballot.
+    const load = c.status === 'CLOSED' || drawn ? null : loadSection;
     body.replaceChildren(
-      ...(status === 'DRAFT'
-        ? [loadSection, liveSection, ballotSection, chartSection, columns, search, allotmentSection, waitlistSection]
-        : [liveSection, ballotSection, chartSection, columns, search, allotmentSection, waitlistSection, loadSection]),
+      ...present(
+        // A DRAFT campaign is set up first: loading tickets leads, the (empty) figures follow.
+        ...(c.status === 'DRAFT'
+          ? [load, liveSection, ballotSection, chart.section, columns, search, allotmentSection, waitlistSection]
+          : drawn
+            ? // After the draw: the ranking and the winners' holds lead; no claims chart (a ballot takes
+              // no claims) and no loading.
+              [ballotSection, liveSection, columns, search, allotmentSection]
+            : [liveSection, ballotSection, chart.section, columns, search, allotmentSection, waitlistSection, load]),
+      ),
     );
   };
 
@@ -486,7 +512,7 @@ export async function campaign(id: string): Promise<void> {
       return;
     }
     title.replaceChildren(c.name, c.test ? h('span.test-mark', { 'data-testid': 'test-mark' }, 'TEST') : '');
-    place(c.status);
+    place(c);
     meta.replaceChildren(
       h(`span.status.${c.status.toLowerCase()}`, { 'data-testid': 'status' }, c.status),
       ' · ',
@@ -500,15 +526,17 @@ export async function campaign(id: string): Promise<void> {
       c.test ? h('span', { 'data-testid': 'test-clock' }, ' · test clock ', when(c.testClock)) : '',
     );
     actions.replaceChildren(
+      ...present(
       c.mode === 'BALLOT' && c.status === 'OPEN' && !c.ballot?.drawnAt ? action('Draw', { 'data-testid': 'draw', onclick: () => draw(c.ballot?.entryCount ?? 0) }) : '',
       c.status === 'DRAFT' ? action('Open', { 'data-testid': 'open', onclick: () => transition('openCampaign', 'Open this campaign for claims?') }) : '',
       c.status !== 'CLOSED' ? action('Edit', { class: 'secondary', 'data-testid': 'edit', onclick: () => edit(c) }) : '',
       c.status !== 'CLOSED' ? action('Close', { class: 'danger', 'data-testid': 'close', onclick: () => transition('closeCampaign', 'Close this campaign? No claim will be served after this.') }) : '',
-      // Rehearsal controls: test campaigns only.
-      c.test ? action('Advance clock…', { class: 'secondary', 'data-testid': 'advance-clock', onclick: () => void advanceClock() }) : '',
+      // Test mode's controls: a live campaign is copied; a test campaign's clock moves, or it resets.
+      c.test ? '' : action('Test copy…', { class: 'secondary', 'data-testid': 'test-copy', onclick: () => panel(testCopyForm({ id, name: c.name, total: c.stats.total }, closePanel)) }),
+      c.test ? action('Advance clock…', { class: 'secondary', 'data-testid': 'advance-clock', onclick: () => panel(advanceClockForm(id, clockMoved, closePanel)) }) : '',
       c.test ? action('Reset', { class: 'secondary', 'data-testid': 'reset-test', onclick: () => void resetTest() }) : '',
+      ),
     );
-    loadSection.hidden = c.status === 'CLOSED';
     partnersBody.replaceChildren(
       ...rowsOr(
         c.partnerStats.map((p) => h('tr', {}, h('td', {}, p.partner.name), h('td', {}, fmt(p.allocated)), h('td', {}, fmt(p.held)), h('td', {}, p.quota === null ? 'none' : fmt(p.quota)))),
@@ -530,9 +558,9 @@ export async function campaign(id: string): Promise<void> {
       : 'No waitlist: released tickets do not go to a waitlist under this release policy.';
     waitlistTable.hidden = !hasWaitlist;
     // `#` is the allocation's sequence: the campaign's own number, 1 for its first, as in the CSV export.
-    latest.replaceChildren(...rowsOr(c.allocations.edges.map(({ node }) => allocationRow(node)), 6, 'No allocations yet.'));
+    latest.replaceChildren(...rowsOr(c.allocations.edges.map(({ node }) => allocationRow(node)), LATEST_HEADINGS().length, 'No allocations yet.'));
     latestCount.textContent = c.allocations.totalCount > 0 ? `${fmt(c.allocations.totalCount)} allocations in all, released ones included.` : '';
-    drawChart(c);
+    chart.draw(c);
     // The waitlist's and the ballot's current pages, read again.
     const waitlistRead =
       hasWaitlist && c.mode !== 'BALLOT'
@@ -545,13 +573,13 @@ export async function campaign(id: string): Promise<void> {
   };
 
   const allocationRow = (a: LatestAllocation) =>
-    h('tr', { 'data-testid': `allocation-${a.id}` },
+    stackRow(LATEST_HEADINGS(), { 'data-testid': `allocation-${a.id}` },
       h('td', {}, String(a.sequence)),
       h('td.code', {}, a.ticket.code),
       h('td', {}, a.holder),
       h('td', {}, a.partner.name),
       h('td', {}, a.status),
-      h('td', {}, a.status === 'ACTIVE' || a.status === 'HELD' ? action('Release', { class: 'secondary', 'data-testid': `release-${a.id}`, onclick: () => release(a) }) : ''),
+      ...(may() ? [h('td', {}, a.status === 'ACTIVE' || a.status === 'HELD' ? action('Release', { class: 'secondary', 'data-testid': `release-${a.id}`, 'aria-label': `Release ${a.ticket.code}`, onclick: () => release(a) }) : '')] : []),
     );
 
   const release = async (a: LatestAllocation) => {
@@ -562,51 +590,6 @@ export async function campaign(id: string): Promise<void> {
     } catch (error) {
       actionStatus.replaceChildren(problem(error));
     }
-  };
-
-  const drawChart = (c: CampaignDetail) => {
-    chartEmpty.hidden = c.timeline.length > 0;
-    chart.hidden = c.timeline.length === 0;
-    chartZone.hidden = chart.hidden;
-    if (c.timeline.length === 0) return;
-    // x: minutes before now (the last 10 at least), so a sale of a few minutes is not drawn on an
-    // axis of years; labels give the clock time.
-    const now = Math.floor(Date.now() / 60_000);
-    chartNow = now;
-    const minutes = c.timeline.map((p) => Math.floor(Date.parse(p.at) / 60_000) - now);
-    const series: uPlot.AlignedData = [minutes, c.timeline.map((p) => p.allocated), c.timeline.map((p) => p.refused), c.timeline.map((p) => p.cumulative)];
-    chart.setAttribute('aria-label', `Claims and refusals per minute: ${fmt(c.timeline.reduce((n, p) => n + p.allocated, 0))} allocated, ${fmt(c.timeline.reduce((n, p) => n + p.refused, 0))} refused`);
-    if (plot) return plot.setData(series);
-    // The labels follow the latest data's "now" (the chart is drawn once and fed new data after).
-    const clock = (offset: number) => new Date((chartNow + offset) * 60_000).toLocaleTimeString('en-GB', { hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
-    // An axis as wide as its longest label: "120,000" must not be clipped to "0,000".
-    const fit = (_u: uPlot, values: string[] | null) => 16 + 8 * Math.max(3, ...(values ?? []).map((v) => String(v).length));
-    const counts = (_u: uPlot, ticks: number[]) => ticks.map((t) => (Number.isInteger(t) ? fmt(t) : ''));
-    plot = new uPlot(
-      {
-        width: Math.min(900, chart.clientWidth || 900),
-        height: 220,
-        legend: { live: false },
-        series: [
-          { label: `Minute, ${ZONE}` },
-          { label: 'Allocated', stroke: '#1d4ed8', fill: 'rgba(37,99,235,0.35)', paths: uPlot.paths.bars!({ size: [0.4, 30], align: -1 }) },
-          { label: 'Refused', stroke: '#b91c1c', fill: 'rgba(220,38,38,0.30)', paths: uPlot.paths.bars!({ size: [0.4, 30], align: 1 }) },
-          { label: 'Total allocated', stroke: '#15803d', width: 2, scale: 'total', points: { show: true } },
-        ],
-        axes: [
-          { values: (_u, ticks) => ticks.map(clock), space: 56, label: `Minute, ${zoneAt(new Date())}`, labelSize: 20 },
-          { values: counts, size: fit, label: 'per minute' },
-          { scale: 'total', side: 1, values: counts, size: fit, grid: { show: false }, label: 'total' },
-        ],
-        scales: {
-          x: { time: false, range: (_u, min) => [Math.min(Number.isFinite(min) ? min : 0, -10) - 0.5, 0.5] },
-          y: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.1] },
-          total: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.1] },
-        },
-      },
-      series,
-      chart,
-    );
   };
 
   const showBallot = async (c: CampaignDetail) => {
@@ -723,7 +706,7 @@ export async function campaign(id: string): Promise<void> {
       h('div.actions', {}, h('button', { type: 'submit', 'data-testid': 'save' }, 'Save'), h('button.secondary', { type: 'button', onclick: () => editSlot.replaceChildren() }, 'Cancel')),
       status,
     );
-    editSlot.replaceChildren(guardForm(form));
+    editSlot.replaceChildren(form);
     name.focus();
   };
 
@@ -737,16 +720,16 @@ export async function campaign(id: string): Promise<void> {
     }
   };
 
-  const advanceClock = async () => {
-    const answer = prompt('Move this test campaign\'s clock forward by how many seconds? (Holds and offers expire, allotments lapse, the window moves.)', '600');
-    if (answer === null) return;
-    try {
-      await gql('mutation($id: ID!, $s: Int!) { advanceTestClock(campaignId: $id, seconds: $s) { campaign { id } } }', { id, s: Number(answer) });
-      actionStatus.replaceChildren(h('p', { role: 'status' }, `The clock moved ${answer} s forward.`));
-      await showDetail();
-    } catch (error) {
-      actionStatus.replaceChildren(problem(error));
-    }
+  // One in-page form at a time under the actions: editing, a test copy, the test clock.
+  const closePanel = () => editSlot.replaceChildren();
+  const panel = (form: HTMLElement) => {
+    actionStatus.replaceChildren();
+    editSlot.replaceChildren(form);
+  };
+  const clockMoved = async (message: string) => {
+    closePanel();
+    actionStatus.replaceChildren(h('p', { role: 'status', 'data-testid': 'clock-moved' }, message));
+    await showDetail();
   };
 
   const resetTest = async () => {
@@ -823,7 +806,8 @@ function searchSection(campaignId: string, changed: () => void): HTMLElement {
   const field = h('select', { id: 's-field', 'data-testid': 'search-field' }, h('option', { value: 'holder' }, 'Holder'), h('option', { value: 'code' }, 'Ticket code')) as HTMLSelectElement;
   const value = h('input', { id: 's-value', type: 'search', required: true, maxlength: '256', 'data-testid': 'search-value' }) as HTMLInputElement;
   const results = h('tbody', { 'data-testid': 'search-results' });
-  const resultTable = table(['Code', 'Holder', 'Partner', 'Status', 'Allocated', 'Action'], results);
+  const headings = ['Code', 'Holder', 'Partner', 'Status', 'Allocated', ...(may() ? ['Release'] : [])];
+  const resultTable = table(headings, results, {}, { stacked: true });
   resultTable.hidden = true;
   const status = h('div');
   const exportStatus = h('span.meta', { 'data-testid': 'export-status', role: 'status' });
@@ -837,13 +821,13 @@ function searchSection(campaignId: string, changed: () => void): HTMLElement {
       results.replaceChildren(
         ...rowsOr(
           page.edges.map(({ node: a }) =>
-            h('tr', {},
+            stackRow(headings, {},
               h('td.code', {}, a.ticket.code),
               h('td', {}, a.holder),
               h('td', {}, a.partner.name),
               h('td', {}, a.status),
               h('td', {}, when(a.allocatedAt)),
-              h('td', {}, a.status === 'ACTIVE' || a.status === 'HELD'
+              ...(may() ? [h('td', {}, a.status === 'ACTIVE' || a.status === 'HELD'
                 ? action('Release', { class: 'secondary', 'data-testid': `search-release-${a.id}`, onclick: async () => {
                     if (!confirm(`Release ticket ${a.ticket.code} of ${a.holder}?`)) return;
                     try {
@@ -854,10 +838,10 @@ function searchSection(campaignId: string, changed: () => void): HTMLElement {
                       status.replaceChildren(problem(error));
                     }
                   } })
-                : ''),
+                : '')] : []),
             ),
           ),
-          6,
+          headings.length,
           `No allocation of ${field.value === 'holder' ? 'holder' : 'ticket'} "${value.value}".`,
         ),
       );
@@ -971,5 +955,5 @@ function loadTicketsForm(campaignId: string): HTMLElement {
     progress,
     status,
   );
-  return canWrite() ? form : guardForm(form);
+  return form;
 }

@@ -1,5 +1,6 @@
 // Operator keys (OWNER only): the list, a new key with its role (shown once, with a copy button),
-// and revocation. Other roles see the page with its controls disabled, saying why.
+// and revocation. Other roles are not led here (the header leaves the page out); reached by its
+// address, it says that only an OWNER key can see operator keys, with no control.
 import { gql, session } from './api';
 import { screen } from './shell';
 import { action, copyable, guardForm, h, problem, rowsOr, table, when } from './ui';

@@ -3,7 +3,7 @@
 // quotas and allotments per campaign.
 import { gql } from './api';
 import { screen } from './shell';
-import { action, copyable, fmt, fromLocalInput, guardForm, h, problem, rowsOr, table, when, ZONE } from './ui';
+import { action, copyable, fmt, fromLocalInput, guardForm, h, may, present, problem, rowsOr, table, when, ZONE } from './ui';
 
 interface Partner {
   id: string;
@@ -73,7 +73,7 @@ export async function partners(): Promise<void> {
             ),
           ),
           6,
-          'No partners yet. Create one above: its key is shown once.',
+          may() ? 'No partners yet. Create one above: its key is shown once.' : 'No partners yet.',
         ),
       );
     } catch (error) {
@@ -128,15 +128,19 @@ export async function partner(id: string): Promise<void> {
     title.textContent = p.name;
     meta.replaceChildren('Partner id ', copyable(p.id, 'partner-id', 'Copy id'), ' · created ', when(p.createdAt), ' · last used ', when(p.lastUsedAt, 'never'));
     keyActions.replaceChildren(
+      ...present(
       keyState(p),
       action('Rotate key', { class: 'secondary', 'data-testid': 'rotate', onclick: () => void rotate(p) }),
       p.revokedAt ? '' : action('Revoke key', { class: 'danger', 'data-testid': 'revoke', onclick: () => void revoke(p) }),
+      ),
     );
     const t = p.testKey;
     testKeyActions.replaceChildren(
+      ...present(
       t ? h('span', { 'data-testid': 'test-key-prefix' }, h('code', {}, `${t.prefix}_…`), ' ', t.revokedAt ? h('span.status.closed', {}, 'revoked') : h('span.status.open', {}, 'active'), ' · last used ', when(t.lastUsedAt, 'never')) : h('span', {}, 'No test key yet.'),
       action(t ? 'Rotate test key' : 'Issue test key', { class: 'secondary', 'data-testid': 'rotate-test', onclick: () => void rotateTest(p) }),
       t && !t.revokedAt ? action('Revoke test key', { class: 'danger', 'data-testid': 'revoke-test', onclick: () => void revokeTest(p) }) : '',
+      ),
     );
     rateSlot.replaceChildren(rateForm(p));
     scopeSlot.replaceChildren(scopeForm(p, all));
@@ -155,7 +159,7 @@ export async function partner(id: string): Promise<void> {
         ),
       );
     termsBody.replaceChildren(...rowsOr(rows, 7, 'No allocations, quota or allotment in any campaign yet.'));
-    termsSlot.replaceChildren(termsForm(p, all));
+    termsSlot.replaceChildren(...present(termsForm(p, all)));
   };
 
   const rotate = async (p: Partner) => {
@@ -202,10 +206,12 @@ export async function partner(id: string): Promise<void> {
     }
   };
 
-  const rateForm = (p: Partner) => {
+  const rateForm = (p: Partner): HTMLElement => {
+    const current = p.rateLimit === null ? 'the server default' : `${fmt(p.rateLimit)} points per second`;
+    if (!may()) return h('p', { 'data-testid': 'rate-limit-text' }, `Its key may spend ${current} (a claim costs 5, a read 1).`);
     const points = h('input', { id: 'r-points', type: 'number', min: '1', max: '1000000', placeholder: 'server default', value: p.rateLimit === null ? '' : String(p.rateLimit), 'data-testid': 'rate-limit' }) as HTMLInputElement;
     const status = h('span', { role: 'status' });
-    return guardForm(h('form.inline', {
+    return h('form.inline', {
       onsubmit: async (e: Event) => {
         e.preventDefault();
         try {
@@ -215,10 +221,14 @@ export async function partner(id: string): Promise<void> {
           status.replaceChildren(problem(error));
         }
       },
-    }, h('label', { for: 'r-points' }, 'Points per second (a claim costs 5, a read 1; empty: the server default)'), points, h('button', { type: 'submit', 'data-testid': 'save-rate-limit' }, 'Save'), status));
+    }, h('label', { for: 'r-points' }, 'Points per second (a claim costs 5, a read 1; empty: the server default)'), points, h('button', { type: 'submit', 'data-testid': 'save-rate-limit' }, 'Save'), status);
   };
 
-  const scopeForm = (p: Partner, all: CampaignTerms[]) => {
+  const scopeForm = (p: Partner, all: CampaignTerms[]): HTMLElement => {
+    if (!may()) {
+      const names = all.filter((c) => p.campaignScope?.includes(c.id)).map((c) => c.name);
+      return h('p', { 'data-testid': 'scope-text' }, p.campaignScope === null ? 'Every campaign, including future ones.' : names.length ? `Only: ${names.join(', ')}.` : 'No campaign: outside its scope the key is answered as if a campaign did not exist.');
+    }
     const every = h('input', { id: 's-every', type: 'checkbox', 'data-testid': 'scope-every', ...(p.campaignScope === null ? { checked: true } : {}) }) as HTMLInputElement;
     const boxes = all.map((c) => {
       const box = h('input', { id: `s-${c.id}`, type: 'checkbox', value: c.id, ...(p.campaignScope?.includes(c.id) ? { checked: true } : {}) }) as HTMLInputElement;
@@ -228,7 +238,7 @@ export async function partner(id: string): Promise<void> {
     const sync = () => boxes.forEach((b) => (b.box.disabled = every.checked));
     every.addEventListener('change', sync);
     sync();
-    return guardForm(h('form.stack', {
+    return h('form.stack', {
       onsubmit: async (e: Event) => {
         e.preventDefault();
         const ids = every.checked ? null : boxes.filter((b) => b.box.checked).map((b) => b.box.value);
@@ -244,7 +254,7 @@ export async function partner(id: string): Promise<void> {
     h('p.meta', {}, 'Outside these campaigns the key is answered as if they did not exist. New campaigns are included only with "every campaign".'),
     h('label.check', { for: 's-every' }, every, ' Every campaign, including future ones'),
     list,
-    h('div.actions', {}, h('button', { type: 'submit', 'data-testid': 'save-scope' }, 'Save'))));
+    h('div.actions', {}, h('button', { type: 'submit', 'data-testid': 'save-scope' }, 'Save')));
   };
 
   const termsForm = (p: Partner, all: CampaignTerms[]) => {

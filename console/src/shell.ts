@@ -5,7 +5,7 @@ import { auditLog } from './audit';
 import { campaign, campaigns, newCampaign } from './campaigns';
 import { operatorKeys } from './operators';
 import { partner, partners } from './partners';
-import { h, problem, READ_ONLY_REASON, type Child } from './ui';
+import { h, may, problem, READ_ONLY_REASON, type Child } from './ui';
 import { webhookDeliveries, webhooks } from './webhooks';
 
 let teardown: (() => void) | null = null;
@@ -46,11 +46,12 @@ export function screen(...children: Child[]): void {
       h('a.brand', { href: '#/campaigns' }, 'Tessera'),
       h('nav', { 'aria-label': 'Console' },
         link('#/campaigns', 'Campaigns'),
-        link('#/new', 'New campaign'),
+        // Pages whose only purpose is a change are left out for a role that cannot make it.
+        may() ? link('#/new', 'New campaign') : null,
         link('#/partners', 'Partners'),
         link('#/audit', 'Audit log'),
         link('#/webhooks', 'Webhooks'),
-        link('#/operators', 'Operator keys'),
+        may('owner') ? link('#/operators', 'Operator keys') : null,
         h('a', { href: '/graphql' }, 'GraphiQL'),
       ),
       liveIndicator(),

@@ -1,6 +1,6 @@
 // The console's building blocks, plain DOM: elements, numbers and times (always with their time
-// zone), readable errors, empty states, copy buttons, and controls that a VIEWER key sees disabled
-// with the reason.
+// zone), readable errors, empty states, copy buttons, and controls shown only to the roles that may
+// use them (a VIEWER reads; the header's banner says so once, rather than a disabled button each).
 import { ApiError, session } from './api';
 
 export type Child = Node | string | null | undefined | false;
@@ -19,6 +19,9 @@ export function h(tag: string, attrs: Record<string, string | ((e: Event) => voi
   for (const c of children) if (c !== null && c !== undefined && c !== false) el.append(c);
   return el;
 }
+
+/** Children for replaceChildren: what h() would leave out (null, '' from a ternary's other side…) left out. */
+export const present = (...children: Child[]): (Node | string)[] => children.filter((c): c is Node | string => c !== null && c !== undefined && c !== false && c !== '');
 
 export const fmt = (n: number) => n.toLocaleString('en-US');
 export const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
@@ -101,11 +104,30 @@ export function problem(error: unknown): HTMLElement {
 
 /**
  * A table in a box that scrolls sideways on a narrow screen (a named region a keyboard can reach
- * and scroll), with a "nothing yet" row when empty (rowsOr).
+ * and scroll), with a "nothing yet" row when empty (rowsOr). A `stacked` table scrolls nowhere: on
+ * a narrow screen each row becomes a card of "heading: value" lines (style.css), every column on
+ * the screen; its rows are made with stackRow. Its elements keep their table roles explicitly, as
+ * a table shown as blocks loses them in some browsers.
  */
-export function table(headings: string[], body: HTMLElement, attrs: Record<string, string> = {}): HTMLElement {
+export function table(headings: string[], body: HTMLElement, attrs: Record<string, string> = {}, options: { stacked?: boolean } = {}): HTMLElement {
   const label = attrs['aria-label'] ?? `Table: ${headings.filter(Boolean).join(', ')}`;
+  if (options.stacked) {
+    body.setAttribute('role', 'rowgroup');
+    const t = h('table.stacked', { ...attrs, role: 'table', 'aria-label': label },
+      h('thead', { role: 'rowgroup' }, h('tr', { role: 'row' }, ...headings.map((x) => h('th', { scope: 'col', role: 'columnheader' }, x)))),
+      body);
+    return h('div.stacked-box', {}, t);
+  }
   return h('div.scroll', { tabindex: '0', role: 'region', 'aria-label': label }, h('table', attrs, h('thead', {}, h('tr', {}, ...headings.map((t) => h('th', { scope: 'col' }, t)))), body));
+}
+
+/** A stacked table's row: each cell labelled with its column's heading (shown beside it on a narrow screen). */
+export function stackRow(headings: string[], attrs: Record<string, string>, ...cells: HTMLElement[]): HTMLElement {
+  cells.forEach((cell, i) => {
+    cell.setAttribute('role', 'cell');
+    if (headings[i]) cell.dataset.label = headings[i];
+  });
+  return h('tr', { role: 'row', ...attrs }, ...cells);
 }
 
 /** Rows, or one row saying there is nothing yet. */
@@ -141,31 +163,27 @@ export const canWrite = () => session.role !== 'VIEWER';
 export const READ_ONLY_REASON = 'Read-only: this key has the VIEWER role, which can see everything but change nothing.';
 
 /**
- * A button that changes something: disabled, with the reason in its title and for screen readers,
- * when the key cannot write (or `needs` says the role is not enough).
+ * What a control needs, as schema.graphql's @requires says: `write` is @requires(role: OPERATOR)
+ * (OPERATOR and OWNER; also the operator side of @audited fields, which refuse a VIEWER), `owner`
+ * is @requires(role: OWNER).
  */
-export function action(label: string, attrs: Record<string, string | ((e: Event) => void) | boolean>, needs: 'write' | 'owner' = 'write'): HTMLButtonElement {
-  const allowed = needs === 'owner' ? session.role === 'OWNER' : canWrite();
-  const reason = needs === 'owner' ? 'Only an OWNER key can manage operator keys.' : READ_ONLY_REASON;
-  const button = h('button', { type: 'button', ...attrs }, label) as HTMLButtonElement;
-  if (!allowed) {
-    button.disabled = true;
-    button.title = reason;
-  }
-  return button;
+export type Need = 'write' | 'owner';
+export const may = (needs: Need = 'write') => (needs === 'owner' ? session.role === 'OWNER' : canWrite());
+
+/** A button that changes something, or null for a key whose role may not use it: it is not shown. */
+export function action(label: string, attrs: Record<string, string | ((e: Event) => void) | boolean>, needs: Need = 'write'): HTMLButtonElement | null {
+  if (!may(needs)) return null;
+  return h('button', { type: 'button', ...attrs }, label) as HTMLButtonElement;
 }
 
-/** Disables every control of a form for a key that cannot write, and says why above it. */
-export function guardForm(form: HTMLElement, needs: 'write' | 'owner' = 'write'): HTMLElement {
-  const allowed = needs === 'owner' ? session.role === 'OWNER' : canWrite();
-  if (allowed) return form;
-  const reason = needs === 'owner' ? 'Only an OWNER key can manage operator keys.' : READ_ONLY_REASON;
-  for (const control of form.querySelectorAll('input, select, textarea, button')) {
-    (control as HTMLInputElement).disabled = true;
-    (control as HTMLElement).title = reason;
-  }
-  form.prepend(h('p.readonly-note', { 'data-testid': 'read-only' }, needs === 'owner' ? reason : 'Disabled: the VIEWER role cannot change this.'));
-  return form;
+/** A form that changes something, or null for a key whose role may not use it: it is not shown. */
+export function guardForm(form: HTMLElement, needs: Need = 'write'): HTMLElement | null {
+  return may(needs) ? form : null;
+}
+
+/** What a page shows instead of a form its key cannot use (a page reached by its address). */
+export function notForRole(what: string, needs: Need = 'write'): HTMLElement {
+  return h('p.readonly-note', { 'data-testid': 'read-only' }, needs === 'owner' ? `Only an OWNER key can ${what}.` : `A VIEWER key cannot ${what}: it reads only.`);
 }
 
 /** A value shown once (a key, a webhook secret): copy it now, it is never shown again. */

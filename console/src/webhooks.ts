@@ -3,7 +3,7 @@
 // status filter, paging and "Send again" (redeliverWebhook). Plain DOM through h(), no innerHTML.
 import { gql } from './api';
 import { screen } from './shell';
-import { action, fmt, guardForm, h, problem, shownOnce, when } from './ui';
+import { action, fmt, guardForm, h, may, problem, shownOnce, when } from './ui';
 
 interface Endpoint {
   id: string;
@@ -70,13 +70,13 @@ export async function webhooks(): Promise<void> {
   const table = h(
     'table.webhooks',
     { 'data-testid': 'webhooks' },
-    h('thead', {}, h('tr', {}, ...['URL', 'Events', 'Partner', 'Enabled', 'Created', 'Action'].map((t) => h('th', { scope: 'col' }, t)))),
+    h('thead', {}, h('tr', {}, ...['URL', 'Events', 'Partner', 'Enabled', 'Created', may() ? 'Action' : ''].filter(Boolean).map((t) => h('th', { scope: 'col' }, t)))),
     body,
   );
   const status = h('div');
   const created = h('div');
   const form = createForm(created, () => load());
-  screen(h('h1', {}, 'Webhooks'), h('section', {}, h('h2', {}, 'New endpoint'), form, created), h('h2', {}, 'Endpoints'), status, h('div.scroll', {}, table));
+  screen(h('h1', {}, 'Webhooks'), form ? h('section', {}, h('h2', {}, 'New endpoint'), form, created) : created, h('h2', {}, 'Endpoints'), status, h('div.scroll', {}, table));
 
   const remove = async (e: Endpoint) => {
     if (!confirm(`Delete the endpoint ${e.url} (${owner(e)})? Nothing more is sent to it, and its pending deliveries become FAILED. It cannot be undone.`)) return;
@@ -94,7 +94,7 @@ export async function webhooks(): Promise<void> {
       const data = await gql<{ webhooks: Endpoint[] }>(ENDPOINTS);
       table.hidden = data.webhooks.length === 0;
       if (data.webhooks.length === 0) {
-        status.replaceChildren(h('p.empty', { 'data-testid': 'webhooks-empty' }, 'No webhook endpoints yet — create one above: its signing secret is shown once.'));
+        status.replaceChildren(h('p.empty', { 'data-testid': 'webhooks-empty' }, may() ? 'No webhook endpoints yet — create one above: its signing secret is shown once.' : 'No webhook endpoints yet.'));
         body.replaceChildren();
         return;
       }
@@ -109,7 +109,7 @@ export async function webhooks(): Promise<void> {
             h('td', {}, owner(e)),
             h('td', {}, e.enabled ? 'yes' : 'no'),
             h('td', {}, when(e.createdAt)),
-            h('td', {}, action('Delete', { class: 'danger', 'data-testid': `delete-${e.id}`, 'aria-label': `Delete the endpoint ${e.url}`, onclick: () => void remove(e) })),
+            may() ? h('td', {}, action('Delete', { class: 'danger', 'data-testid': `delete-${e.id}`, 'aria-label': `Delete the endpoint ${e.url}`, onclick: () => void remove(e) })) : null,
           ),
         ),
       );
@@ -122,7 +122,8 @@ export async function webhooks(): Promise<void> {
 }
 
 /** The new-endpoint form: URL, events, and whose endpoint it is (a partner's, or the operator's). */
-function createForm(created: HTMLElement, changed: () => Promise<void>): HTMLElement {
+function createForm(created: HTMLElement, changed: () => Promise<void>): HTMLElement | null {
+  if (!may()) return null;
   const url = h('input', { id: 'w-url', type: 'url', required: true, maxlength: '2048', placeholder: 'https://example.com/tessera', 'data-testid': 'webhook-url' }) as HTMLInputElement;
   const partner = h('select', { id: 'w-partner', 'data-testid': 'webhook-partner' }, h('option', { value: '' }, 'Operator endpoint (every event)')) as HTMLSelectElement;
   const boxes = EVENTS.map(([event, meaning]) => {
@@ -200,7 +201,7 @@ export async function webhookDeliveries(endpointId: string): Promise<void> {
       h(
         'tr',
         {},
-        ...['Created', 'Event', 'Event id', 'Status', 'Attempts', 'Last HTTP status', 'Last error', 'Next attempt / delivered at', 'Action'].map((t) => h('th', { scope: 'col' }, t)),
+        ...['Created', 'Event', 'Event id', 'Status', 'Attempts', 'Last HTTP status', 'Last error', 'Next attempt / delivered at', may() ? 'Action' : ''].filter(Boolean).map((t) => h('th', { scope: 'col' }, t)),
       ),
     ),
     body,
@@ -235,13 +236,14 @@ export async function webhookDeliveries(endpointId: string): Promise<void> {
         {},
         d.status === 'DELIVERED' && d.deliveredAt ? h('span', {}, 'delivered ', when(d.deliveredAt)) : d.status === 'PENDING' && d.nextAttemptAt ? h('span', {}, 'next ', when(d.nextAttemptAt)) : '—',
       ),
-      h('td', {}, d.status === 'PENDING' ? '' : sendAgain(d)),
+      may() ? h('td', {}, d.status === 'PENDING' ? '' : sendAgain(d)) : null,
     );
     return tr;
   };
 
-  const sendAgain = (d: Delivery): HTMLElement => {
+  const sendAgain = (d: Delivery): HTMLElement | string => {
     const button = action('Send again', { 'data-testid': `redeliver-${d.id}` });
+    if (!button) return '';
     button.addEventListener('click', async () => {
       button.disabled = true;
       try {
