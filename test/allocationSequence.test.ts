@@ -5,10 +5,10 @@
 // (bin/tessera.js export) and the webhook events carry the same number. Each campaign draws from a
 // sequence of its own (prisma/functions/tessera_allocation_sequence.sql).
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { tempDir } from './helpers/tempDirs';
 import { ADMIN_KEY, CLAIM, startTestServer, type ClaimPayload, type TestServer } from './helpers/testServer';
 
 const run = promisify(execFile);
@@ -92,7 +92,7 @@ test('the CSV export numbers each allocation as the API does', async () => {
   const campaignId = await server.openCampaignWith(6);
   for (let i = 0; i < 5; i += 1) await claim(partner.apiKey, campaignId, `e${i}`);
   const { stdout } = await run(process.execPath, [BIN, 'export', '--campaign', campaignId, '--url', server.url.replace(/\/graphql$/, ''), '--key', ADMIN_KEY], {
-    cwd: mkdtempSync(path.join(tmpdir(), 'tessera-export-')),
+    cwd: tempDir('tessera-export-'),
   });
   const lines = stdout.trim().split('\n');
   expect(lines[0]!.startsWith('sequence,allocation_id,')).toBe(true);

@@ -5,11 +5,11 @@
 // of the real server delays, holds or drops chosen requests.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { tempDir } from './helpers/tempDirs';
 import { ADMIN_KEY, CLAIM, startTestServer, type TestServer } from './helpers/testServer';
 import { sleep, until } from './helpers/time';
 
@@ -50,7 +50,7 @@ function start(args: string[], options: RunOptions = {}): { child: ChildProcess;
   delete env.ADMIN_API_KEY;
   const started = Date.now();
   const child = spawn(process.execPath, [options.bin ?? BIN, ...args], {
-    cwd: options.cwd ?? tempDir(),
+    cwd: options.cwd ?? cliDir(),
     env: { ...env, ...options.env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
@@ -81,7 +81,7 @@ function start(args: string[], options: RunOptions = {}): { child: ChildProcess;
 
 const tessera = (args: string[], options: RunOptions = {}): Promise<Run> => start(args, options).done;
 
-const tempDir = () => mkdtempSync(path.join(tmpdir(), 'tessera-cli-'));
+const cliDir = () => tempDir('tessera-cli-');
 
 /** The lines of stderr that are messages (not progress bars). */
 const messages = (run: Run) => run.stderr.split('\n').filter((line) => line.startsWith('tessera:'));
@@ -242,7 +242,7 @@ afterAll(async () => {
 
 describe('the happy paths', () => {
   test('tessera load reads a CSV in batches, counts duplicates, and reports its progress', async () => {
-    const file = codesFile(tempDir(), ['code,comment', ...Array.from({ length: 25_000 }, (_, i) => `CLI-${i},"row ${i}"`), 'CLI-7,duplicate']);
+    const file = codesFile(cliDir(), ['code,comment', ...Array.from({ length: 25_000 }, (_, i) => `CLI-${i},"row ${i}"`), 'CLI-7,duplicate']);
     const campaignId = await server.createCampaign();
     const run = await tessera(['load', '--campaign', campaignId, '--file', file, '--url', base, '--key', ADMIN_KEY, '--batch', '4000']);
     expectSuccess(run);
@@ -263,7 +263,7 @@ describe('the happy paths', () => {
   });
 
   test('tessera export writes every allocation as a CSV row', async () => {
-    const out = path.join(tempDir(), 'allocations.csv');
+    const out = path.join(cliDir(), 'allocations.csv');
     const run = await tessera(['export', '--campaign', bigCampaign, '--out', out, '--url', base, '--key', ADMIN_KEY]);
     expectSuccess(run);
     expect(run.stderr).toMatch(new RegExp(`230 allocations exported to ${out}`));
@@ -342,7 +342,7 @@ describe('the API key', () => {
   const exportWith = (options: RunOptions, args: string[] = []) => tessera(['export', '--campaign', bigCampaign, '--url', base, ...args], options);
 
   test('without --key, TESSERA_API_KEY or .tessera/admin-api-key the command names all three places and exits 2', async () => {
-    const cwd = tempDir();
+    const cwd = cliDir();
     const run = await exportWith({ cwd });
     expectOneError(run, 2, /^tessera: no API key: pass --key <key>, set TESSERA_API_KEY, or run from the directory where `npm start` wrote \.tessera\/admin-api-key/);
     expect(run.stderr).toContain(path.join(cwd, '.tessera', 'admin-api-key'));
@@ -352,7 +352,7 @@ describe('the API key', () => {
   });
 
   test('the key is read from .tessera/admin-api-key in the current directory, as npm start writes it in development', async () => {
-    const cwd = tempDir();
+    const cwd = cliDir();
     mkdirSync(path.join(cwd, '.tessera'));
     writeFileSync(path.join(cwd, '.tessera', 'admin-api-key'), `${ADMIN_KEY}\n`, { mode: 0o600 });
     const run = await exportWith({ cwd });
@@ -361,7 +361,7 @@ describe('the API key', () => {
   });
 
   test('TESSERA_API_KEY comes before the key file, and --key before both', async () => {
-    const cwd = tempDir();
+    const cwd = cliDir();
     mkdirSync(path.join(cwd, '.tessera'));
     writeFileSync(path.join(cwd, '.tessera', 'admin-api-key'), `${ADMIN_KEY}\n`);
     const envFirst = await exportWith({ cwd, env: { TESSERA_API_KEY: BAD_KEY } });
@@ -376,7 +376,7 @@ describe('the API key', () => {
   });
 
   test('a refused key is reported with the server code and message and where the key came from', async () => {
-    const cwd = tempDir();
+    const cwd = cliDir();
     mkdirSync(path.join(cwd, '.tessera'));
     writeFileSync(path.join(cwd, '.tessera', 'admin-api-key'), `${BAD_KEY}\n`);
     const fromFile = await tessera(['load', '--campaign', randomUUID(), '--file', '-', '--url', base], { cwd, input: 'A1\n' });
@@ -386,7 +386,7 @@ describe('the API key', () => {
   test("a partner's key is told that loading needs the admin key", async () => {
     const partner = await server.createPartner('Loader');
     const campaignId = await server.createCampaign();
-    const file = codesFile(tempDir(), ['P-1', 'P-2']);
+    const file = codesFile(cliDir(), ['P-1', 'P-2']);
     const run = await tessera(['load', '--campaign', campaignId, '--file', file, '--url', base, '--key', partner.apiKey]);
     expectOneError(run, 1, /^tessera: the API key from --key is not allowed to do this; the admin key is needed \(FORBIDDEN: This operation needs an operator key with the OPERATOR role \(or the admin key\)\.\)/);
   });
@@ -394,7 +394,7 @@ describe('the API key', () => {
 
 describe('errors end the process at once, with one message', () => {
   test('tessera load with an unknown campaign says so and exits 1 without starting its progress bar', async () => {
-    const file = codesFile(tempDir(), ['A-1', 'A-2']);
+    const file = codesFile(cliDir(), ['A-1', 'A-2']);
     for (const id of [randomUUID(), 'not-a-campaign-id']) {
       const run = await tessera(['load', '--campaign', id, '--file', file, '--url', base, '--key', ADMIN_KEY]);
       expectOneError(run, 1, new RegExp(`^tessera: no campaign ${id} at ${server.url} \\(check --campaign\\)$`));
@@ -410,10 +410,10 @@ describe('errors end the process at once, with one message', () => {
   });
 
   test('an unreachable server is named with the reason, for load and export alike', async () => {
-    const file = codesFile(tempDir(), ['A-1']);
+    const file = codesFile(cliDir(), ['A-1']);
     const load = await tessera(['load', '--campaign', randomUUID(), '--file', file, '--url', 'http://127.0.0.1:1', '--key', ADMIN_KEY]);
     expectOneError(load, 1, /^tessera: could not reach http:\/\/127\.0\.0\.1:1\/graphql: connection refused$/);
-    const out = path.join(tempDir(), 'allocations.csv');
+    const out = path.join(cliDir(), 'allocations.csv');
     const exported = await tessera(['export', '--campaign', randomUUID(), '--out', out, '--url', 'http://127.0.0.1:1/graphql', '--key', ADMIN_KEY]);
     expectOneError(exported, 1, /^tessera: could not reach http:\/\/127\.0\.0\.1:1\/graphql: connection refused; .* was not written$/);
     expect(existsSync(out)).toBe(false);
@@ -441,7 +441,7 @@ describe('errors end the process at once, with one message', () => {
     const { port } = silent.address() as net.AddressInfo;
     try {
       const url = `http://127.0.0.1:${port}`;
-      const file = codesFile(tempDir(), ['A-1']);
+      const file = codesFile(cliDir(), ['A-1']);
       const load = await tessera(['load', '--campaign', randomUUID(), '--file', file, '--url', url, '--key', ADMIN_KEY, '--timeout', '1']);
       expectOneError(load, 1, new RegExp(`^tessera: no answer from ${url}/graphql within 1 s \\(--timeout\\)$`));
       expect(load.ms).toBeGreaterThanOrEqual(1000);
@@ -455,7 +455,7 @@ describe('errors end the process at once, with one message', () => {
 
   test('a load that fails part-way stops at once, names the line, says how far it got, and can simply be run again', async () => {
     const campaignId = await server.createCampaign();
-    const dir = tempDir();
+    const dir = cliDir();
     // Zero-padded: the codes' sorted order (the order the CLI sends them) is the file's.
     const codes = Array.from({ length: 3000 }, (_, i) => `PART-${String(i).padStart(4, '0')}`);
     const broken = [...codes];
@@ -483,7 +483,7 @@ describe('load order', () => {
     const codes = Array.from({ length: 2500 }, (_, i) => `ORD-${String(i).padStart(4, '0')}`);
     // Shuffled, with a repeat: two windows of 1,200 and one of 101 codes.
     const shuffled = [...codes].sort(() => Math.random() - 0.5);
-    const file = codesFile(tempDir(), ['code', ...shuffled, shuffled[0]!]);
+    const file = codesFile(cliDir(), ['code', ...shuffled, shuffled[0]!]);
     const batches: string[][] = [];
     const proxy = await startProxy((_n, body) => {
       const { variables } = JSON.parse(body) as { variables?: { codes?: string[] } };
@@ -506,7 +506,7 @@ describe('load order', () => {
       // A bad code sorted into the middle of a window is still reported by its line.
       const badLine = shuffled.indexOf('ORD-0700') + 2; // after the header, 1-based
       shuffled[badLine - 2] = `ORD-0700${'Z'.repeat(200)}`;
-      const broken = codesFile(tempDir(), ['code', ...shuffled]);
+      const broken = codesFile(cliDir(), ['code', ...shuffled]);
       const other = await server.createCampaign();
       const failed = await tessera(['load', '--campaign', other, '--file', broken, '--url', base, '--key', ADMIN_KEY, '--batch', '500', '--concurrency', '1'], { env });
       expectOneError(failed, 1, /^tessera: BAD_USER_INPUT: codes\[\d+\] must be 1 to 128 characters/);
@@ -520,7 +520,7 @@ describe('load order', () => {
 describe('a busy server', () => {
   test('a 503 answer with Retry-After is asked again, and the load completes with nothing lost or doubled', async () => {
     const campaignId = await server.createCampaign();
-    const file = codesFile(tempDir(), Array.from({ length: 3000 }, (_, i) => `BUSY-${i}`));
+    const file = codesFile(cliDir(), Array.from({ length: 3000 }, (_, i) => `BUSY-${i}`));
     let loads = 0;
     const proxy = await startProxy((_n, body) => (body.includes('loadTickets') && ++loads % 2 === 1 ? 'busy' : 'forward'));
     try {
@@ -549,7 +549,7 @@ describe('a busy server', () => {
 describe('progress and interruption', () => {
   test('the load progress bar counts codes the server has acknowledged, not bytes read', async () => {
     const campaignId = await server.createCampaign();
-    const file = codesFile(tempDir(), Array.from({ length: 5000 }, (_, i) => `BAR-${i}`));
+    const file = codesFile(cliDir(), Array.from({ length: 5000 }, (_, i) => `BAR-${i}`));
     // Each loadTickets answer takes 800 ms: the whole file is read long before the load is done.
     const proxy = await startProxy(async (_n, body) => {
       if (body.includes('loadTickets')) await sleep(800);
@@ -582,7 +582,7 @@ describe('progress and interruption', () => {
 
   test('an interrupted load stops its progress bar and says how many codes were loaded', async () => {
     const campaignId = await server.createCampaign();
-    const file = codesFile(tempDir(), Array.from({ length: 3000 }, (_, i) => `INT-${i}`));
+    const file = codesFile(cliDir(), Array.from({ length: 3000 }, (_, i) => `INT-${i}`));
     let loads = 0;
     const proxy = await startProxy((_n, body) => (body.includes('loadTickets') && ++loads > 1 ? 'hold' : 'forward'));
     try {
@@ -603,7 +603,7 @@ describe('progress and interruption', () => {
 
 describe('export writes nothing it has not read', () => {
   test('export with a refused key creates no file, keeps an existing one, and writes nothing to standard output', async () => {
-    const dir = tempDir();
+    const dir = cliDir();
     const fresh = path.join(dir, 'fresh.csv');
     const run = await tessera(['export', '--campaign', bigCampaign, '--out', fresh, '--url', base, '--key', BAD_KEY]);
     expectOneError(run, 1, /^tessera: the API key from --key was refused .*UNAUTHENTICATED.*; .*fresh\.csv was not written$/);
@@ -622,7 +622,7 @@ describe('export writes nothing it has not read', () => {
   });
 
   test('export of an unknown campaign says so and writes nothing', async () => {
-    const dir = tempDir();
+    const dir = cliDir();
     const out = path.join(dir, 'allocations.csv');
     const id = randomUUID();
     const run = await tessera(['export', '--campaign', id, '--out', out, '--url', base, '--key', ADMIN_KEY]);
@@ -635,7 +635,7 @@ describe('export writes nothing it has not read', () => {
 
   test('export that fails after its first page leaves no file behind (and says standard output is incomplete)', async () => {
     const proxy = await startProxy((n) => (n === 1 ? 'forward' : 'drop'));
-    const dir = tempDir();
+    const dir = cliDir();
     const out = path.join(dir, 'allocations.csv');
     try {
       const run = await tessera(['export', '--campaign', bigCampaign, '--out', out, '--url', proxy.url, '--key', ADMIN_KEY]);
@@ -657,7 +657,7 @@ describe('export writes nothing it has not read', () => {
 
   test('an interrupted export removes its temporary file and leaves no output file', async () => {
     const proxy = await startProxy((n) => (n === 1 ? 'forward' : 'hold'));
-    const dir = tempDir();
+    const dir = cliDir();
     const out = path.join(dir, 'allocations.csv');
     try {
       const { child, done } = start(['export', '--campaign', bigCampaign, '--out', out, '--url', proxy.url, '--key', ADMIN_KEY]);
@@ -702,7 +702,7 @@ describe('CSV injection', () => {
     await server.sql.query(`UPDATE allocations SET holder = E'\\t=1+1' WHERE campaign_id = $1 AND holder = 'later-a-tab'`, [campaignId]);
     await server.sql.query(`UPDATE allocations SET holder = E'\\r@SUM(1)' WHERE campaign_id = $1 AND holder = 'later-a-cr'`, [campaignId]);
 
-    const out = path.join(tempDir(), 'allocations.csv');
+    const out = path.join(cliDir(), 'allocations.csv');
     expectSuccess(await tessera(['export', '--campaign', campaignId, '--out', out, '--url', base, '--key', ADMIN_KEY]));
     const [header, ...rows] = parseCsv(readFileSync(out, 'utf8'));
     expect(header.map((c) => c.value)).toEqual([
@@ -790,7 +790,7 @@ describe('verify-ballot', () => {
   test('says verified for a real draw, saves a file anyone can verify offline, and a partner checks that file against the API', async () => {
     const { campaignId } = await drawnBallot();
     const partnerKey = (await server.createPartner('watcher')).apiKey;
-    const dir = tempDir();
+    const dir = cliDir();
     const file = path.join(dir, 'ballot.json');
     const run = await tessera(['verify-ballot', '--campaign', campaignId, '--save', file, '--url', base, '--key', ADMIN_KEY]);
     expectSuccess(run);
@@ -812,7 +812,7 @@ describe('verify-ballot', () => {
 
   test('catches one rank swapped in the database, a tampered file, and refuses what is not a drawn ballot', async () => {
     const { campaignId } = await drawnBallot();
-    const dir = tempDir();
+    const dir = cliDir();
     const file = path.join(dir, 'ballot.json');
     expectSuccess(await tessera(['verify-ballot', '--campaign', campaignId, '--save', file, '--url', base, '--key', ADMIN_KEY]));
 

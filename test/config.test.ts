@@ -1,10 +1,10 @@
 // Configuration is read once and validated, with messages that name the variable.
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, loadConfig } from '../src/config';
+import { tempDir } from './helpers/tempDirs';
 
-const scratch = () => path.join(mkdtempSync(path.join(tmpdir(), 'tessera-config-')), 'pgdata');
+const scratch = () => path.join(tempDir('tessera-config-'), 'pgdata');
 
 test('defaults: port 4000, embedded database, pool of 10 with a bounded acquire timeout', () => {
   const config = loadConfig({ EMBEDDED_PG_DIR: scratch(), ADMIN_API_KEY: 'a-long-enough-admin-key' });

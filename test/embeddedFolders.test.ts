@@ -2,11 +2,14 @@
 // another folder already on the port is refused with one line, never used as this folder's; a
 // server left running by a killed process is joined only when it proves to be this folder's; and
 // of several processes using one, only the last one out stops it (two `npm test` of one checkout).
-// Every server here has a folder of its own under .tessera/ and free ports.
+// Every server here has a folder of its own under .tessera/ and free ports. As root, in a project
+// folder PostgreSQL's OS user cannot enter, the data is placed under /var/lib/tessera instead, and
+// npm test's own (release({ removeRelocated })) is deleted by the last run out.
 import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { relocatedDir, removeRelocated } from '../src/db/embeddedPlacement';
 import { ADMIN_KEY, graphqlData } from './helpers/graphql';
 import { accepts, freePort, ROOT, runToExit, startProcess, type TesseraProcess } from './helpers/process';
 
@@ -25,9 +28,12 @@ afterEach(async () => {
   // A killed process leaves its server running: stop every one this test started.
   for (const dir of ['a', 'b']) stopLeftover(path.join(parent, dir));
   rmSync(parent, { recursive: true, force: true });
+  // As root in a closed project folder, the data of a and b was placed under /var/lib/tessera.
+  for (const dir of ['a', 'b']) removeRelocated(relocatedDir(path.join(parent, dir)));
 });
 
-function stopLeftover(dir: string): void {
+function stopLeftover(asked: string): void {
+  const dir = existsSync(relocatedDir(asked)) ? relocatedDir(asked) : asked;
   const file = path.join(dir, 'postmaster.pid');
   if (!existsSync(file)) return;
   try {
@@ -107,14 +113,14 @@ test("a killed process's embedded PostgreSQL is joined by the next start of its 
   expect(await accepts(port)).toBe(false);
 }, 180_000);
 
-/** A process using the embedded PostgreSQL of `dir` as globalSetup does, with no connection open; `release` on stdin releases it. */
-function user(dir: string, port: number) {
+/** A process using the embedded PostgreSQL of `dir` as globalSetup does, with no connection open; `release` on stdin releases it (with `releaseOptions`). */
+function user(dir: string, port: number, releaseOptions: { removeRelocated?: boolean } = {}) {
   const code = `
     const { startEmbeddedPostgres } = require('./src/db/embedded');
     const readline = require('node:readline');
     startEmbeddedPostgres({ dir: ${JSON.stringify(dir)}, port: ${port}, portSetting: 'TESSERA_TEST_EMBEDDED_PORT' }).then((pg) => {
       console.log(JSON.stringify({ owned: pg.owned }));
-      readline.createInterface({ input: process.stdin }).on('line', async () => console.log(JSON.stringify({ stopped: await pg.release() })));
+      readline.createInterface({ input: process.stdin }).on('line', async () => console.log(JSON.stringify({ stopped: await pg.release(${JSON.stringify(releaseOptions)}) })));
     }, (error) => console.log(JSON.stringify({ error: error.message })));`;
   const child = spawn(process.execPath, ['--import', 'tsx', '-e', code], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
@@ -148,4 +154,26 @@ test('two runs on one folder (two `npm test` of one checkout): the second joins,
   const elsewhere = user(path.join(parent, 'b'), port);
   expect(await elsewhere.next()).toEqual({ error: expect.stringMatching(/cannot use port \d+: the PostgreSQL of .*\/a already listens there\. Set TESSERA_TEST_EMBEDDED_PORT to a free port/) });
   expect(await third.release()).toEqual({ stopped: true });
+}, 180_000);
+
+test("as root in a folder PostgreSQL's OS user cannot enter, npm test's server keeps its data under /var/lib/tessera, and the last run out deletes it", async () => {
+  if (process.getuid?.() !== 0) return console.warn('skipped: the data is placed under /var/lib/tessera only as root');
+  const closed = path.join(parent, 'closed');
+  mkdirSync(closed);
+  chmodSync(closed, 0o700);
+  const asked = path.join(closed, '.tessera', 'test-pgdata');
+  const placed = relocatedDir(asked);
+  const port = await freePort();
+  const run = user(asked, port, { removeRelocated: true });
+  try {
+    expect(await run.next()).toEqual({ owned: true });
+    expect(existsSync(path.join(placed, 'PG_VERSION'))).toBe(true);
+    expect(readFileSync(`${placed}.asked`, 'utf8')).toBe(asked);
+    expect(await run.release()).toEqual({ stopped: true });
+    expect(await accepts(port)).toBe(false);
+    expect([placed, `${placed}.asked`, `${placed}.log`, `${placed}.users`, `${placed}.start-lock`].filter((file) => existsSync(file))).toEqual([]);
+  } finally {
+    stopLeftover(asked);
+    removeRelocated(placed);
+  }
 }, 180_000);

@@ -5,8 +5,7 @@
 // engine binary that cannot be downloaded here, so that comparison is done against
 // information_schema directly, using Prisma's DMMF from its WASM schema parser.
 import { createHash } from 'node:crypto';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { get_dmmf } from '@prisma/prisma-schema-wasm';
 import type { Client } from 'pg';
@@ -25,6 +24,7 @@ import {
 import { CLAIM_FUNCTIONS } from '../src/db/claimFunctions';
 import { dumpSchema, SCHEMA_FILE, schemaFileText } from '../src/db/schemaDump';
 import { withClient } from './helpers/env';
+import { tempDir } from './helpers/tempDirs';
 import { createTestDatabase, startTestServer } from './helpers/testServer';
 
 interface DmmfField { name: string; dbName?: string | null; kind: string; type: string; isRequired: boolean; isList: boolean; nativeType?: [string, string[]] | null }
@@ -128,7 +128,7 @@ async function emptyDatabase(): Promise<{ url: string; drop(): Promise<void> }> 
 }
 /** A copy of prisma/functions/ to edit. */
 function functionsCopy(): string {
-  const dir = mkdtempSync(path.join(tmpdir(), 'tessera-functions-'));
+  const dir = tempDir('tessera-functions-');
   cpSync(FUNCTIONS_DIR, dir, { recursive: true });
   return dir;
 }
@@ -281,7 +281,7 @@ test('a deleted function file is forgotten, and its function left to the migrati
 });
 
 test('a migration edited after it was applied is refused, not silently skipped', async () => {
-  const dir = mkdtempSync(path.join(tmpdir(), 'tessera-migrations-'));
+  const dir = tempDir('tessera-migrations-');
   cpSync(MIGRATIONS_DIR, dir, { recursive: true });
   const first = readMigrations(dir)[0]!;
   writeFileSync(path.join(dir, first.name, 'migration.sql'), `${first.sql}\n-- edited\n`);
@@ -297,10 +297,9 @@ async function databaseFromBeforeTheSquash(names = [...SQUASHED_INTO_BASELINE.ke
   // The schema the four old migrations made is the baseline's: migrate with the baseline alone
   // (not the migrations that came after it), then record the four old names instead.
   const db = await createTestDatabase({ migrated: false });
-  const baselineOnly = mkdtempSync(path.join(tmpdir(), 'tessera-baseline-'));
+  const baselineOnly = tempDir('tessera-baseline-');
   cpSync(path.join(MIGRATIONS_DIR, BASELINE), path.join(baselineOnly, BASELINE), { recursive: true });
   await migrate(db.url, baselineOnly);
-  rmSync(baselineOnly, { recursive: true, force: true });
   await withClient(db.url, async (c) => {
     await c.query('DROP TABLE "_tessera_functions"');
     await c.query('DELETE FROM "_prisma_migrations"');

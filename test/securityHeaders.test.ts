@@ -3,12 +3,11 @@
 // /metrics can be closed with METRICS_TOKEN. (In a real browser: test/e2e/securityHeaders.e2e.ts.)
 import { createHash } from 'node:crypto';
 import http from 'node:http';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { ConfigError, loadConfig } from '../src/config';
+import { tempDir } from './helpers/tempDirs';
 import { startTestServer, type TestServer } from './helpers/testServer';
 
 let server: TestServer;
@@ -207,7 +206,7 @@ describe('/metrics', () => {
 
 describe('METRICS_TOKEN', () => {
   const env = (extra: Record<string, string>) => ({
-    EMBEDDED_PG_DIR: path.join(mkdtempSync(path.join(tmpdir(), 'tessera-config-')), 'pgdata'),
+    EMBEDDED_PG_DIR: path.join(tempDir('tessera-config-'), 'pgdata'),
     ADMIN_API_KEY: 'a-long-enough-admin-key',
     ...extra,
   });

@@ -20,7 +20,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, 
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
-import { EmbeddedPostgresError, placement, shownAs } from './embeddedPlacement';
+import { EmbeddedPostgresError, placement, removeRelocated, shownAs } from './embeddedPlacement';
 import { alive, holderOf, initialise, PASSWORD, portTaken, sameDir, startServer, stopPid, USER } from './embeddedProcess';
 
 export { accepts } from './embeddedProcess';
@@ -37,8 +37,13 @@ export interface EmbeddedDatabase {
   start(): Promise<void>;
   /** False when another process had already started it (start() then does nothing). */
   readonly owned: boolean;
-  /** Stops it unless another process listed as its user is alive or another client is connected; true when it stopped. */
-  release(): Promise<boolean>;
+  /**
+   * Stops it unless another process listed as its user is alive or another client is connected; true
+   * when it stopped. `removeRelocated`: once stopped, a data directory root placed under
+   * /var/lib/tessera (embeddedPlacement.ts) is deleted too — npm test's, whose data is of no use
+   * after the run and would outlive the project's folder there.
+   */
+  release(options?: { removeRelocated?: boolean }): Promise<boolean>;
 }
 
 export interface EmbeddedOptions {
@@ -56,7 +61,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   const urlFor = (database: string) => `postgresql://${USER}:${PASSWORD}@127.0.0.1:${port}/${encodeURIComponent(database)}`;
   const url = urlFor('postgres');
   const stop = () => stopByPid(dir);
-  const release = () => releaseWith(dir, url, stop);
+  const release = (options: { removeRelocated?: boolean } = {}) => releaseWith(dir, url, stop, options.removeRelocated ?? false);
 
   const unlock = await takeStartLock(lockFile(dir));
   try {
@@ -114,13 +119,15 @@ function otherUsers(dir: string): number[] {
 /**
  * Stops the server unless another listed process is alive or another client is connected, under
  * the start lock: a process starting meanwhile either joins before (and keeps it up) or starts it again after.
+ * `thenRemove`: a relocated data directory goes too, under the same lock, so no start finds half of it.
  */
-async function releaseWith(dir: string, url: string, stop: () => Promise<void>): Promise<boolean> {
+async function releaseWith(dir: string, url: string, stop: () => Promise<void>, thenRemove: boolean): Promise<boolean> {
   const unlock = await takeStartLock(lockFile(dir));
   try {
     rmSync(path.join(usersDir(dir), String(process.pid)), { force: true });
     if (otherUsers(dir).length > 0 || (await othersConnected(url))) return false;
     await stop();
+    if (thenRemove) removeRelocated(dir);
     return true;
   } finally {
     unlock();

@@ -127,10 +127,7 @@ function openUpTo(dir: string): void {
 function dataDirFor(user: OsUser | undefined, asked: string): string {
   mkdirSync(path.dirname(asked), { recursive: true });
   if (!user || reachable(user, path.dirname(asked))) return asked;
-  // Named after the project's folder and the data directory's name, with a hash of the whole path:
-  // every process asking for `asked` finds the same place, and two projects never share one.
-  const key = createHash('sha256').update(asked).digest('hex').slice(0, 12);
-  const dir = path.join(RELOCATED_ROOT, 'data', `${path.basename(path.dirname(path.dirname(asked)))}-${path.basename(asked)}-${key}`);
+  const dir = relocatedDir(asked);
   mkdirSync(path.dirname(dir), { recursive: true });
   openUpTo(path.dirname(dir));
   // The folder it stands for, beside it (initdb wants the data directory empty): what messages name.
@@ -138,7 +135,28 @@ function dataDirFor(user: OsUser | undefined, asked: string): string {
   return dir;
 }
 
+/**
+ * Where root places the data directory `asked` when the `postgres` OS user cannot reach it, there or
+ * not yet: named after the project's folder and the data directory's name, with a hash of the whole
+ * path, so every process asking for `asked` finds the same place and two projects never share one.
+ */
+export function relocatedDir(asked: string): string {
+  const key = createHash('sha256').update(asked).digest('hex').slice(0, 12);
+  return path.join(RELOCATED_ROOT, 'data', `${path.basename(path.dirname(path.dirname(asked)))}-${path.basename(asked)}-${key}`);
+}
+
 const askedFile = (dir: string) => `${dir}.asked`;
+
+/**
+ * Deletes data directory `dir` and what lies beside it (`.asked`, `.log`, `.users`) when it is one
+ * root placed under RELOCATED_ROOT and its server is not running (no postmaster.pid): a folder
+ * inside a project goes with the project, one out here would outlive it. True when it deleted it.
+ */
+export function removeRelocated(dir: string): boolean {
+  if (path.dirname(dir) !== path.join(RELOCATED_ROOT, 'data') || existsSync(path.join(dir, 'postmaster.pid'))) return false;
+  for (const item of [dir, askedFile(dir), `${dir}.log`, `${dir}.users`]) rmSync(item, { recursive: true, force: true });
+  return true;
+}
 
 /**
  * The folder a data directory stands for, as its user named it: EMBEDDED_PG_DIR (or npm test's),

@@ -1,11 +1,13 @@
-// Once per `npm test`: find or start PostgreSQL, and build a migrated template database that every
-// test file clones (CREATE DATABASE … TEMPLATE, as graphile-worker does): fast and isolated.
+// Once per `npm test`: find or start PostgreSQL, build a migrated template database that every
+// test file clones (CREATE DATABASE … TEMPLATE, as graphile-worker does): fast and isolated; and
+// give the run a temporary folder of its own (runTempDir.ts).
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { startEmbeddedPostgres } from '../../src/db/embedded';
 import { migrate } from '../../src/db/migrate';
 import { databaseUrl, RUN_ENV, SERVER_ENV, TEMPLATE_ENV, withClient } from './env';
+import { enterRunTempDir } from './runTempDir';
 
 export default async function globalSetup(): Promise<void> {
   // `npm test` writes Jest's JSON results here (read by .ci/run); Jest does not create the folder.
@@ -30,4 +32,5 @@ export default async function globalSetup(): Promise<void> {
   process.env[SERVER_ENV] = serverUrl;
   process.env[TEMPLATE_ENV] = template;
   process.env[RUN_ENV] = run;
+  enterRunTempDir(run);
 }
