@@ -35,9 +35,17 @@ export const LIMITS = {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Printable ASCII, no spaces at either end: safe to log, to compare and to put in a header. */
 const PRINTABLE_KEY = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
-// Control characters (C0, DEL, C1) have no place in names, holders or codes.
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+/**
+ * Control characters (Unicode category Cc: C0, DEL, C1) and format characters (Cf: the bidi
+ * controls U+202A-U+202E and U+2066-U+2069, the zero-width U+200B-U+200D and U+2060, U+FEFF, the
+ * soft hyphen…) have no place in names, holders, codes or URLs. A format character is invisible:
+ * holders compare exactly, so `alice` and `alice` followed by U+200B would be two holders that
+ * display alike in the console and the CSV export. Every text input that refuses one refuses both,
+ * through this one pattern.
+ */
+const CONTROL_OR_FORMAT = /[\p{Cc}\p{Cf}]/u;
+/** What the refusals say of CONTROL_OR_FORMAT. */
+const CONTROL_OR_FORMAT_TEXT = 'control characters or format characters (such as U+200B or U+202E)';
 
 export const isUuid = (id: string): boolean => UUID.test(id);
 
@@ -49,8 +57,8 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 export function text(field: string, value: string, max: number): string {
   if (value.length === 0 || value.trim().length === 0) throw new InvalidInput(field, `${field} must not be empty.`);
   if (characters(value) > max) throw new InvalidInput(field, `${field} must be at most ${max} characters.`);
-  if (CONTROL.test(value) || LONE_SURROGATE.test(value)) {
-    throw new InvalidInput(field, `${field} must not contain control characters or unpaired surrogates.`);
+  if (CONTROL_OR_FORMAT.test(value) || LONE_SURROGATE.test(value)) {
+    throw new InvalidInput(field, `${field} must not contain ${CONTROL_OR_FORMAT_TEXT}, nor unpaired surrogates.`);
   }
   return value;
 }
@@ -144,10 +152,10 @@ export function codes(values: readonly string[]): string[] {
     throw new InvalidInput('codes', `codes must hold 1 to ${LIMITS.codesPerLoad} codes per call (got ${values.length}).`);
   }
   values.forEach((code, index) => {
-    if (code.length === 0 || characters(code) > LIMITS.codeLength || CONTROL.test(code) || LONE_SURROGATE.test(code) || code.trim() !== code) {
+    if (code.length === 0 || characters(code) > LIMITS.codeLength || CONTROL_OR_FORMAT.test(code) || LONE_SURROGATE.test(code) || code.trim() !== code) {
       throw new InvalidInput(
         'codes',
-        `codes[${index}] must be 1 to ${LIMITS.codeLength} characters, without control characters or spaces at either end.`,
+        `codes[${index}] must be 1 to ${LIMITS.codeLength} characters, without ${CONTROL_OR_FORMAT_TEXT}, nor spaces at either end.`,
       );
     }
   });
@@ -156,8 +164,8 @@ export function codes(values: readonly string[]): string[] {
 
 export function prefix(value: string | null | undefined): string {
   if (value === null || value === undefined) return '';
-  if (characters(value) > LIMITS.prefixLength || CONTROL.test(value) || LONE_SURROGATE.test(value) || value.trim() !== value) {
-    throw new InvalidInput('prefix', `prefix must be at most ${LIMITS.prefixLength} characters, without control characters or spaces.`);
+  if (characters(value) > LIMITS.prefixLength || CONTROL_OR_FORMAT.test(value) || LONE_SURROGATE.test(value) || value.trim() !== value) {
+    throw new InvalidInput('prefix', `prefix must be at most ${LIMITS.prefixLength} characters, without ${CONTROL_OR_FORMAT_TEXT}, nor spaces.`);
   }
   return value;
 }
@@ -186,12 +194,12 @@ export function campaignWindow(opensAt: Date | null | undefined, closesAt: Date 
 
 /**
  * A webhook endpoint's URL, kept as given once it passes the URL policy (webhooks/urlPolicy.ts).
- * Spaces and control characters are refused first: the URL parser would drop or encode them, and
- * the stored text would then not be the URL Tessera calls.
+ * Spaces, control and format characters are refused first: the URL parser would drop or encode
+ * them, and the stored text would then not be the URL Tessera calls.
  */
 export function webhookUrl(value: string, policy: UrlPolicy): string {
-  if (/\s/.test(value) || CONTROL.test(value) || unstorable(value)) {
-    throw new InvalidInput('url', 'url must not contain spaces, control characters or unpaired surrogates.');
+  if (/\s/.test(value) || CONTROL_OR_FORMAT.test(value) || unstorable(value)) {
+    throw new InvalidInput('url', `url must not contain spaces, ${CONTROL_OR_FORMAT_TEXT}, nor unpaired surrogates.`);
   }
   const check = checkEndpointUrl(value, policy);
   if (!check.ok) throw new InvalidInput('url', `url is not accepted: ${check.reason}.`);

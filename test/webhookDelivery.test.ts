@@ -206,12 +206,18 @@ describe('deliverOnce', () => {
 });
 
 describe('deliverOnce in production', () => {
-  test('a host name resolving to a loopback address is refused at connect time, before TLS', async () => {
+  test('a host name resolving to a loopback address is refused at connect time, before TLS: "address not allowed", the address in the detail', async () => {
     const receiver = await startReceiver(answerWith(200));
     const outcome = await attempt(`https://localhost:${receiver.port}/hooks`, { production: true });
-    expect(outcome).toMatchObject({ ok: false, status: null });
-    expect(outcome.error).toMatch(/^forbidden address (127\.0\.0\.1|::1)$/);
+    expect(outcome).toMatchObject({ ok: false, status: null, error: 'address not allowed' });
+    expect(outcome.detail).toMatch(/^localhost resolves to (127\.0\.0\.1|::1), a forbidden address$/);
     expect(receiver.connections).toBe(0);
+  });
+
+  test('a host name that does not resolve is answered as a refused address, the name in the detail', async () => {
+    const outcome = await attempt('https://no-such-host.invalid/hooks', { production: true });
+    expect(outcome).toMatchObject({ ok: false, status: null, error: 'address not allowed' });
+    expect(outcome.detail).toMatch(/^no-such-host\.invalid did not resolve \(/);
   });
 
   test('with allowPrivate the same host is attempted (here a plain-http receiver fails the TLS handshake)', async () => {
@@ -224,7 +230,8 @@ describe('deliverOnce in production', () => {
 
   test('an address literal in a private range is refused before any connection', async () => {
     const outcome = await attempt('https://10.0.0.5/hooks', { production: true });
-    expect(outcome.error).toBe('url refused: 10.0.0.5 is a private or reserved address (private); production endpoints must be public');
+    expect(outcome.error).toBe('address not allowed');
+    expect(outcome.detail).toBe('10.0.0.5 is a private or reserved address (private); production endpoints must be public');
   });
 });
 

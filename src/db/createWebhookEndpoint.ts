@@ -14,6 +14,13 @@ import { ENDPOINT_COLUMNS, type EndpointRow } from './webhookRows';
 const ENDPOINT_OWNER_LOCK = 4;
 
 /**
+ * The statement that takes an owner's lock in a batch transaction: its endpoints of one mode (test
+ * or live) are counted, made and deleted (offboardPartner.ts) one transaction at a time.
+ */
+export const lockEndpointOwner = (db: Batchable, partnerId: string | null, test: boolean) =>
+  db.$executeRaw`SELECT pg_advisory_xact_lock(${ENDPOINT_OWNER_LOCK}::integer, hashtext(COALESCE(${partnerId}::uuid::text, 'operator') || ${test ? ' test' : ''}::text))`;
+
+/**
  * The new endpoint, or null when its owner already has `limit` endpoints in its mode (deleted ones
  * not counted): test endpoints (issue 31) have a limit of their own.
  */
@@ -22,7 +29,7 @@ export async function createWebhookEndpoint(
   e: { partnerId: string | null; test: boolean; url: string; events: readonly WebhookEvent[]; secretSealed: string; limit: number },
 ): Promise<EndpointRow | null> {
   const [, rows] = await db.$transaction([
-    db.$executeRaw`SELECT pg_advisory_xact_lock(${ENDPOINT_OWNER_LOCK}::integer, hashtext(COALESCE(${e.partnerId}::uuid::text, 'operator') || ${e.test ? ' test' : ''}::text))`,
+    lockEndpointOwner(db, e.partnerId, e.test),
     db.$queryRaw<EndpointRow[]>`
       INSERT INTO webhook_endpoints (partner_id, test, url, events, secret_sealed)
       SELECT ${e.partnerId}::uuid, ${e.test}::boolean, ${e.url}::text, ${e.events}::text[], ${e.secretSealed}::text

@@ -195,7 +195,8 @@ export type Campaign = {
   __typename?: 'Campaign';
   /**
    * In allocation order (sequence), oldest first unless asked otherwise. A partner sees only its own
-   * allocations. `holder` and `code` narrow it to one holder's, or one ticket's (exact matches).
+   * allocations. `holder` and `code` narrow it to one holder's, or one ticket's (exact matches: case
+   * and every character matter; control and format characters are refused, BAD_USER_INPUT).
    */
   allocations: AllocationConnection;
   /** Admin: every partner's allotment; a partner sees only its own. */
@@ -400,7 +401,10 @@ export type ClaimErrorCode =
 
 export type ClaimTicketInput = {
   campaignId: Scalars['ID']['input'];
-  /** The partner's end-user reference (1 to 256 characters). */
+  /**
+   * The partner's end-user reference: 1 to 256 characters, compared exactly (case and every character
+   * matter); control and format characters (U+200B, U+202E, U+FEFF…) are refused (INVALID_INPUT).
+   */
   holder: Scalars['String']['input'];
   /** Same partner + key => same result, never a second ticket (1 to 255 printable characters). */
   idempotencyKey?: InputMaybe<Scalars['String']['input']>;
@@ -416,6 +420,10 @@ export type ClaimTicketPayload = {
 
 export type ClaimTicketsInput = {
   campaignId: Scalars['ID']['input'];
+  /**
+   * The partner's end-user reference: 1 to 256 characters, compared exactly (case and every character
+   * matter); control and format characters (U+200B, U+202E, U+FEFF…) are refused (INVALID_INPUT).
+   */
   holder: Scalars['String']['input'];
   /** One key for the whole group: a replay answers the same allocations. */
   idempotencyKey?: InputMaybe<Scalars['String']['input']>;
@@ -542,7 +550,10 @@ export type Drift = {
 
 export type EnterBallotInput = {
   campaignId: Scalars['ID']['input'];
-  /** The partner's end-user reference (1 to 256 characters). */
+  /**
+   * The partner's end-user reference: 1 to 256 characters, compared exactly (case and every character
+   * matter); control and format characters (U+200B, U+202E, U+FEFF…) are refused (INVALID_INPUT).
+   */
   holder: Scalars['String']['input'];
   /** Same partner + key => the same entry, never a second one (1 to 255 printable characters). */
   idempotencyKey?: InputMaybe<Scalars['String']['input']>;
@@ -560,6 +571,10 @@ export type EnterBallotPayload = {
 
 export type HoldTicketInput = {
   campaignId: Scalars['ID']['input'];
+  /**
+   * The partner's end-user reference: 1 to 256 characters, compared exactly (case and every character
+   * matter); control and format characters (U+200B, U+202E, U+FEFF…) are refused (INVALID_INPUT).
+   */
   holder: Scalars['String']['input'];
   idempotencyKey?: InputMaybe<Scalars['String']['input']>;
   metadata?: InputMaybe<Scalars['JSON']['input']>;
@@ -569,7 +584,10 @@ export type HoldTicketInput = {
 
 export type JoinWaitlistInput = {
   campaignId: Scalars['ID']['input'];
-  /** The partner's end-user reference (1 to 256 characters). */
+  /**
+   * The partner's end-user reference: 1 to 256 characters, compared exactly (case and every character
+   * matter); control and format characters (U+200B, U+202E, U+FEFF…) are refused (INVALID_INPUT).
+   */
   holder: Scalars['String']['input'];
   /** Same partner + key => the same entry, never a second one (1 to 255 printable characters). */
   idempotencyKey?: InputMaybe<Scalars['String']['input']>;
@@ -684,6 +702,16 @@ export type Mutation = {
   leaveWaitlist: JoinWaitlistPayload;
   /** Admin. Up to 10,000 codes (1 to 128 characters each) per call, atomically. */
   loadTickets: LoadTicketsPayload;
+  /**
+   * Admin. Cuts the partner off, in one transaction: its live key and its test key are revoked (each as
+   * revokeApiKey revokes it: UNAUTHENTICATED on this server at once, on other instances within
+   * API_KEY_CACHE_TTL_MS, and the open sockets of both keys closed), and every webhook endpoint of the
+   * partner, live and test, is deleted as deleteWebhook deletes one (its pending deliveries FAILED,
+   * "endpoint deleted"). Kept: the partner, its allocations and holds, waitlist and ballot entries,
+   * quotas and allotments. Calling it again keeps the first revokedAt. rotateApiKey (and with test: true)
+   * issues new keys afterwards; the endpoints stay deleted. NOT_FOUND for an unknown partner.
+   */
+  offboardPartner: PartnerPayload;
   /** Admin. DRAFT -> OPEN (opening an OPEN campaign changes nothing). */
   openCampaign: CampaignPayload;
   /**
@@ -721,7 +749,15 @@ export type Mutation = {
    * deleted; an operator's key can reset it).
    */
   resetTestCampaign: CampaignPayload;
-  /** Admin. The partner's key stops working (on this server at once, on others within API_KEY_CACHE_TTL_MS). test: true revokes its test key instead (the live key is untouched). */
+  /**
+   * Admin. Revokes one of the partner's keys: the live key, or with test: true the test key. That key
+   * is UNAUTHENTICATED from then on, as an unknown key is — on this server at once, on other instances
+   * within API_KEY_CACHE_TTL_MS — and its open sockets are closed (4403) as soon. The other key keeps
+   * working: offboardPartner revokes both. The live key revoked, the partner's webhook endpoints (live
+   * and test) are kept but receive nothing: no event is queued for them, and a delivery already queued
+   * is FAILED unsent ("partner revoked"); rotateApiKey restores them. The test key revoked, the test
+   * endpoints go on receiving test campaigns' events. Revoking a revoked key keeps the first revokedAt.
+   */
   revokeApiKey: PartnerPayload;
   /**
    * OWNER. The key stops working: UNAUTHENTICATED, as for an unknown key, on this server at once and
@@ -729,7 +765,11 @@ export type Mutation = {
    * first revokedAt. NOT_FOUND for an unknown id.
    */
   revokeOperatorKey: OperatorKey;
-  /** Admin. A new key for the partner (shown once); the old one stops working as with revokeApiKey. test: true issues a new test key instead (also for a partner that has none). */
+  /**
+   * Admin. A new key for the partner (shown once); the old one stops working as with revokeApiKey. test:
+   * true issues a new test key instead (also for a partner that has none). It restores a revoked or
+   * off-boarded partner's key; endpoints deleted by offboardPartner stay deleted.
+   */
   rotateApiKey: CreatePartnerPayload;
   /**
    * Admin. Limits the partner's key to these campaigns (at most 1,000; [] = none; null restores every
@@ -858,6 +898,11 @@ export type MutationLoadTicketsArgs = {
 };
 
 
+export type MutationOffboardPartnerArgs = {
+  partnerId: Scalars['ID']['input'];
+};
+
+
 export type MutationOpenCampaignArgs = {
   id: Scalars['ID']['input'];
 };
@@ -978,7 +1023,7 @@ export type Partner = {
   name: Scalars['String']['output'];
   /** Rate limit of the partner's key in points per second; null = the server's default (see docs/SECURITY.md). An operation charged more than the key can ever spend at once (this rate or its burst, whichever is larger) is answered COST_EXCEEDS_ALLOWANCE. */
   rateLimit?: Maybe<Scalars['Int']['output']>;
-  /** Set when the key was revoked: every request with it is UNAUTHENTICATED. */
+  /** Set when the live key was revoked (revokeApiKey, offboardPartner): every request with it is UNAUTHENTICATED. */
   revokedAt?: Maybe<Scalars['DateTime']['output']>;
   /** The partner's test key (never the key itself); null for a partner made before test keys, until rotateApiKey(test: true) issues one. */
   testKey?: Maybe<PartnerTestKey>;
@@ -1026,7 +1071,7 @@ export type PartnerTestKey = {
   lastUsedAt?: Maybe<Scalars['DateTime']['output']>;
   /** tsp_test_ and the key's public prefix, enough to tell keys apart. */
   prefix: Scalars['String']['output'];
-  /** Set when the test key was revoked (revokeApiKey(test: true)): every request with it is UNAUTHENTICATED. */
+  /** Set when the test key was revoked (revokeApiKey(test: true), offboardPartner): every request with it is UNAUTHENTICATED. */
   revokedAt?: Maybe<Scalars['DateTime']['output']>;
 };
 
@@ -1290,7 +1335,12 @@ export type WebhookDelivery = {
   event: WebhookEvent;
   eventId: Scalars['ID']['output'];
   id: Scalars['ID']['output'];
-  /** Why the last attempt failed (timeout, refused address, endpoint deleted, partner revoked…). */
+  /**
+   * Why the last attempt failed: a timeout, an HTTP status, "endpoint deleted", "partner revoked"…
+   * In production, "address not allowed" when the URL's host name did not resolve, or resolved to an
+   * address webhooks may not reach (private, loopback, reserved: see CreateWebhookInput.url) — the same
+   * text whichever it was; operators find the name and the address in the server's log.
+   */
   lastError?: Maybe<Scalars['String']['output']>;
   /** The HTTP status of the last attempt, when it got an answer. */
   lastStatusCode?: Maybe<Scalars['Int']['output']>;
@@ -1847,6 +1897,7 @@ export type MutationResolvers<ContextType = Context, ParentType extends Resolver
   joinWaitlist?: Resolver<ResolversTypes['JoinWaitlistPayload'], ParentType, ContextType, RequireFields<MutationJoinWaitlistArgs, 'input'>>;
   leaveWaitlist?: Resolver<ResolversTypes['JoinWaitlistPayload'], ParentType, ContextType, RequireFields<MutationLeaveWaitlistArgs, 'entryId'>>;
   loadTickets?: Resolver<ResolversTypes['LoadTicketsPayload'], ParentType, ContextType, RequireFields<MutationLoadTicketsArgs, 'campaignId' | 'codes'>>;
+  offboardPartner?: Resolver<ResolversTypes['PartnerPayload'], ParentType, ContextType, RequireFields<MutationOffboardPartnerArgs, 'partnerId'>>;
   openCampaign?: Resolver<ResolversTypes['CampaignPayload'], ParentType, ContextType, RequireFields<MutationOpenCampaignArgs, 'id'>>;
   purgeTestData?: Resolver<ResolversTypes['PurgeTestDataPayload'], ParentType, ContextType, RequireFields<MutationPurgeTestDataArgs, 'before'>>;
   redeliverWebhook?: Resolver<ResolversTypes['WebhookDelivery'], ParentType, ContextType, RequireFields<MutationRedeliverWebhookArgs, 'deliveryId'>>;

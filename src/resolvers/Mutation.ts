@@ -31,6 +31,7 @@ export const Mutation: MutationResolvers = {
   updateCampaign: async (_, { id, input }, ctx) => ({ campaign: await ctx.services.campaigns.update(ctx, id, input) }),
   revokeApiKey: async (_, { partnerId, test }, ctx) => ({ partner: await ctx.services.partners.revoke(ctx, partnerId, test === true) }),
   rotateApiKey: (_, { partnerId, test }, ctx) => ctx.services.partners.rotate(ctx, partnerId, test === true),
+  offboardPartner: async (_, { partnerId }, ctx) => ({ partner: await ctx.services.partners.offboard(ctx, partnerId) }),
   setPartnerRateLimit: async (_, { partnerId, pointsPerSecond }, ctx) => ({
     partner: await ctx.services.partners.setRateLimit(ctx, partnerId, pointsPerSecond),
   }),

@@ -1,8 +1,9 @@
-// Partners and their API keys: issue, look up (cached), revoke, rotate, rate limits, last use.
+// Partners and their API keys: issue, look up (cached), revoke, off-board, rotate, rate limits, last use.
 // Each partner has a live key and a test key (issue 31: `tsp_test_…`, in partner_test_keys, so that
 // using it changes no live row); each kind has its own key cache, told apart by the prefix.
 import { issueApiKey, TEST_KEY_PREFIX, type Authenticator, type PartnerKeyRecord, type Viewer } from '../auth';
 import type { Database } from '../db/client';
+import { offboardPartner } from '../db/offboardPartner';
 import type { LiveUpdates } from '../live';
 import { apiError, ErrorCode, InvalidInput, notFound } from '../errors';
 import { KeyCache } from './keyCache';
@@ -118,6 +119,21 @@ export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'
     this.keys.removed(row.keyPrefix);
     this.live?.keyChanged(row.id);
     return this.fresh(ctx, row);
+  }
+
+  /**
+   * Both keys stop working as with revoke — here at once, their open sockets with them (ws.ts hears
+   * keyChanged) — and the partner's webhook endpoints are deleted, in one transaction
+   * (db/offboardPartner.ts).
+   */
+  async offboard(ctx: RequestContext, partnerId: string): Promise<PartnerModel> {
+    const current = await this.require(partnerId);
+    const done = await offboardPartner(this.db.prisma, current.id);
+    if (!done) throw notFound('Partner', partnerId);
+    this.keys.removed(done.keyPrefix);
+    if (done.testKeyPrefix !== null) this.testKeys.removed(done.testKeyPrefix);
+    this.live?.keyChanged(current.id);
+    return this.fresh(ctx, { ...current, revokedAt: done.revokedAt });
   }
 
   /**

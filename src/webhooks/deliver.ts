@@ -12,6 +12,12 @@
 //   `lookup`, so the connection goes to an address that was checked: no second resolution for DNS
 //   rebinding to exploit, and the check runs before any TLS byte is sent. Address literals skip
 //   `lookup` in Node; checkEndpointUrl refuses the forbidden ones first.
+// - What a partner reads of a refusal (lastError) is ADDRESS_NOT_ALLOWED, the same text for a name
+//   that resolves to a forbidden address, for a forbidden address literal, and for a name that does
+//   not resolve at all (or whose look-up fails): otherwise the text would tell a partner which of
+//   our internal names exist and where they point. Which name, which address and why goes to
+//   `detail`, which the dispatcher logs for operators and never stores. Outside production no
+//   address is refused, and a name that does not resolve says so.
 import { lookup as dnsLookup } from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
@@ -44,30 +50,43 @@ export interface DeliveryAttempt {
 export interface AttemptResult {
   ok: boolean;
   status: number | null;
+  /** What the partner reads (WebhookDelivery.lastError); null when delivered. */
   error: string | null;
+  /** Operators only (the log), set when an address was refused: which name, which address, why. */
+  detail?: string;
   ms: number;
 }
 
+/** lastError of every refused address, whatever the name or the address (see the top). */
+export const ADDRESS_NOT_ALLOWED = 'address not allowed';
+
 const FORBIDDEN_ADDRESS = 'ERR_TESSERA_FORBIDDEN_ADDRESS';
 
-/** Resolves as dns.lookup does, but fails unless every address passes isForbiddenAddress. */
+/** An error of `lookup` that ends the attempt as ADDRESS_NOT_ALLOWED; its message is the detail. */
+function refusal(detail: string): NodeJS.ErrnoException {
+  const error: NodeJS.ErrnoException = new Error(detail);
+  error.code = FORBIDDEN_ADDRESS;
+  return error;
+}
+
+/**
+ * Resolves as dns.lookup does, but fails unless every address passes isForbiddenAddress. A failed
+ * look-up fails as a refusal too: ENOTFOUND against a refused address would tell which names exist.
+ */
 function guardedLookup(allowPrivate: boolean): LookupFunction {
   return (hostname, options, callback) => {
     dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
-      if (error) return callback(error, '');
+      if (error) return callback(refusal(`${hostname} did not resolve (${error.code ?? error.message})`), '');
+      if (addresses.length === 0) return callback(refusal(`${hostname} resolved to no address`), '');
       const forbidden = addresses.find((a) => isForbiddenAddress(a.address, { allowPrivate }));
-      if (forbidden || addresses.length === 0) {
-        const refusal: NodeJS.ErrnoException = new Error(`forbidden address ${forbidden?.address ?? `(none for ${hostname})`}`);
-        refusal.code = FORBIDDEN_ADDRESS;
-        return callback(refusal, '');
-      }
+      if (forbidden) return callback(refusal(`${hostname} resolves to ${forbidden.address}, a forbidden address`), '');
       if (options.all) callback(null, addresses);
       else callback(null, addresses[0]!.address, addresses[0]!.family);
     });
   };
 }
 
-/** Socket-level failures as a receiver's operator would name them. */
+/** Socket-level failures as a receiver's operator would name them (the DNS ones outside production only: guardedLookup). */
 const ERROR_TEXT: Record<string, string> = {
   ECONNREFUSED: 'connection refused',
   ECONNRESET: 'connection reset',
@@ -82,7 +101,7 @@ const TLS_ERROR = /^(EPROTO$|ERR_TLS_|ERR_SSL_|CERT_|DEPTH_ZERO_|SELF_SIGNED_|UN
 
 function describe(error: NodeJS.ErrnoException): string {
   const code = error.code ?? '';
-  if (code === FORBIDDEN_ADDRESS) return error.message;
+  if (code === FORBIDDEN_ADDRESS) return ADDRESS_NOT_ALLOWED;
   if (ERROR_TEXT[code]) return ERROR_TEXT[code];
   if (TLS_ERROR.test(code)) return `TLS error (${code})`;
   if (code.startsWith('HPE_')) return `invalid HTTP response (${code})`;
@@ -98,24 +117,28 @@ function statusError(status: number): string | null {
 export function deliverOnce(attempt: DeliveryAttempt): Promise<AttemptResult> {
   const { url, body, eventId, secret, timeoutMs = DELIVERY_TIMEOUT_MS, production, allowPrivate = false, now = new Date() } = attempt;
   const started = performance.now();
-  const result = (status: number | null, error: string | null): AttemptResult => ({
+  const result = (status: number | null, error: string | null, detail?: string): AttemptResult => ({
     ok: error === null,
     status,
     error,
+    ...(detail === undefined ? {} : { detail }),
     ms: Math.round(performance.now() - started),
   });
   const checked = checkEndpointUrl(url, { production, allowPrivate });
-  if (!checked.ok) return Promise.resolve(result(null, `url refused: ${checked.reason}`));
+  if (!checked.ok) {
+    if (checked.address !== undefined) return Promise.resolve(result(null, ADDRESS_NOT_ALLOWED, checked.reason));
+    return Promise.resolve(result(null, `url refused: ${checked.reason}`));
+  }
 
   return new Promise((resolve) => {
     let request: http.ClientRequest | undefined;
     /** The status, once the answer's head has come: it decides, whatever happens to the body. */
     let answer: { status: number; error: string | null } | undefined;
-    /** Ends the attempt (the first call counts); `error` says why when no answer has come. */
-    const settle = (error = 'no answer') => {
+    /** Ends the attempt (the first call counts); `error` says why when no answer has come, `detail` a refusal's. */
+    const settle = (error = 'no answer', detail?: string) => {
       clearTimeout(deadline);
       request?.destroy();
-      resolve(answer ? result(answer.status, answer.error) : result(null, error));
+      resolve(answer ? result(answer.status, answer.error) : result(null, error, detail));
     };
     const deadline = setTimeout(() => settle(`timeout after ${timeoutMs} ms`), timeoutMs);
     const transport = checked.url.protocol === 'https:' ? https : http;
@@ -137,7 +160,7 @@ export function deliverOnce(attempt: DeliveryAttempt): Promise<AttemptResult> {
       // Only a header value Node refuses (a control character in eventId) throws here.
       return settle(`invalid request (${(error as NodeJS.ErrnoException).code ?? 'unknown'})`);
     }
-    request.on('error', (error) => settle(describe(error)));
+    request.on('error', (error: NodeJS.ErrnoException) => settle(describe(error), error.code === FORBIDDEN_ADDRESS ? error.message : undefined));
     request.on('response', (response) => {
       const status = response.statusCode ?? 0;
       answer = { status, error: statusError(status) };

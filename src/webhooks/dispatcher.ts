@@ -117,6 +117,8 @@ export function startWebhookDispatcher(db: Database, logger: Logger, metrics: Me
       headers: traceparentOf(span),
     });
     if (span) attempted(span, result);
+    // The partner reads only ADDRESS_NOT_ALLOWED (deliver.ts); which name and address, operators read here.
+    if (result.detail !== undefined) logger.warn({ delivery: d.id, endpoint: d.endpoint_id, detail: result.detail }, `webhook attempt refused: ${result.error}`);
     if (result.ok) {
       await recordAttempt(db.pool, d.id, { status: 'DELIVERED', statusCode: result.status, error: null }, span);
       counter(d).inc({ outcome: 'delivered' });

@@ -39,7 +39,8 @@ export interface UrlPolicy {
   allowPrivate?: boolean;
 }
 
-export type UrlCheck = { ok: true; url: URL } | { ok: false; reason: string };
+/** A refusal names `address` when the URL holds a forbidden address literal. */
+export type UrlCheck = { ok: true; url: URL } | { ok: false; reason: string; address?: string };
 
 /**
  * IPv6 addresses outside 2000::/3 are not assigned as global unicast (RFC 4291); ipaddr.js calls
@@ -70,7 +71,7 @@ export function isForbiddenAddress(ip: string, { allowPrivate = false }: { allow
 }
 
 export function checkEndpointUrl(url: string, { production, allowPrivate = false }: UrlPolicy): UrlCheck {
-  const refuse = (reason: string): UrlCheck => ({ ok: false, reason });
+  const refuse = (reason: string, address?: string): UrlCheck => ({ ok: false, reason, ...(address === undefined ? {} : { address }) });
   if (url.length > MAX_URL_LENGTH) return refuse(`the URL is longer than ${MAX_URL_LENGTH} characters`);
   let parsed: URL;
   try {
@@ -86,7 +87,7 @@ export function checkEndpointUrl(url: string, { production, allowPrivate = false
     if (parsed.protocol !== 'https:') return refuse('production endpoints must use https');
     const host = parsed.hostname.replace(/^\[(.*)\]$/, '$1');
     if (isIP(host) && isForbiddenAddress(host, { allowPrivate })) {
-      return refuse(`${host} is a private or reserved address (${rangeOf(host)}); production endpoints must be public`);
+      return refuse(`${host} is a private or reserved address (${rangeOf(host)}); production endpoints must be public`, host);
     }
   } else if (parsed.protocol === 'http:' && !LOCAL_HOSTS.has(parsed.hostname)) {
     return refuse('outside production, http is allowed only to 127.0.0.1, localhost or [::1]; use https');
