@@ -83,7 +83,8 @@ async function axeViolations(page: Page): Promise<string[]> {
 /** Every page of the console, with what shows it is there. */
 const PAGES = (): { name: string; hash: string; ready: string }[] => [
   { name: 'campaigns', hash: '#/campaigns', ready: 'table.campaigns' },
-  { name: 'new-campaign', hash: '#/new', ready: "[data-testid='create-campaign']" },
+  // A VIEWER reaching it by its address is told it cannot create campaigns (no form).
+  { name: 'new-campaign', hash: '#/new', ready: "[data-testid='create-campaign'], [data-testid='read-only']" },
   { name: 'campaign', hash: `#/campaigns/${campaignId}`, ready: "[data-testid='figure-allocated']" },
   { name: 'partners', hash: '#/partners', ready: "[data-testid='partners'] tr" },
   { name: 'partner', hash: `#/partners/${partnerId}`, ready: "[data-testid='terms'] tr" },
@@ -116,7 +117,7 @@ describe.each([
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
       if (overflow > 2) problems.push(`${p.name}: the page is ${overflow} px wider than the screen`);
       if (role === 'VIEWER') {
-        // Every control that changes something is disabled, and says why.
+        // No control that changes something is shown (the banner says why once); any disabled one says why.
         const enabled = await page.evaluate(() =>
           Array.from(document.querySelectorAll('main button, main input, main select, main textarea'))
             .filter((el) => !(el as HTMLInputElement).disabled)
