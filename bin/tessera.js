@@ -39,7 +39,8 @@ const MAX_CONCURRENCY = 16;
 const SORT_WINDOW = Number.parseInt(process.env.TESSERA_LOAD_SORT_WINDOW ?? '', 10) || 1_000_000;
 const RETRY_ATTEMPTS = 6; // for 429 / 503 answers, waiting Retry-After between attempts
 const MAX_RETRY_AFTER_SECONDS = 30; // a longer wait is reported instead of slept through
-const PROGRESS_MS = 2000; // a progress line this often when stderr is not a terminal
+const PROGRESS_MS = 2000; // when stderr is not a terminal: a progress line at least this often while the count moves
+const PROGRESS_STEPS = 10; // …and one at each tenth of the total
 
 const EXIT = { OK: 0, FAILED: 1, USAGE: 2 };
 
@@ -72,15 +73,18 @@ Exit status: 0 done, 1 failed, 2 wrong usage, 130 interrupted.`,
 
 Loads ticket codes into a campaign with loadTickets, a batch at a time. The first column of each
 line is a code (RFC 4180 quotes allowed); a first line "code" is a header and skipped; empty lines
-are skipped. Codes are sent sorted, up to ${SORT_WINDOW.toLocaleString('en-US')} at a time (the database adds
-sorted codes fastest). The progress bar (on stderr) counts codes the server has acknowledged.
+are skipped. Codes are sent sorted, in requests of --batch codes each: the file is read in parts
+of up to ${SORT_WINDOW.toLocaleString('en-US')} codes, each sorted (the database adds sorted codes fastest).
+The progress bar (on stderr) counts codes the server has acknowledged; when stderr is not a
+terminal it is one line at each 10% and at least every ${PROGRESS_MS / 1000} s while codes are acknowledged.
 Loading is idempotent: codes already in the campaign count as duplicates, so after a failure the
 same command can simply be run again.
 
 Options:
   --campaign <id>    the campaign (required; DRAFT or OPEN)
   --file <path|->    the CSV of codes, or - for standard input (required)
-  --batch <n>        codes per request, 1 to ${MAX_BATCH} (default ${MAX_BATCH})
+  --batch <n>        codes per loadTickets request, 1 to ${MAX_BATCH.toLocaleString('en-US')} (the most one call
+                     takes; default ${MAX_BATCH.toLocaleString('en-US')})
   --concurrency <n>  requests in flight, 1 to ${MAX_CONCURRENCY} (default 2)
 
 ${COMMON_OPTIONS}`,
@@ -619,6 +623,72 @@ function* sortedBatches(codes, n) {
   if (pending.length) yield pending;
 }
 
+/**
+ * A progress bar on stderr: cli-progress's, redrawn in place, on a terminal. Otherwise (a pipe, a
+ * file, a CI log) lines of the same text, each on its own: at the start, at each tenth of the total,
+ * at least every PROGRESS_MS while the count moves (the only ones when the total is not known), and
+ * at the end — cli-progress's own line mode draws on a timer only, which for a load of a few
+ * seconds is one line at 0%, one somewhere and one at 100%.
+ */
+function progressBar(options, preset) {
+  return process.stderr.isTTY ? new cliProgress.SingleBar(options, preset) : new ProgressLines(options.format, preset);
+}
+
+class ProgressLines {
+  constructor(format, preset) {
+    this.format = format;
+    this.preset = preset;
+    this.total = 0;
+    this.value = 0;
+    this.payload = {};
+    this.shown = null; // the text of the last line written
+    this.shownAt = 0;
+    this.step = -1; // the last tenth a line was written at
+  }
+
+  start(total, value, payload = {}) {
+    this.total = total;
+    this.update(value, payload);
+    this.write();
+  }
+
+  getTotal() {
+    return this.total;
+  }
+
+  setTotal(total) {
+    this.total = total;
+  }
+
+  update(value, payload = {}) {
+    this.value = value;
+    Object.assign(this.payload, payload);
+    const step = this.total > 0 ? Math.floor((Math.min(value, this.total) * PROGRESS_STEPS) / this.total) : -1;
+    if (step > this.step || (this.shown !== null && Date.now() - this.shownAt >= PROGRESS_MS)) this.write();
+  }
+
+  stop() {
+    this.write();
+  }
+
+  write() {
+    const text = this.text();
+    if (text === this.shown) return;
+    this.shown = text;
+    this.shownAt = Date.now();
+    if (this.total > 0) this.step = Math.floor((Math.min(this.value, this.total) * PROGRESS_STEPS) / this.total);
+    process.stderr.write(`${text}\n`);
+  }
+
+  text() {
+    const share = this.total > 0 ? Math.min(this.value / this.total, 1) : 0;
+    const width = 40;
+    const done = Math.round(share * width);
+    const values = { ...this.payload, bar: this.preset.barCompleteChar.repeat(done) + this.preset.barIncompleteChar.repeat(width - done), percentage: Math.floor(share * 100), value: this.value, total: this.total };
+    return this.format.replace(/\{(\w+)\}/g, (whole, name) => (name in values ? String(values[name]) : whole));
+  }
+}
+
 async function load(api, campaignId, file, batchSize, concurrency) {
   const { campaign } = await api.request(CAMPAIGN, { id: campaignId });
   if (!campaign) throw new CliError(`no campaign ${campaignId} at ${api.where} (check --campaign)`);
@@ -646,7 +716,7 @@ async function load(api, campaignId, file, batchSize, concurrency) {
   const totals = { read: 0, loaded: 0, duplicates: 0 };
   const acknowledged = () => totals.loaded + totals.duplicates;
   const rate = () => Math.round(acknowledged() / Math.max((Date.now() - started) / 1000, 0.001));
-  const bar = new cliProgress.SingleBar(
+  const bar = progressBar(
     {
       format:
         total === null
@@ -822,7 +892,7 @@ async function exportAllocations(api, campaignId, out) {
         }
         await writeTo(sink, HEADER, written);
         if (out) {
-          bar = new cliProgress.SingleBar(
+          bar = progressBar(
             { format: 'exporting |{bar}| {value}/{total} allocations', stream: process.stderr, noTTYOutput: true, notTTYSchedule: PROGRESS_MS, gracefulExit: false },
             cliProgress.Presets.shades_classic,
           );

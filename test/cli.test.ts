@@ -295,6 +295,13 @@ describe('help and usage', () => {
     },
   );
 
+  test('load --help says what --batch is (codes per request, at most 10,000) and ties no other figure to it', async () => {
+    const run = await tessera(['load', '--help']);
+    expect(run.stdout).toMatch(/--batch <n> +codes per loadTickets request, 1 to 10,000 \(the most one call\n +takes; default 10,000\)/);
+    expect(run.stdout).toMatch(/in requests of --batch codes each: the file is read in parts\nof up to 1,000,000 codes, each sorted/);
+    expect(run.stdout).not.toMatch(/up to 1,000,000 at a time/);
+  });
+
   test('the help of each command names its own options and the three places a key comes from', async () => {
     const load = await tessera(['load', '--help']);
     expect(load.stdout).toMatch(/^Usage: tessera load --campaign <id> --file/);
@@ -578,6 +585,20 @@ describe('progress and interruption', () => {
     } finally {
       proxy.close();
     }
+  });
+
+  test('piped, the load progress is lines of their own: one at each tenth of the codes, rising, never redrawn in place', async () => {
+    const campaignId = await server.createCampaign();
+    const file = codesFile(cliDir(), Array.from({ length: 10_000 }, (_, i) => `TENTH-${i}`));
+    const run = await tessera(['load', '--campaign', campaignId, '--file', file, '--url', base, '--key', ADMIN_KEY, '--batch', '500', '--concurrency', '1']);
+    expectSuccess(run);
+    expect(run.stderr).not.toContain('\r');
+    const lines = run.stderr.split('\n').filter((line) => line.startsWith('loading'));
+    for (const line of lines) expect(line).toMatch(/^loading \|[█░]{40}\| \d+% \| \d+ of 10000 codes loaded \| 0 duplicates \| \d+ codes\/s$/);
+    const percents = lines.map((line) => Number(/(\d+)%/.exec(line)![1]));
+    // Each tenth once (a slow machine adds a line every 2 s between them: never one twice).
+    for (let tenth = 0; tenth <= 100; tenth += 10) expect(percents.filter((percent) => percent === tenth)).toHaveLength(1);
+    expect(percents).toEqual([...new Set(percents)].sort((x, y) => x - y));
   });
 
   test('an interrupted load stops its progress bar and says how many codes were loaded', async () => {
