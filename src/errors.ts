@@ -155,6 +155,13 @@ export const CLAIM_MESSAGES: Record<ClaimErrorCode, string> = {
 export const BALLOT_CLAIM_MESSAGE =
   'This campaign gives its tickets by ballot: it takes no claims or holds. Enter the ballot with enterBallot while the campaign is open and before entriesCloseAt; winners get holds to confirm with confirmHold.';
 
+/**
+ * SOLD_OUT's message on a WAITLIST_FIRST campaign: a holder who is refused can still get a ticket
+ * there, by joining the waitlist (the code stays SOLD_OUT; the message says what to do instead).
+ */
+export const WAITLIST_SOLD_OUT_MESSAGE =
+  'The campaign is sold out: no ticket is available and none is held. It has a waitlist: join it with joinWaitlist, and returned tickets are offered to waiting holders in the order they joined.';
+
 export function claimError(code: ClaimErrorCode, message = CLAIM_MESSAGES[code]): ClaimError {
   return { code, message };
 }

@@ -4,6 +4,7 @@
 // no first-come claim ever taking a returned ticket while an entry it could serve waits. After every
 // test: total = allocated + held + allotted + available + void, nothing left RETURNED, no ticket
 // live twice.
+import { CLAIM_MESSAGES, WAITLIST_SOLD_OUT_MESSAGE } from '../src/errors';
 import { sealSecret } from '../src/webhooks/secrets';
 import { newWebhookSecret } from '../src/webhooks/signature';
 import { startSignedReceiver } from './helpers/receiver';
@@ -149,6 +150,24 @@ test('joining: only on a WAITLIST_FIRST campaign with nothing available, one liv
   expect(figures.waitlistLength).toBe(3);
   expect(figures.waitlist.totalCount).toBe(4);
   await settled(campaignId);
+});
+
+test('SOLD_OUT on a WAITLIST_FIRST campaign says to join the waitlist with joinWaitlist (claim, hold and a replayed key alike); on a POOL campaign it does not', async () => {
+  const [owner, partner] = await Promise.all([server.createPartner('owner'), server.createPartner('refused')]);
+  const { campaignId } = await soldOut(1, owner);
+  const claimed = await server.gql<ClaimPayload>(partner.apiKey, CLAIM, { input: { campaignId, holder: 'z', idempotencyKey: 'sold-out-1' } });
+  expect(claimed.body.data!.claimTicket.error).toEqual({ code: 'SOLD_OUT', message: WAITLIST_SOLD_OUT_MESSAGE });
+  expect(WAITLIST_SOLD_OUT_MESSAGE).toContain('joinWaitlist');
+  const replayed = await server.gql<ClaimPayload>(partner.apiKey, CLAIM, { input: { campaignId, holder: 'z', idempotencyKey: 'sold-out-1' } });
+  expect(replayed.body.data!.claimTicket.error).toEqual({ code: 'SOLD_OUT', message: WAITLIST_SOLD_OUT_MESSAGE });
+  const held = await server.gql(partner.apiKey, 'mutation($input: HoldTicketInput!) { holdTicket(input: $input) { error { code message } } }', { input: { campaignId, holder: 'z', ttlSeconds: 60 } });
+  expect(held.body.data!.holdTicket.error).toEqual({ code: 'SOLD_OUT', message: WAITLIST_SOLD_OUT_MESSAGE });
+  // And joining, as it says, works.
+  expect((await join(partner.apiKey, { campaignId, holder: 'z' })).entry).toMatchObject({ status: 'WAITING', position: 1 });
+
+  const pool = await server.openCampaignWith(1);
+  await claim(owner.apiKey, pool, 't0');
+  expect((await claim(partner.apiKey, pool, 'z')).error).toEqual({ code: 'SOLD_OUT', message: CLAIM_MESSAGES.SOLD_OUT });
 });
 
 test('a release is offered to the head of the waitlist as a hold; confirmHold makes the entry ACCEPTED, and the next one moves up', async () => {

@@ -15,7 +15,7 @@ import { findAllocationsByKey } from '../db/findAllocations';
 import type { JsonValue } from '../db/json';
 import { isConnectionLost, isTransientDbError, pgErrorInfo, PG } from '../db/pgErrors';
 import { randomPickStart } from '../db/pickTickets';
-import { apiError, BALLOT_CLAIM_MESSAGE, claimError, ErrorCode, InvalidInput, type ClaimError } from '../errors';
+import { apiError, BALLOT_CLAIM_MESSAGE, claimError, ErrorCode, InvalidInput, WAITLIST_SOLD_OUT_MESSAGE, type ClaimError } from '../errors';
 import type { ClaimErrorCode } from '../generated/graphql';
 import type { LiveUpdates } from '../live';
 import type { Metrics } from '../metrics';
@@ -149,10 +149,11 @@ export class AllocationService {
       let retryReason = '';
       for (let attempt = 0; ; attempt += 1) {
         try {
-          const result =
+          let result =
             attempt === 0
               ? await this.allocateOnce(ctx, request, span)
               : await inChild(span, 'tessera.claim.retry', { [ATTR.attempt]: attempt, [ATTR.retryReason]: retryReason }, (retry) => this.allocateOnce(ctx, request, retry));
+          if (result.error?.code === 'SOLD_OUT') result = await this.soldOut(ctx, request.campaignId.toLowerCase(), result);
           if (span && result.error === null) this.traced(span, result.allocations);
           outcome = result.error ? result.error.code : result.replayed ? 'REPLAYED' : 'ALLOCATED';
           if (outcome === 'ALLOCATED') this.live?.changed(result.allocations[0]!.campaignId);
@@ -311,6 +312,16 @@ export class AllocationService {
   private async notOpen(ctx: RequestContext, campaignId: string): Promise<Allocated> {
     const campaign = await ctx.loaders.campaignDetails.load(campaignId);
     return refusal('CAMPAIGN_NOT_OPEN', campaign?.mode === 'BALLOT' ? BALLOT_CLAIM_MESSAGE : undefined);
+  }
+
+  /**
+   * SOLD_OUT, saying what to do instead on a WAITLIST_FIRST campaign: join its waitlist. Whichever
+   * look answered it (the batcher's, the second look, a replayed refusal), the campaign's release
+   * policy is read once, on this refusal only — never on a claim that passes.
+   */
+  private async soldOut(ctx: RequestContext, campaignId: string, result: Allocated): Promise<Allocated> {
+    const campaign = await ctx.loaders.campaignDetails.load(campaignId);
+    return campaign?.releasePolicy === 'WAITLIST_FIRST' ? refusal('SOLD_OUT', WAITLIST_SOLD_OUT_MESSAGE) : result;
   }
 
   /**
