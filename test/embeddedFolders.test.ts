@@ -6,10 +6,11 @@
 // folder PostgreSQL's OS user cannot enter, the data is placed under /var/lib/tessera instead, and
 // npm test's own (release({ removeRelocated })) is deleted by the last run out.
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { relocatedDir, removeRelocated } from '../src/db/embeddedPlacement';
+import { portTaken } from '../src/db/embeddedProcess';
 import { ADMIN_KEY, graphqlData } from './helpers/graphql';
 import { accepts, freePort, ROOT, runToExit, startProcess, type TesseraProcess } from './helpers/process';
 
@@ -169,6 +170,9 @@ test("as root in a folder PostgreSQL's OS user cannot enter, npm test's server k
     expect(await run.next()).toEqual({ owned: true });
     expect(existsSync(path.join(placed, 'PG_VERSION'))).toBe(true);
     expect(readFileSync(`${placed}.asked`, 'utf8')).toBe(asked);
+    // Another folder's server on that port is told where this one's data really is.
+    const clash = user(path.join(parent, 'b'), port);
+    expect(await clash.next()).toEqual({ error: expect.stringContaining(`the PostgreSQL of ${asked} (its data in ${placed}) already listens there`) });
     expect(await run.release()).toEqual({ stopped: true });
     expect(await accepts(port)).toBe(false);
     expect([placed, `${placed}.asked`, `${placed}.log`, `${placed}.users`, `${placed}.start-lock`].filter((file) => existsSync(file))).toEqual([]);
@@ -177,3 +181,13 @@ test("as root in a folder PostgreSQL's OS user cannot enter, npm test's server k
     removeRelocated(placed);
   }
 }, 180_000);
+
+test('a port clash names a data directory root placed elsewhere by the folder it stands for and where its data is', async () => {
+  // The note beside a placed data directory (embeddedPlacement.ts) is all it takes: no server is started.
+  const placed = path.join(parent, 'app-pgdata-0123456789ab');
+  writeFileSync(`${placed}.asked`, '/root/app/.tessera/pgdata');
+  const message = await portTaken(placed, 1, { kind: 'postgres', dataDir: path.join(parent, 'other') }, 'EMBEDDED_PG_PORT');
+  expect(message).toMatch(
+    new RegExp(`^The embedded PostgreSQL of /root/app/\\.tessera/pgdata \\(its data in ${placed}\\) cannot use port 1: the PostgreSQL of ${parent}/other already listens there\\. Set EMBEDDED_PG_PORT to a free port`),
+  );
+});

@@ -20,7 +20,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, 
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
-import { EmbeddedPostgresError, placement, removeRelocated, shownAs } from './embeddedPlacement';
+import { describedDir, EmbeddedPostgresError, placement, removeRelocated } from './embeddedPlacement';
 import { alive, holderOf, initialise, PASSWORD, portTaken, sameDir, startServer, stopPid, USER } from './embeddedProcess';
 
 export { accepts } from './embeddedProcess';
@@ -174,7 +174,7 @@ async function refuseIfRunningElsewhere(dir: string, port: number, portSetting: 
   const holder = await holderOf(running.port);
   if (holder.kind !== 'postgres' || !sameDir(holder.dataDir, dir)) return;
   throw new EmbeddedPostgresError(
-    `The embedded PostgreSQL of ${shownAs(dir)} already runs on port ${running.port} (pid ${running.pid}), not ${port}: set ${portSetting}=${running.port} to use it, or stop it first (kill -INT ${running.pid}).`,
+    `The embedded PostgreSQL of ${describedDir(dir)} already runs on port ${running.port} (pid ${running.pid}), not ${port}: set ${portSetting}=${running.port} to use it, or stop it first (kill -INT ${running.pid}).`,
   );
 }
 

@@ -148,6 +148,16 @@ export function relocatedDir(asked: string): string {
 const askedFile = (dir: string) => `${dir}.asked`;
 
 /**
+ * A data directory as a message names it: the folder it stands for, and where its data really is
+ * when root placed it under RELOCATED_ROOT — `/root/app/.tessera/pgdata (its data in
+ * /var/lib/tessera/embedded-postgres/data/app-pgdata-…)`.
+ */
+export function describedDir(dataDir: string): string {
+  const asked = shownAs(dataDir);
+  return asked === dataDir ? dataDir : `${asked} (its data in ${dataDir})`;
+}
+
+/**
  * Deletes data directory `dir` and what lies beside it (`.asked`, `.log`, `.users`) when it is one
  * root placed under RELOCATED_ROOT and its server is not running (no postmaster.pid): a folder
  * inside a project goes with the project, one out here would outlive it. True when it deleted it.
@@ -162,7 +172,7 @@ export function removeRelocated(dir: string): boolean {
  * The folder a data directory stands for, as its user named it: EMBEDDED_PG_DIR (or npm test's),
  * also when root placed the data directory under RELOCATED_ROOT — what a message should say.
  */
-export function shownAs(dataDir: string): string {
+function shownAs(dataDir: string): string {
   try {
     return readFileSync(askedFile(dataDir), 'utf8') || dataDir;
   } catch {

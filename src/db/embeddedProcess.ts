@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
-import { EmbeddedPostgresError, OS_USER, shownAs, type Placement } from './embeddedPlacement';
+import { describedDir, EmbeddedPostgresError, OS_USER, type Placement } from './embeddedPlacement';
 
 export const USER = 'postgres';
 export const PASSWORD = 'tessera';
@@ -136,7 +136,7 @@ export async function portTaken(dir: string, port: number, holder: Holder, portS
   const free = await nextFreePort(port);
   const instead = `Set ${portSetting} to a free port${free ? ` (e.g. ${portSetting}=${free})` : ''}`;
   if (holder.kind === 'postgres') {
-    return `The embedded PostgreSQL of ${shownAs(dir)} cannot use port ${port}: the PostgreSQL of ${shownAs(holder.dataDir)} already listens there. ${instead}, or stop that one.`;
+    return `The embedded PostgreSQL of ${describedDir(dir)} cannot use port ${port}: the PostgreSQL of ${describedDir(holder.dataDir)} already listens there. ${instead}, or stop that one.`;
   }
   return `The embedded PostgreSQL cannot use port ${port}: it is in use by another program. ${instead}.`;
 }
