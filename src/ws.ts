@@ -1,4 +1,7 @@
 // graphql-ws on /graphql (the same port as HTTP): subscriptions, through the same controls as HTTP.
+// Both subprotocols are spoken, chosen from the handshake: `graphql-transport-ws` (the graphql-ws
+// library's, served by its useServer) and the legacy `graphql-ws` of subscriptions-transport-ws
+// (GraphQL Playground, older Apollo clients: wsLegacy.ts, a framing in front of the same hooks).
 //
 // Only subscriptions are served over the socket (docs/SECURITY.md, "Transports"): a query or a
 // mutation sent there is refused, naming HTTP. Every subscribe message passes the operation
@@ -18,7 +21,7 @@ import { randomUUID } from 'node:crypto';
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { GraphQLError, type ExecutionArgs, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
-import type { Context as ConnectContext, SubscribePayload } from 'graphql-ws';
+import { makeServer, type Context as ConnectContext, type ServerOptions, type SubscribePayload } from 'graphql-ws';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { keyOwnerOf } from './auth';
@@ -30,9 +33,12 @@ import type { LiveUpdates } from './live';
 import type { Logger } from './logger';
 import { loggedName, NOT_OVER_WS, selectOperation, type OperationControls } from './operations';
 import { ATTR, describeOperation, endedWith, operationOutcome, operationSpan, traceIdOf, type Span } from './tracing';
+import { legacyProtocolServer, wantsLegacyProtocol } from './wsLegacy';
 import { guardUnauthenticated, refusalsLogged, subscriptionSlots, WEBSOCKET_LIMIT_DEFAULTS, type SlotHolder, type WebSocketLimits } from './wsLimits';
 
 const FORBIDDEN = 4403;
+/** A ping (and, on the legacy protocol, a `ka` message) this often; a socket without a pong by the next is dropped (graphql-ws's default). */
+const KEEP_ALIVE_MS = 12_000;
 
 /** graphql-ws's context of a socket: its upgrade request, the socket, and Tessera's state once admitted. */
 type SocketContext = ConnectContext<Record<string, unknown>, { socket: WebSocket; request: http.IncomingMessage; state?: SocketState }>;
@@ -82,7 +88,8 @@ export function subscriptionServer(
   // reports as "Internal error emitted on the WebSocket server" — the listener reports them.
   // maxPayload: ws refuses a frame (or a fragmented message) declaring more at its header, and
   // closes with 1009 before reading any of it.
-  const wsServer = new WebSocketServer({ noServer: true, maxPayload: limits.maxMessageBytes, WebSocket: refusalsLogged(logger, limits) });
+  const socketClass = refusalsLogged(logger, limits);
+  const wsServer = new WebSocketServer({ noServer: true, maxPayload: limits.maxMessageBytes, WebSocket: socketClass });
   /** Each socket's guard until its connection_init is accepted. */
   const unauthenticated = new WeakMap<WebSocket, { release(): void }>();
   httpServer.on('upgrade', (request: http.IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -91,10 +98,11 @@ export function subscriptionServer(
       return;
     }
     const peer = request.socket.remoteAddress;
-    wsServer.handleUpgrade(request, socket, head, (ws) => {
+    const target = wantsLegacyProtocol(request) ? legacy.wsServer : wsServer;
+    target.handleUpgrade(request, socket, head, (ws) => {
       const exceeded = () => logger.info({ address: peer, limit: limits.maxUnauthenticatedBytes }, 'websocket closed: too much sent before connection_init was accepted');
       unauthenticated.set(ws, guardUnauthenticated(socket, limits.maxUnauthenticatedBytes, exceeded));
-      wsServer.emit('connection', ws, request);
+      target.emit('connection', ws, request);
     });
   });
 
@@ -219,54 +227,53 @@ export function subscriptionServer(
     }
   };
 
-  const server = useServer<Record<string, unknown>, SocketContext['extra']>(
-    {
-      schema,
-      // The key comes in the connection's payload, as a browser cannot set headers on a WebSocket.
-      onConnect: (ctx) => {
-        const params = ctx.connectionParams ?? {};
-        const carrier = typeof params.traceparent === 'string' ? params : (ctx.extra.request.headers as Record<string, unknown>);
-        return traced('graphql-ws connection_init', carrier, (span) => connect(ctx, params, carrier, span));
-      },
-      onClose: (ctx) => {
-        const state = ctx.extra.state;
-        if (!state) return;
-        open.delete(state);
-        // An operation that never reached onComplete or onError (a send to the closing socket failed) gives its slot back here.
-        for (const operation of state.operations.values()) slots.release(state, operation);
-      },
-      onSubscribe: (ctx, id, payload) => {
-        const state = ctx.extra.state!;
-        const own = payload.extensions as Record<string, unknown> | undefined;
-        return traced('graphql-ws subscribe', typeof own?.traceparent === 'string' ? own : state.carrier, (span) => subscribe(state, id, payload, span));
-      },
-      onNext: (ctx, id, _payload, _args, result) => {
-        if (!result.errors?.length) return;
-        const operation = ctx.extra.state?.operations.get(id);
-        tagErrors(result.errors, operation?.requestId ?? 'unknown', logger);
-        return { ...result, errors: format(result.errors) };
-      },
-      onError: (ctx, id, _payload, errors) => {
-        const state = ctx.extra.state;
-        const operation = state?.operations.get(id);
-        tagErrors(errors, operation?.requestId ?? 'unknown', logger);
-        const formatted = format(errors);
-        if (state && operation) finish(state, id, operation, formatted.map((e) => String(e.extensions?.code ?? 'UNKNOWN')));
-        return formatted;
-      },
-      onComplete: (ctx, id) => {
-        const state = ctx.extra.state;
-        const operation = state?.operations.get(id);
-        if (state && operation) finish(state, id, operation, []);
-      },
+  const hooks: ServerOptions<Record<string, unknown>, SocketContext['extra']> = {
+    schema,
+    // The key comes in the connection's payload, as a browser cannot set headers on a WebSocket.
+    onConnect: (ctx) => {
+      const params = ctx.connectionParams ?? {};
+      const carrier = typeof params.traceparent === 'string' ? params : (ctx.extra.request.headers as Record<string, unknown>);
+      return traced('graphql-ws connection_init', carrier, (span) => connect(ctx, params, carrier, span));
     },
-    wsServer,
-  );
+    onClose: (ctx) => {
+      const state = ctx.extra.state;
+      if (!state) return;
+      open.delete(state);
+      // An operation that never reached onComplete or onError (a send to the closing socket failed) gives its slot back here.
+      for (const operation of state.operations.values()) slots.release(state, operation);
+    },
+    onSubscribe: (ctx, id, payload) => {
+      const state = ctx.extra.state!;
+      const own = payload.extensions as Record<string, unknown> | undefined;
+      return traced('graphql-ws subscribe', typeof own?.traceparent === 'string' ? own : state.carrier, (span) => subscribe(state, id, payload, span));
+    },
+    onNext: (ctx, id, _payload, _args, result) => {
+      if (!result.errors?.length) return;
+      const operation = ctx.extra.state?.operations.get(id);
+      tagErrors(result.errors, operation?.requestId ?? 'unknown', logger);
+      return { ...result, errors: format(result.errors) };
+    },
+    onError: (ctx, id, _payload, errors) => {
+      const state = ctx.extra.state;
+      const operation = state?.operations.get(id);
+      tagErrors(errors, operation?.requestId ?? 'unknown', logger);
+      const formatted = format(errors);
+      if (state && operation) finish(state, id, operation, formatted.map((e) => String(e.extensions?.code ?? 'UNKNOWN')));
+      return formatted;
+    },
+    onComplete: (ctx, id) => {
+      const state = ctx.extra.state;
+      const operation = state?.operations.get(id);
+      if (state && operation) finish(state, id, operation, []);
+    },
+  };
+  const server = useServer(hooks, wsServer, KEEP_ALIVE_MS);
+  const legacy = legacyProtocolServer(makeServer(hooks), { maxPayload: limits.maxMessageBytes, WebSocket: socketClass, keepAliveMs: KEEP_ALIVE_MS });
   return {
     dispose: async () => {
       clearInterval(sweep);
       stopWatchingKeys();
-      await server.dispose();
+      await Promise.all([server.dispose(), legacy.dispose()]);
     },
   };
 }

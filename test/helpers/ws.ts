@@ -1,37 +1,148 @@
-// graphql-ws clients for the tests: a real socket to a real server, optionally from another
-// loopback address (127.0.0.2, …) so that per-address limits can tell clients apart.
+// WebSocket clients for the tests — graphql-ws's, or subscriptions-transport-ws's for the legacy
+// protocol: a real socket to a real server, optionally from another loopback address (127.0.0.2, …)
+// so that per-address limits can tell clients apart.
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import net from 'node:net';
 import { createClient, type Client, type FormattedExecutionResult } from 'graphql-ws';
+import { SubscriptionClient, type OperationOptions } from 'subscriptions-transport-ws';
 import WebSocket from 'ws';
 
+/** The two subprotocols Tessera speaks on /graphql: graphql-ws's, and subscriptions-transport-ws's. */
+export type WsProtocol = 'graphql-transport-ws' | 'graphql-ws';
+export const WS_PROTOCOLS: readonly WsProtocol[] = ['graphql-transport-ws', 'graphql-ws'];
+
+/** What the tests use of a client, whichever protocol it speaks. */
+export type SocketOperations = Pick<Client, 'subscribe' | 'iterate'>;
+
 export interface SocketClient {
-  readonly client: Client;
+  readonly protocol: WsProtocol;
+  readonly client: SocketOperations;
   /** The close event's code, once the socket has closed. */
   closed(): number | undefined;
   dispose(): Promise<void>;
 }
 
-/** A graphql-ws client with `key` in its connection payload (null: none). */
-export function connectSocket(httpUrl: string, key: string | null, options: { localAddress?: string; connectionParams?: Record<string, unknown> } = {}): SocketClient {
+/**
+ * A client with `key` in its connection payload (null: none): graphql-ws's own, or — protocol
+ * `graphql-ws`, or TESSERA_TEST_WS_PROTOCOL=graphql-ws — subscriptions-transport-ws's, the legacy
+ * client Playground speaks with.
+ */
+export function connectSocket(
+  httpUrl: string,
+  key: string | null,
+  options: { localAddress?: string; connectionParams?: Record<string, unknown>; protocol?: WsProtocol } = {},
+): SocketClient {
   let closeCode: number | undefined;
+  const onClose: ((code: number, reason: string) => void)[] = [];
   class LocalWebSocket extends WebSocket {
     constructor(address: string, protocols?: string | string[]) {
       super(address, protocols, options.localAddress ? { localAddress: options.localAddress } : {});
+      this.on('close', (code, reason) => {
+        closeCode = code;
+        for (const listener of onClose) listener(code, String(reason));
+      });
     }
   }
+  const url = httpUrl.replace(/^http/, 'ws');
+  const connectionParams = { ...(key === null ? {} : { Authorization: `Bearer ${key}` }), ...options.connectionParams };
+  const protocol = options.protocol ?? ((process.env.TESSERA_TEST_WS_PROTOCOL as WsProtocol | undefined) || 'graphql-transport-ws');
+  if (protocol === 'graphql-ws') {
+    const legacy = new SubscriptionClient(url, { connectionParams, reconnect: false, lazy: false }, LocalWebSocket);
+    const client = legacyOperations(legacy, (listener) => onClose.push(listener));
+    return { protocol, client, closed: () => closeCode, dispose: async () => legacy.close(true, true) };
+  }
   const client = createClient({
-    url: httpUrl.replace(/^http/, 'ws'),
+    url,
     webSocketImpl: LocalWebSocket,
-    connectionParams: { ...(key === null ? {} : { Authorization: `Bearer ${key}` }), ...options.connectionParams },
+    connectionParams,
     retryAttempts: 0,
     lazy: false,
     // Keep the socket open between operations (the client closes an idle one otherwise).
     lazyCloseTimeout: 60_000,
     on: { closed: (event) => (closeCode = (event as { code?: number }).code) },
   });
-  return { client, closed: () => closeCode, dispose: () => Promise.resolve(client.dispose()) };
+  return { protocol, client, closed: () => closeCode, dispose: () => Promise.resolve(client.dispose()) };
+}
+
+/**
+ * subscriptions-transport-ws's client behind graphql-ws's `subscribe`/`iterate`, as graphql-ws's
+ * client ends them: an operation refused ends with its errors (a list), one whose socket closed with
+ * the close event ({ code, reason }).
+ */
+function legacyOperations(legacy: SubscriptionClient, onSocketClose: (listener: (code: number, reason: string) => void) => void): SocketOperations {
+  type Sink = Parameters<Client['subscribe']>[1];
+  const open = new Set<Sink>();
+  onSocketClose((code, reason) => {
+    for (const sink of [...open]) sink.error({ code, reason });
+    open.clear();
+  });
+  // The real client sends its first `start` right after connection_init, within what a socket may send
+  // before its key is accepted (16 KiB): to test the other controls with larger documents, this one
+  // waits for the acknowledgement first.
+  let acknowledged = false;
+  const connected = new Promise<void>((resolve) => legacy.onConnected(() => resolve()));
+  void connected.then(() => (acknowledged = true));
+  const subscribe = ((payload: Parameters<Client['subscribe']>[0], sink: Sink) => {
+    open.add(sink);
+    let subscription: { unsubscribe(): void } | undefined;
+    let stopped = false;
+    const start = () => {
+      if (!stopped && open.has(sink)) subscription = request();
+    };
+    if (acknowledged) start();
+    else void connected.then(start);
+    return () => {
+      stopped = true;
+      open.delete(sink);
+      subscription?.unsubscribe();
+    };
+    function request() {
+      return legacy.request(payload as OperationOptions).subscribe({
+        next: (value) => sink.next(value as never),
+        error: (error) => {
+          open.delete(sink);
+          sink.error([error]);
+        },
+        complete: () => {
+          open.delete(sink);
+          sink.complete();
+        },
+      });
+    }
+  }) as Client['subscribe'];
+  const iterate = ((payload: Parameters<Client['subscribe']>[0]) => {
+    const values: unknown[] = [];
+    const waiting: { resolve(step: IteratorResult<unknown>): void; reject(error: unknown): void }[] = [];
+    let ended: { error?: unknown } | undefined;
+    const end = (error?: unknown) => {
+      ended = error === undefined ? {} : { error };
+      for (const w of waiting.splice(0)) {
+        if (error === undefined) w.resolve({ value: undefined, done: true });
+        else w.reject(error);
+      }
+    };
+    const stop = subscribe(payload, {
+      next: (value) => (waiting.length ? waiting.shift()!.resolve({ value, done: false }) : values.push(value)),
+      error: (error) => end(error),
+      complete: () => end(),
+    });
+    return {
+      next: (): Promise<IteratorResult<unknown>> => {
+        if (values.length) return Promise.resolve({ value: values.shift(), done: false });
+        if (ended) return ended.error === undefined ? Promise.resolve({ value: undefined, done: true }) : Promise.reject(ended.error);
+        return new Promise((resolve, reject) => waiting.push({ resolve, reject }));
+      },
+      return: () => {
+        stop();
+        return Promise.resolve({ value: undefined, done: true });
+      },
+      [Symbol.asyncIterator]() {
+        return this;
+      },
+    };
+  }) as unknown as Client['iterate'];
+  return { subscribe, iterate };
 }
 
 /**
