@@ -5,9 +5,10 @@ import 'dotenv/config';
 import cluster from 'node:cluster';
 import path from 'node:path';
 import Redis from 'ioredis';
+import { Pool } from 'pg';
 import { runPrimary } from './cluster';
 import { adminKeyFile, loadConfig, type Config } from './config';
-import { createDatabase, type Database } from './db/client';
+import { createDatabase, poolConfig, type Database } from './db/client';
 import { createDatabaseIfMissing, EmbeddedPostgresError, startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded';
 import { durabilityNote, readDurability } from './db/durability';
 import { appliedSummary, migrate } from './db/migrate';
@@ -15,7 +16,7 @@ import { parseHosts } from './db/hosts';
 import { isTransientDbError } from './db/pgErrors';
 import { detectCitus } from './db/distribute';
 import { detectPooler, PoolerWithoutDirectUrlError, type Pooler } from './db/pooler';
-import { applySessionSettings, checkSessionSettings } from './db/sessionSettings';
+import { applySessionSettings, checkSessionSettings, refusal, RoleSettingsWriteError, type RoleSettings } from './db/sessionSettings';
 import { createLogger, drainStdout, type Logger } from './logger';
 import { createServer } from './server';
 import { startTracing } from './tracing/start';
@@ -118,26 +119,62 @@ async function onSomeHost<T>(url: string, work: () => Promise<T>): Promise<T> {
   }
 }
 
+/** What this process wrote as role settings behind PgBouncer (or why it could not); undefined when nothing. */
+type Written = RoleSettings | RoleSettingsWriteError | undefined;
+
 /**
- * Runs a query on the pool before anything is served (so "ready" means the pool works), and says
- * which session settings its connections run with — timeouts above all — and where they come from;
- * a warning names each one that is not in force.
+ * Runs a query on the pool before anything is served (so "ready" means the pool works), says which
+ * session settings its connections run with — timeouts above all — and where they come from, and
+ * refuses to serve (sessionSettings.ts, `refusal`) when one of them is not in force.
  */
-async function checkPool(db: Database, config: Config, pooler: Pooler, logger: Logger): Promise<void> {
-  const check = await onSomeHost(db.options.url, () => checkSessionSettings(db.pool, db.options));
+async function checkPool(pool: Pick<Pool, 'query'>, options: Database['options'], pooler: Pooler, logger: Logger, written: Written): Promise<void> {
+  let check;
+  try {
+    check = await onSomeHost(options.url, () => checkSessionSettings(pool, options));
+  } catch (error) {
+    throw new PoolCheckError(pooler, { cause: error });
+  }
   const source = pooler === 'pgbouncer' ? 'role settings of this database (behind PgBouncer)' : 'connection start-up parameters';
-  logger.info({ ...check.inForce, from: source }, `session settings in force: statement_timeout ${check.inForce.statement_timeout}, lock_timeout ${check.inForce.lock_timeout}, idle_in_transaction_session_timeout ${check.inForce.idle_in_transaction_session_timeout}`);
-  for (const w of check.wrong) {
-    logger.warn(
-      { setting: w.name, wanted: w.wanted, found: w.found, from: source },
-      `${w.name} is ${w.found} on Tessera's connections, not ${w.wanted}` +
-        (pooler === 'pgbouncer' ? ': set it as a role setting (docs/SCALING.md, "Deployment"), or restart PgBouncer so that its server connections pick up the role settings Tessera wrote' : ''),
-    );
+  logger.info(
+    { ...check.inForce, database: check.database, role: check.role, from: source },
+    `session settings in force: statement_timeout ${check.inForce.statement_timeout}, lock_timeout ${check.inForce.lock_timeout}, idle_in_transaction_session_timeout ${check.inForce.idle_in_transaction_session_timeout}`,
+  );
+  const refused = refusal(check, pooler, options.url, written);
+  if (refused) throw refused;
+}
+
+/**
+ * Behind PgBouncer, the role settings of DATABASE_URL's role in the direct connection's database,
+ * written once by the primary process. A role that may not write them is not yet a failure: they
+ * may be set already (by an operator), which the check of the pool decides.
+ */
+async function writeRoleSettings(config: Config, url: string, directUrl: string, logger: Logger): Promise<Written> {
+  const citus = await detectCitus(directUrl);
+  try {
+    const written = await applySessionSettings(directUrl, url, { ...config.database, citus });
+    logger.info({ role: written.role, database: written.database }, 'session settings written as role settings (behind PgBouncer)');
+    return written;
+  } catch (error) {
+    if (!(error instanceof RoleSettingsWriteError)) throw error;
+    logger.warn({ error: error.message }, 'could not write the session settings as role settings: serving only if they are in force already');
+    return error;
+  }
+}
+
+/** The check of checkPool on one pooled connection of the primary, before any worker is started. */
+async function checkBeforeWorkers(config: Config, url: string, pooler: Pooler, logger: Logger, written: Written): Promise<void> {
+  const options = { ...config.database, pooler, url, citus: await detectCitus(url) };
+  const pool = new Pool({ ...poolConfig(options), max: 1 });
+  pool.on('error', () => undefined);
+  try {
+    await checkPool(pool, options, pooler, logger, written);
+  } finally {
+    await pool.end().catch(() => undefined);
   }
 }
 
 /** One process serving HTTP and WebSocket, until SIGTERM/SIGINT. */
-async function serve(config: Config, logger: Logger, url: string, pooler: Pooler, startedAt: number): Promise<void> {
+async function serve(config: Config, logger: Logger, url: string, pooler: Pooler, startedAt: number, written?: Written): Promise<void> {
   // A dropped connection is expected (restarts, terminated backends): one line, not the client object.
   const onDatabaseError = (err: Error & { code?: string }) => logger.warn({ code: err.code, error: err.message }, 'database connection error');
   const onUnresponsive = (host: string, error: Error) =>
@@ -146,10 +183,10 @@ async function serve(config: Config, logger: Logger, url: string, pooler: Pooler
   if (citus) logger.info('Citus coordinator: tables distributed by campaign, claims grouped per campaign (docs/SCALING.md, "Citus")');
   const db = createDatabase({ ...config.database, pooler, url, citus, onError: onDatabaseError, onUnresponsive });
   try {
-    await checkPool(db, config, pooler, logger);
+    await checkPool(db.pool, db.options, pooler, logger, written);
   } catch (error) {
     await db.close().catch(() => undefined);
-    throw new PoolCheckError(pooler, { cause: error });
+    throw error;
   }
   const redis = config.redisUrl ? connectRedis(config.redisUrl, logger) : undefined;
   // OpenTelemetry, when the OTEL_* variables turn it on (docs/OBSERVABILITY.md); before the server, so its first request is traced.
@@ -214,12 +251,9 @@ async function main(): Promise<void> {
   // Under the migration lock: instances starting together apply them once, and none serves first.
   const applied = await migrate(directUrl);
   if (applied.length > 0) logger.info(appliedSummary(applied), 'migrations applied');
-  if (pooler === 'pgbouncer' && cluster.isPrimary) {
-    await applySessionSettings(directUrl, url, config.database).catch((error: unknown) =>
-      logger.warn({ error: (error as Error).message }, 'could not write the session settings as role settings: set them yourself (docs/SCALING.md, "Deployment")'),
-    );
-  }
+  const written = pooler === 'pgbouncer' && cluster.isPrimary ? await writeRoleSettings(config, url, directUrl, logger) : undefined;
   if (config.webConcurrency > 1 && cluster.isPrimary) {
+    if (pooler === 'pgbouncer') await checkBeforeWorkers(config, url, pooler, logger, written);
     const embedded = started.embedded;
     await runPrimary(config, logger, url, pooler, {
       deadlineMarginMs: SHUTDOWN_DEADLINE_MARGIN_MS,
@@ -231,7 +265,7 @@ async function main(): Promise<void> {
     });
     return;
   }
-  await serve(config, logger, url, pooler, startedAt);
+  await serve(config, logger, url, pooler, startedAt, written);
 }
 
 main().catch(async (error: unknown) => {

@@ -1,10 +1,12 @@
 // What `npm start` prints when it cannot start: one short paragraph that says what to change and
 // names the variable, never a stack trace (unless LOG_LEVEL=debug). Each case has a test in
-// test/startup.test.ts.
+// test/startup.test.ts, or, behind PgBouncer, test/pooler/pgbouncer.pooler.ts and
+// test/pgbouncerRoleSettings.test.ts.
 import { ConfigError } from './config';
 import { EmbeddedPostgresError } from './db/embedded';
 import { PG } from './db/pgErrors';
 import { PoolerWithoutDirectUrlError } from './db/pooler';
+import { SessionSettingsError } from './db/sessionSettings';
 
 /** A failure to listen on PORT, with the port it was for. */
 export class ListenError extends Error {
@@ -70,7 +72,7 @@ const quote = (value: string) => (/^[\w.-]+$/.test(value) ? value : `'${value.re
  * when it used the embedded database.
  */
 export function startupAdvice(error: unknown, databaseUrl: string | undefined): string {
-  if (error instanceof ConfigError || error instanceof EmbeddedPostgresError || error instanceof PoolerWithoutDirectUrlError) return error.message;
+  if (error instanceof ConfigError || error instanceof EmbeddedPostgresError || error instanceof PoolerWithoutDirectUrlError || error instanceof SessionSettingsError) return error.message;
   if (error instanceof PoolCheckError) {
     const cause = coded(error.cause);
     return (

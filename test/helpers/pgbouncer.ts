@@ -1,12 +1,16 @@
 // PgBouncer 1.18 in transaction mode in front of a PostgreSQL server: what `npm run test:pgbouncer`
-// (jest.pgbouncer.config.js) puts between the servers under test and their databases. Each one runs
-// from a temporary folder of its own (pgbouncer.ini, userlist.txt, pgbouncer.log) on a free port.
+// (jest.pgbouncer.config.js), the bench and test/pgbouncerDoc.test.ts put between Tessera and its
+// databases. Each one runs from a temporary folder of its own on a free port.
 //
-// The configuration is a production one for transaction pooling, on purpose nothing more lenient:
-// `ignore_startup_parameters` is extra_float_digits only, so a start-up parameter PgBouncer refuses
-// (statement_timeout, options, …) fails the connection here as it would in production.
+// Its configuration is deploy/pgbouncer/pgbouncer.ini, the file docs/SCALING.md quotes, copied
+// unchanged into the folder and read through PgBouncer's `%include`; the folder's pgbouncer.ini then
+// changes only what a test must: the port, the paths (no unix socket, its own auth_file, logfile and
+// pidfile), the [databases] entries (every name to the server under test), and, when asked, the
+// pool size or admin_users. Nothing more lenient than production: the same auth_type (clients give
+// the password of auth_file), and `ignore_startup_parameters` as shipped, so a start-up parameter
+// PgBouncer refuses (statement_timeout, options, …) fails the connection here as in production.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, chownSync, constants, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, chownSync, constants, copyFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { withClient } from './env';
@@ -16,18 +20,29 @@ import { until } from './time';
 /** Set by globalSetupPgbouncer.ts: a URL of the PgBouncer in front of the test server (its `postgres` database). */
 export const POOLER_ENV = 'TESSERA_TEST_POOLER_URL';
 
+/** The configuration deployments use, and docs/SCALING.md shows: every PgBouncer here starts from it. */
+export const SHIPPED_INI = path.resolve(__dirname, '../../deploy/pgbouncer/pgbouncer.ini');
+
+/** A test role's password in auth_file, when its server asks for none (trust): PgBouncer still asks the client. */
+export const TEST_PASSWORD = 'tessera-test-password';
+
 export interface PgBouncerOptions {
   /** The PostgreSQL server it pools for (default 127.0.0.1). */
   targetHost?: string;
   targetPort: number;
-  /** The only role it admits (trust: it asks clients for no password), and logs in to PostgreSQL as. Default postgres. */
+  /** The role clients log in as, and PgBouncer logs in to PostgreSQL as; an admin user too. Default postgres. */
   user?: string;
-  /** The role's password, when PostgreSQL asks for one (the embedded PostgreSQL does). */
+  /** The role's password: PostgreSQL's when it asks for one (the embedded PostgreSQL does), else TEST_PASSWORD. */
   password?: string;
-  /** Server connections per database and role (default_pool_size). Default 40. */
+  /** More roles it admits (auth_file lines), each with its password. */
+  users?: Array<{ name: string; password: string }>;
+  /**
+   * [databases] entries besides `*` (every other name: the database of that name on the target):
+   * name → connection string, with the target's host and port unless it names its own.
+   */
+  databases?: Record<string, string>;
+  /** Server connections per database and role (default_pool_size). Default: the shipped file's. */
   poolSize?: number;
-  /** Client connections it accepts in all (max_client_conn). Default 2000. */
-  maxClientConnections?: number;
   /** A database it must reach before it counts as started. Default postgres. */
   probeDatabase?: string;
 }
@@ -38,6 +53,10 @@ export interface PgBouncer {
   readonly port: number;
   /** Its log file (connections, refusals, server errors), for a failure's diagnosis. */
   readonly logfile: string;
+  /** The pgbouncer.ini it runs from: deploy/pgbouncer/pgbouncer.ini included, then the test's changes. */
+  readonly ini: string;
+  /** The copy of deploy/pgbouncer/pgbouncer.ini that `ini` includes. */
+  readonly shipped: string;
   /** Stops it (immediate shutdown) and removes its folder. */
   stop(): Promise<void>;
 }
@@ -81,38 +100,47 @@ export async function startPgBouncer(o: PgBouncerOptions): Promise<PgBouncer> {
   }
 }
 
+/** The name of the last `[section]` of an ini text. */
+function lastSection(text: string): string | undefined {
+  return [...text.matchAll(/^\s*\[([^\]]+)\]/gm)].at(-1)?.[1];
+}
+
 async function startOnce(binary: string, o: PgBouncerOptions, port: number): Promise<PgBouncer> {
   const user = o.user ?? 'postgres';
+  const password = o.password ?? TEST_PASSWORD;
+  const target = `host=${o.targetHost ?? '127.0.0.1'} port=${o.targetPort}`;
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tessera-pgbouncer-'));
   const ini = path.join(dir, 'pgbouncer.ini');
+  const shipped = path.join(dir, 'tessera.ini');
   const logfile = path.join(dir, 'pgbouncer.log');
+  // PgBouncer begins [pgbouncer] from its defaults again each time the section starts (1.18, tried):
+  // the changes follow the %include, still in the section the shipped file ends with.
+  if (lastSection(readFileSync(SHIPPED_INI, 'utf8')) !== 'pgbouncer') throw new Error(`${SHIPPED_INI} must end with its [pgbouncer] section`);
+  copyFileSync(SHIPPED_INI, shipped);
   const quote = (s: string) => `"${s.replace(/"/g, '""')}"`;
-  writeFileSync(path.join(dir, 'userlist.txt'), `${quote(user)} ${quote(o.password ?? '')}\n`);
+  const roles = [{ name: user, password }, ...(o.users ?? [])];
+  writeFileSync(path.join(dir, 'userlist.txt'), roles.map((r) => `${quote(r.name)} ${quote(r.password)}\n`).join(''));
+  const withTarget = (entry: string) => (/\bhost=/.test(entry) ? entry : `${target} ${entry}`);
   writeFileSync(
     ini,
     [
-      '[databases]',
-      // Any database name: every test database (created per test file or scenario) works unlisted.
-      `* = host=${o.targetHost ?? '127.0.0.1'} port=${o.targetPort}`,
-      '',
+      ';; deploy/pgbouncer/pgbouncer.ini as it is, then only what a test changes.',
       '[pgbouncer]',
-      'listen_addr = 127.0.0.1',
+      `%include ${shipped}`,
       `listen_port = ${port}`,
       'unix_socket_dir =',
-      // trust: PgBouncer asks the client for no password, but admits only the role in auth_file, and
-      // logs in to PostgreSQL with that file's password (cleartext, MD5 or SCRAM, as the server asks).
-      'auth_type = trust',
       `auth_file = ${path.join(dir, 'userlist.txt')}`,
-      `admin_users = ${user}`,
-      'pool_mode = transaction',
-      `max_client_conn = ${o.maxClientConnections ?? 2000}`,
-      `default_pool_size = ${o.poolSize ?? 40}`,
-      // Transaction pooling: nothing to reset between clients (DISCARD ALL is for session pooling).
-      'server_reset_query =',
-      'ignore_startup_parameters = extra_float_digits',
-      // After a failed connection to PostgreSQL (scenario c restarts it) retry after 1 s, not 15 s.
-      'server_login_retry = 1',
       `logfile = ${logfile}`,
+      `pidfile = ${path.join(dir, 'pgbouncer.pid')}`,
+      ...(user === 'postgres' ? [] : [`admin_users = ${user}`]),
+      ...(o.poolSize ? [`default_pool_size = ${o.poolSize}`] : []),
+      '',
+      '[databases]',
+      // Any database name: every test database (created per test file or scenario) works unlisted;
+      // the shipped entry's name too leads to the server under test.
+      `* = ${target}`,
+      `tessera = ${target} dbname=tessera`,
+      ...Object.entries(o.databases ?? {}).map(([name, entry]) => `${name} = ${withTarget(entry)}`),
       '',
     ].join('\n'),
   );
@@ -120,7 +148,7 @@ async function startOnce(binary: string, o: PgBouncerOptions, port: number): Pro
   const args = [ini];
   const runAs = process.getuid?.() === 0 ? unprivilegedUser() : null;
   if (runAs) {
-    for (const file of ['', 'pgbouncer.ini', 'userlist.txt']) chownSync(path.join(dir, file), runAs.uid, runAs.gid);
+    for (const file of ['', 'pgbouncer.ini', 'tessera.ini', 'userlist.txt']) chownSync(path.join(dir, file), runAs.uid, runAs.gid);
     args.unshift('-u', runAs.name);
   }
 
@@ -130,7 +158,7 @@ async function startOnce(binary: string, o: PgBouncerOptions, port: number): Pro
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const killOnExit = () => child.kill('SIGKILL'); // Jest ended without globalTeardown: leave no PgBouncer behind
   process.once('exit', killOnExit);
-  const userinfo = encodeURIComponent(user) + (o.password ? `:${encodeURIComponent(o.password)}` : '');
+  const userinfo = `${encodeURIComponent(user)}:${encodeURIComponent(password)}`;
   const url = (database: string) => `postgresql://${userinfo}@127.0.0.1:${port}/${encodeURIComponent(database)}`;
 
   const stop = async () => {
@@ -156,7 +184,7 @@ async function startOnce(binary: string, o: PgBouncerOptions, port: number): Pro
     await stop();
     throw new Error(`${(error as Error).message}${log ? `\n--- pgbouncer.log ---\n${log}` : ''}`, { cause: error });
   }
-  return { url, port, logfile, stop };
+  return { url, port, logfile, ini, shipped, stop };
 }
 
 async function stopChild(child: ChildProcess, exited: Promise<void>): Promise<void> {
