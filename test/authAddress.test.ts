@@ -4,9 +4,7 @@
 // (AUTH_FAILURE_IPV6_PREFIX) — over HTTP and over graphql-ws alike. The test client is a trusted
 // proxy, so X-Forwarded-For names the client.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
 import http from 'node:http';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
@@ -14,6 +12,7 @@ import { addressKey } from '../src/clientAddress';
 import { loadConfig } from '../src/config';
 import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/testServer';
 import { until } from './helpers/time';
+import { tempDir } from './helpers/tempDirs';
 
 const LIMIT = 3;
 const wrongKey = () => `tsp_${randomBytes(6).toString('hex')}_${randomBytes(32).toString('base64url')}`;
@@ -48,7 +47,7 @@ describe('addressKey', () => {
 });
 
 describe('AUTH_FAILURE_IPV6_PREFIX', () => {
-  const base = { NODE_ENV: 'test', ADMIN_API_KEY: ADMIN_KEY, DATABASE_URL: 'postgresql://localhost/tessera', EMBEDDED_PG_DIR: path.join(mkdtempSync(path.join(tmpdir(), 'tessera-config-')), 'pgdata') };
+  const base = { NODE_ENV: 'test', ADMIN_API_KEY: ADMIN_KEY, DATABASE_URL: 'postgresql://localhost/tessera', EMBEDDED_PG_DIR: path.join(tempDir('tessera-config-'), 'pgdata') };
   test('is 64 unless set, and any length from 1 to 128', () => {
     expect(loadConfig(base).rateLimit.authFailureIpv6Prefix).toBe(64);
     expect(loadConfig({ ...base, AUTH_FAILURE_IPV6_PREFIX: '128' }).rateLimit.authFailureIpv6Prefix).toBe(128);

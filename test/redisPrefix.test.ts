@@ -2,8 +2,6 @@
 // (src/redisKeys.ts): REDIS_KEY_PREFIX, else `tessera:<database name>:`. Two deployments on one
 // Redis keep their own counts and signals; the instances of one deployment share theirs.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type Redis from 'ioredis';
 import { loadConfig } from '../src/config';
@@ -12,6 +10,7 @@ import { connectTestRedis, REDIS_URL } from './helpers/redis';
 import { ADMIN_KEY, createTestDatabase, startTestServer, type TestServer } from './helpers/testServer';
 import { until } from './helpers/time';
 import { postFrom } from './helpers/ws';
+import { tempDir } from './helpers/tempDirs';
 
 const LIMIT = 3;
 const RATE_LIMIT = { pointsPerSecond: 20_000, burstPoints: 100_000, authFailuresPerMinute: LIMIT };
@@ -34,7 +33,7 @@ describe('the default prefix', () => {
 });
 
 describe('REDIS_KEY_PREFIX', () => {
-  const base = { NODE_ENV: 'test', ADMIN_API_KEY: ADMIN_KEY, DATABASE_URL: 'postgresql://localhost/tessera', EMBEDDED_PG_DIR: path.join(mkdtempSync(path.join(tmpdir(), 'tessera-config-')), 'pgdata') };
+  const base = { NODE_ENV: 'test', ADMIN_API_KEY: ADMIN_KEY, DATABASE_URL: 'postgresql://localhost/tessera', EMBEDDED_PG_DIR: path.join(tempDir('tessera-config-'), 'pgdata') };
   test('is taken as written; unset, it is left to the server (the database name)', () => {
     expect(loadConfig({ ...base, REDIS_KEY_PREFIX: 'tessera:prod-eu:' }).redisKeyPrefix).toBe('tessera:prod-eu:');
     expect(loadConfig(base).redisKeyPrefix).toBeUndefined();
