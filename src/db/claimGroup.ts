@@ -1,7 +1,9 @@
-// THE claim, first look: one statement that serves a group of claimTicket requests — any number,
-// for any campaigns — each judged on its own. A claim that arrives alone is a group of one. The
-// per-statement costs (a round trip, the executor's start, a commit) are paid once per group rather
-// than once per claim. services/claimBatcher.ts decides what goes into a group.
+// THE claim, first look, for claimTicket requests that wait together on one PostgreSQL: one
+// statement that serves a group of them — two or more, for any campaigns — each judged on its own.
+// A claim that goes alone is one call of tessera_claim_one instead, and on Citus a group is of one
+// campaign and one call of tessera_claim_campaign_group (both in claimOne.ts). The per-statement
+// costs (a round trip, the executor's start, a commit) are paid once per group rather than once per
+// claim. services/claimBatcher.ts decides what goes into a group.
 //
 // What it locks, in one order for every claim statement (docs/CORRECTNESS.md §5), before anything is
 // read: the campaign gates (shared), then the idempotency keys, then the holders of campaigns with a
@@ -44,7 +46,7 @@ export interface GroupRequest extends ClaimRequest {
   start: number;
 }
 
-/** The statement's text, built once; `$1`…`$10` are the requests' columns, as arrays. */
+/** The statement's text, built once; `$1`…`$9` are the requests' columns, as arrays. */
 export const CLAIM_GROUP_SQL = `
 WITH input AS MATERIALIZED (
   SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::jsonb[], $5::text[], $6::text[], $7::integer[], $8::integer[], $9::integer[])

@@ -1,15 +1,18 @@
 // The counters an INSERT of allocations moves, as CTEs a claim statement appends after its
 // `allocated` CTE (which returns campaign_id, partner_id, status, allocated_at of the rows it
-// inserted). Every allocation is inserted by a claim statement (claimOne.ts, claimGroup.ts,
-// claimTicket.ts), and each counts its own rows with these — in the same statement, so in the same
-// transaction as the rows (docs/CORRECTNESS.md §10), and in the backend's own slot, so that no two
-// sessions ever wait on one counter row (docs/PERFORMANCE.md, strategy C). Changes to existing
-// allocations are counted by the UPDATE trigger (prisma/functions/tessera_count_allocations.sql).
+// inserted): the group statement (claimGroup.ts, and so tessera_claim_group) counts its rows with
+// these. Everything else that inserts allocations is a function of prisma/functions/ with its own
+// copy of the same counting: tessera_claim_one (claimOne.ts; tessera_claim_campaign_group calls
+// it per request), tessera_claim_tickets (claimTicket.ts), tessera_offer_returned and
+// tessera_ballot_hold_winners. Each counts its rows in the call that inserts them, so in the same
+// transaction (docs/CORRECTNESS.md §10), and in the backend's own slot, so that no two sessions ever
+// wait on one counter row (docs/PERFORMANCE.md, strategy C). Changes to existing allocations are
+// counted by the UPDATE trigger (prisma/functions/tessera_count_allocations.sql).
 //
-// Why here and not in an AFTER INSERT trigger, as it was: the statement trigger (transition table,
-// PL/pgSQL, three upserts) cost 0.19–0.24 ms of a claim's 1.1–1.4 ms in the database (EXPLAIN
-// ANALYZE of the prepared claim, 2026-12-01), and fired — with an empty transition table — for
-// every claim statement that touched allocations at all.
+// Why here and not in an AFTER INSERT trigger: a statement trigger (transition table, PL/pgSQL,
+// three upserts) costs 0.19–0.24 ms of a claim's 1.1–1.4 ms in the database (EXPLAIN ANALYZE of the
+// prepared claim), and fires — with an empty transition table — for every claim statement that
+// touches allocations at all.
 //
 //   counted            stats: allocated (ACTIVE) and held per campaign
 //   counted_partners   the partner report: active and held per partner

@@ -1,8 +1,15 @@
-// Claims, holds and releases. This service owns the claim's transaction: it runs the one claim
-// statement (db/claimTicket.ts) and turns each outcome into a typed result. Retries here never
-// change what a request means: a contended pool is asked again (waiting, then with a fresh
-// snapshot), a key that raced in is answered from the allocations the other request made, and a
-// keyed claim whose connection died is asked again so the key can answer it.
+// Claims, holds and releases. This service decides which claim statements a request runs, each in
+// a transaction of its own (db/claimTransaction.ts), and turns each outcome into a typed result.
+// A claimTicket's first look goes through the batcher (services/claimBatcher.ts): alone, it is one
+// call of tessera_claim_one (db/claimOne.ts); waiting with others, it shares the group statement
+// (db/claimGroup.ts; on Citus, its campaign's tessera_claim_campaign_group, db/claimOne.ts). What
+// the first look cannot decide goes to the single claim, tessera_claim_tickets (db/claimTicket.ts):
+// the second look, repeated here until its answer is definite — and the only look of a hold or a
+// claimTickets. On Citus, a keyed request's statement follows tessera_prior_claim in the same
+// transaction (db/claimTransaction.ts). Retries here never change what a request means: a
+// contended pool is asked again (waiting, then with a fresh snapshot), a key that raced in is
+// answered from the allocations the other request made, and a keyed claim whose connection died is
+// asked again so the key can answer it.
 import { randomInt } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { inScope } from '../auth';
