@@ -2,7 +2,7 @@
 // with its role) — or a partner (a key issued by createPartner).
 //
 // Partner keys look like `tsp_<12 hex prefix>_<secret>`, operator keys `tso_<12 hex prefix>_<secret>`.
-// A partner's test key (issue 31) is `tsp_test_<12 hex prefix>_<secret>`: the same partner, in test
+// A partner's test key is `tsp_test_<12 hex prefix>_<secret>`: the same partner, in test
 // mode — it sees test campaigns only, and its live key none of them (testMode.ts).
 // The prefix finds the row; the SHA-256 of the whole key is compared in constant time with the
 // stored hash; the key itself is never stored or logged. Every failure — no header, malformed,

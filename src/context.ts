@@ -74,7 +74,7 @@ export function createServices(
     // Claim statements at once from this process: beyond this many, claims wait and go together.
     // Each has its fixed costs (a round trip, the executor's start, a commit: claimTransaction.ts),
     // so fewer in flight with more claims each does more: 2 in flight served 5.5–6.0k hot claims/s
-    // here against 4.4–4.6k with 5 (half the pool, the earlier choice), and spread 4.7k against 3.9k
+    // here against 4.4–4.6k with 5 (half the pool), and spread 4.7k against 3.9k
     // (docs/BENCHMARKS.md). Never more than half the pool: the rest is for reads and second looks.
     maxInFlight: Math.max(1, Math.min(options.claimStatementsInFlight ?? 2, Math.floor(db.options.poolSize / 2))),
     ...(options.claimGroups?.by === 'campaign' ? { groupBy: 'campaign' as const, maxInFlightTotal: options.claimGroups.statementsInFlightTotal } : {}),

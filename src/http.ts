@@ -6,9 +6,10 @@
 // Why not Express for the API: Express 5's router, body-parser and res.send cost more per request
 // than Apollo's whole pipeline for an empty query. A minimal Apollo Server answers about twice as
 // many `{ __typename }` per second behind a bare node:http handler as behind Express 5 with
-// @as-integrations/express5 (measured side by side on one machine), and Tessera moved with it. Express
-// still serves every other route (server.ts), and the rare /graphql requests that are not a plain
-// POST /graphql (GET queries, CORS preflights, HEAD, /GRAPHQL…) reach this same handler through it.
+// @as-integrations/express5 (measured side by side on one machine), so Tessera's API takes the bare
+// handler. Express serves every other route (server.ts), and the rare /graphql requests that are not
+// a plain POST /graphql (GET queries, CORS preflights, HEAD, /GRAPHQL…) reach this same handler
+// through it.
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HeaderMap, type ApolloServer, type BaseContext, type HTTPGraphQLResponse } from '@apollo/server';

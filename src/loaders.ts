@@ -25,7 +25,7 @@ export interface Loaders {
   readonly partner: DataLoader<string, PartnerModel | null>;
   /** Every field of a partner, whatever `partner` was primed with. */
   readonly partnerDetails: DataLoader<string, PartnerModel | null>;
-  /** A partner's test key (issue 31), without the key: one statement for a page of partners. */
+  /** A partner's test key, without the key: one statement for a page of partners. */
   readonly partnerTestKey: DataLoader<string, PartnerTestKeyModel | null>;
   /** Keyed by `${campaignId}:${ticketId}`. */
   readonly ticket: DataLoader<string, TicketModel | null>;

@@ -10,7 +10,7 @@ export interface Metrics {
   /** Claims (claimTicket, holdTicket, claimTickets) by outcome: ALLOCATED, REPLAYED, a ClaimErrorCode, UNAVAILABLE or ERROR. */
   readonly claims: Counter<'operation' | 'outcome'>;
   readonly claimSeconds: Histogram<'operation' | 'outcome'>;
-  /** Claims in test campaigns, kept out of the two above (issue 31). */
+  /** Claims in test campaigns, kept out of the two above. */
   readonly testClaims: Counter<'operation' | 'outcome'>;
   /** Expired holds returned to the pool by the sweeper. */
   readonly holdsExpired: Counter;
@@ -22,7 +22,7 @@ export interface Metrics {
   readonly shed: Counter;
   /** Webhook attempts by outcome: delivered, retry (failed, tried again later), failed (for good). */
   readonly webhookDeliveries: Counter<'outcome'>;
-  /** The same for test endpoints (issue 31), never counted in webhookDeliveries. */
+  /** The same for test endpoints, never counted in webhookDeliveries. */
   readonly testWebhookDeliveries: Counter<'outcome'>;
 }
 

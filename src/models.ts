@@ -150,7 +150,7 @@ export interface WebhookEndpointModel {
   url: string;
   events: WebhookEvent[];
   enabled: boolean;
-  /** A test endpoint (issue 31): test campaigns' events only. */
+  /** A test endpoint: test campaigns' events only. */
   test: boolean;
   createdAt: Date;
 }

@@ -168,7 +168,7 @@ export async function createServer(options: {
   app.get('/graphql', graphiqlPage());
   const graphql = graphqlHandler(apollo, { db, admit, logger, metrics, corsOrigins: config.corsOrigins ?? [], limits: httpLimits });
   // The rest of /graphql (GET queries, CORS preflights, HEAD, other methods, /GRAPHQL, /graphql/)
-  // reaches the same handler through Express, as before.
+  // reaches the same handler through Express.
   app.use('/graphql', graphql);
   // Errors of the other routes answer in GraphQL's shape too, not as an HTML page.
   app.use(httpErrorHandler(logger));

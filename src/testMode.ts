@@ -1,4 +1,4 @@
-// Test mode (issue 31): test campaigns beside live ones, seen through a partner's test key.
+// Test mode: test campaigns beside live ones, seen through a partner's test key.
 //
 // A test campaign's id is a version 8 UUID with a version 7 layout (48 bits of milliseconds, then
 // random bits): live campaigns have version 7 (or 4, made before version 7 ids), so every object

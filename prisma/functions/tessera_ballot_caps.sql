@@ -1,4 +1,4 @@
--- What each partner with a quota in the campaign may still win (issue 17): {"<partner id>": n},
+-- What each partner with a quota in the campaign may still win: {"<partner id>": n},
 -- its quota less its live allocations — counted as the claim gate counts them (net of quota credits
 -- not yet folded in and of its holds already past their expiry). With p_lock the quota rows are
 -- locked (FOR UPDATE, as the gate locks them), so a setPartnerQuota waits for the draw or pass-on;

@@ -1,4 +1,4 @@
--- The winners' holds (issue 17), for the draw and the pass-on: every entry in the temporary table
+-- The winners' holds, for the draw and the pass-on: every entry in the temporary table
 -- tessera_ballot_winners (tessera_ballot_walk) gets `quantity` HELD allocations until p_expires, its
 -- from_allot first from its partner's allotment, the rest from the shared pool — tickets of the
 -- temporary table tessera_ballot_pool (tessera_ballot_pool, locked by this transaction), each owner's

@@ -1,4 +1,4 @@
--- The tickets a ballot gives (issue 17): the campaign's AVAILABLE tickets, shared by every entry, and
+-- The tickets a ballot gives: the campaign's AVAILABLE tickets, shared by every entry, and
 -- the tickets of each partner's live allotment, which only that partner's entries can win. Used by
 -- the draw (tessera_draw_ballot) and the pass-on (tessera_pass_on_ballot).
 --

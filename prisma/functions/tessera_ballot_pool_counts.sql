@@ -1,4 +1,4 @@
--- How many tickets a ballot could give now (issue 17), per owner, without locking anything:
+-- How many tickets a ballot could give now, per owner, without locking anything:
 -- {"<owner>": n} — the owner being the partner whose live allotment holds them, or the nil UUID
 -- (00000000-…) for the shared AVAILABLE pool. The pass-on's cheap check whether anything changed since
 -- it last found no entry to give to (tessera_pass_on_ballot); tessera_ballot_pool locks the same set.

@@ -1,4 +1,4 @@
--- The ballot's rule (issue 17, the contract's "Ballot drops" block), in one place for the draw and
+-- The ballot's rule (the contract's "Ballot drops" block), in one place for the draw and
 -- the pass-on: walking the temporary table tessera_ballot_candidates (id, partner_id, quantity, rank)
 -- in rank order, an entry WINS when the tickets not yet won cover its quantity — its partner's
 -- allotment first, then the shared pool — and its partner's quota (p_caps, tessera_ballot_caps) does

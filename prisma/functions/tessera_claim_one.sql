@@ -12,14 +12,15 @@
 -- comes back with verdict OK and no allocation: the second look (src/db/claimTicket.ts) takes over
 -- expired holds, waits for tickets in flight, and decides between SOLD_OUT and ALL_HELD.
 --
--- Why one statement after another and not one statement of CTEs, as it was: every statement here
--- names the campaign (p_campaign_id), so on Citus each is planned for the one shard that holds it,
--- and the whole function runs on that shard's node — delegated there by the coordinator
+-- Why one statement after another and not one statement of CTEs: every statement here names the
+-- campaign (p_campaign_id), so on Citus each is planned for the one shard that holds it, and the
+-- whole function runs on that shard's node — delegated there by the coordinator
 -- (src/db/distribute.ts, DELEGATED; test/citus/ reads EXPLAIN: one task). A statement of CTEs whose
 -- INSERTs read other CTEs is cut by Citus into a dozen steps with intermediate results even on one
 -- node (delegated there, 13.6 ms a call on the worker; this function, 3.8 ms a claim through the
--- coordinator: pgbench, one client, 2026-12-06). On one PostgreSQL each statement is planned once
--- per session and kept, as the CTE statement was, and costs less (docs/BENCHMARKS.md, issue 29).
+-- coordinator: pgbench, one client). On one PostgreSQL each statement is planned once per session
+-- and kept, as a statement of CTEs would be, and costs less (docs/BENCHMARKS.md, "Before and after:
+-- the claims as functions of one statement per step").
 --
 -- What it counts is what COUNT_ALLOCATED and ALLOCATION_EVENTS (src/db/countAllocations.ts,
 -- src/db/webhookEvents.ts) count for the statements of many rows, here for one ACTIVE allocation:

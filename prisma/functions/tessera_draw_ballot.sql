@@ -1,4 +1,4 @@
--- drawBallot (issue 17, src/db/ballots.ts): draws a BALLOT campaign once, atomically.
+-- drawBallot (src/db/ballots.ts): draws a BALLOT campaign once, atomically.
 --
 -- The caller passes the seed it unsealed (src/ballot/seed.ts); it must hash to the commitment
 -- published at the opening. Then, in this one transaction:

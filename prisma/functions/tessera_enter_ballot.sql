@@ -1,4 +1,4 @@
--- enterBallot (issue 17, src/db/ballots.ts): one entry per partner and holder in a BALLOT campaign
+-- enterBallot (src/db/ballots.ts): one entry per partner and holder in a BALLOT campaign
 -- while it is open, before entriesCloseAt and before the draw.
 --
 -- Why a function: like the claim gate, it reads after its locks, with a fresh snapshot per

@@ -1,4 +1,4 @@
--- joinWaitlist (issue 16, src/db/waitlist.ts): one live (WAITING or OFFERED) entry per partner and
+-- joinWaitlist (src/db/waitlist.ts): one live (WAITING or OFFERED) entry per partner and
 -- holder, in join order, only while the partner could not claim a ticket.
 --
 -- Why a function: like the claim gate, it must read after its locks, with a fresh snapshot per

@@ -1,4 +1,4 @@
--- leaveWaitlist (issue 16, src/db/waitlist.ts): a WAITING entry becomes LEFT; an OFFERED one releases
+-- leaveWaitlist (src/db/waitlist.ts): a WAITING entry becomes LEFT; an OFFERED one releases
 -- the holds of its offer (their tickets RETURNED: the caller offers them next, tessera_offer_returned)
 -- and becomes LEFT through tessera_settle_waitlist_entry. Confirmed allocations stay the holder's.
 --

@@ -1,4 +1,4 @@
--- Where a WAITLIST_FIRST campaign's returned tickets go (issue 16, src/db/waitlist.ts). Every path
+-- Where a WAITLIST_FIRST campaign's returned tickets go (src/db/waitlist.ts). Every path
 -- that returns a ticket there leaves it RETURNED (tessera_returned_ticket, tessera_lapse_allotments)
 -- and calls this next: a release and leaveWaitlist right after their own statement, the sweeper
 -- after the holds and offers it expired and the allotments it lapsed — and, every interval, for any

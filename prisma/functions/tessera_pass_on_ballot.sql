@@ -1,4 +1,4 @@
--- After the draw (issue 17): the tickets no winner holds any more — returned by a lapsed or declined
+-- After the draw: the tickets no winner holds any more — returned by a lapsed or declined
 -- hold, a release, or left over at the draw — pass on, in rank order, to the LOST entries whose
 -- quantity they cover (tessera_ballot_walk, the draw's rule), skipping those they cannot cover. Such
 -- an entry becomes WON, with fresh HELD allocations for ballot_confirm_seconds; a LAPSED entry is

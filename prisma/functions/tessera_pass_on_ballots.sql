@@ -1,4 +1,4 @@
--- The sweeper's ballot pass (src/sweeper.ts, issue 17): tessera_pass_on_ballot for every drawn BALLOT
+-- The sweeper's ballot pass (src/sweeper.ts): tessera_pass_on_ballot for every drawn BALLOT
 -- campaign that is open; returns how many entries became WON.
 -- (PL/pgSQL, checked when it runs.)
 CREATE OR REPLACE FUNCTION "tessera_pass_on_ballots"() RETURNS INTEGER

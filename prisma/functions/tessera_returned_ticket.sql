@@ -1,5 +1,5 @@
 -- Where a ticket goes when its allocation stops being live (a release, or a hold that ended), under
--- the campaign's release policy (issue 16):
+-- the campaign's release policy:
 --   VOID                                   retired for good: VOID (the allotment it was drawn
 --                                          from, if any, shrinks with it: its size is used + what
 --                                          is left, src/db/allotments.ts);

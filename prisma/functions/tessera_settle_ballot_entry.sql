@@ -1,4 +1,4 @@
--- A winning ballot entry follows its holds (issue 17): a trigger on the won allocations' status, so
+-- A winning ballot entry follows its holds: a trigger on the won allocations' status, so
 -- that no path that ends a hold — the sweeper, releaseAllocation — can forget the entry. A hold that
 -- lapses or is released makes its WON entry LAPSED (never offered again); its ticket goes where the
 -- release policy sends it, and the next pass-on (tessera_pass_on_ballot) gives it on. A confirmed

@@ -1,4 +1,4 @@
--- A waitlist entry follows its offer (issue 16, src/db/waitlist.ts): a trigger on the offered
+-- A waitlist entry follows its offer (src/db/waitlist.ts): a trigger on the offered
 -- allocations' status, so that no path that ends a hold — confirmHold, releaseAllocation, the
 -- sweeper, leaveWaitlist — can forget the entry. Only the end of a hold fires it (the WHEN clause is
 -- evaluated before any PL/pgSQL runs: claims, and releases of ACTIVE allocations, pay nothing), and a

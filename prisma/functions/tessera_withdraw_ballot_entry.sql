@@ -1,4 +1,4 @@
--- withdrawBallotEntry (issue 17, src/db/ballots.ts): an ENTERED entry becomes WITHDRAWN, before the
+-- withdrawBallotEntry (src/db/ballots.ts): an ENTERED entry becomes WITHDRAWN, before the
 -- draw only; the holder may then enter again. Locks: the campaign gate (shared: the draw, which
 -- holds it exclusive, either drew the entry or comes after the withdrawal), then the entry's row.
 --

@@ -1,4 +1,4 @@
-// A ballot's seed (issue 17): made when the campaign opens, committed to at once, revealed at the
+// A ballot's seed: made when the campaign opens, committed to at once, revealed at the
 // draw. The commitment is the lowercase hex SHA-256 of the seed's UTF-8 text (the contract); the seed
 // is 32 random bytes as 64 lowercase hex digits, so nobody can guess it from the commitment.
 //

@@ -1,4 +1,4 @@
-// Allotments (issue 16; prisma/migrations/20261203130000_allotments): tickets of a campaign set aside
+// Allotments (prisma/migrations/20261203130000_allotments): tickets of a campaign set aside
 // for one partner. The unused ones are the tickets ALLOTTED to it — no other partner's pick looks at
 // that status, so none can take them — and the partner's claims draw on them first (the first look
 // defers to the second, which picks `own` first: src/db/pickTickets.ts). What was drawn is marked on

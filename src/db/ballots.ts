@@ -1,4 +1,4 @@
-// Ballot drops (issue 17): entries, the draw, and the pass-on after it. The rules live in the
+// Ballot drops: entries, the draw, and the pass-on after it. The rules live in the
 // database functions, one per step, each with its locks in its header:
 //
 //   enter      tessera_enter_ballot: one entry per partner and holder, while open and before

@@ -22,7 +22,7 @@ export const lockEndpointOwner = (db: Batchable, partnerId: string | null, test:
 
 /**
  * The new endpoint, or null when its owner already has `limit` endpoints in its mode (deleted ones
- * not counted): test endpoints (issue 31) have a limit of their own.
+ * not counted): test endpoints have a limit of their own.
  */
 export async function createWebhookEndpoint(
   db: Batchable,

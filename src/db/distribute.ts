@@ -130,7 +130,7 @@ export async function distributeTables(client: Client): Promise<string[]> {
  * inside a transaction too (force_delegation), which requires every statement of the function to
  * name that campaign. tessera_claim_one is the first look and tessera_claim_tickets the claim in
  * general (a first look so routed: 3.8 ms a claim through the coordinator, one pgbench client,
- * against 30–50 ms for the statement of CTEs that Citus cut into steps — 2026-12-06);
+ * against 30–50 ms for one statement of CTEs, which Citus cuts into steps);
  * tessera_lock_campaign_gate takes the gate's exclusive side where the first look takes its shared
  * side (campaignGate.ts).
  */

@@ -1,4 +1,4 @@
-// Where an acknowledged claim lives (issue 19), read at start-up for the log: on the primary alone,
+// Where an acknowledged claim lives, read at start-up for the log: on the primary alone,
 // or also on a synchronous standby. PostgreSQL decides this, not Tessera — synchronous_standby_names
 // on the primary and synchronous_commit (docs/SCALING.md) — so Tessera reports it rather than
 // pinning either: an operator who chose remote_apply must not be weakened to on.

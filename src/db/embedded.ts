@@ -15,7 +15,7 @@
 //
 // A server is joined, or counted as started, only once it proves to be the one of this data
 // directory (SHOW data_directory): every embedded server has the same user and password, so the
-// server of another folder on the same port would otherwise be used as this one (issue 27).
+// server of another folder on the same port would otherwise be used as this one.
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';

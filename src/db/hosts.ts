@@ -1,4 +1,4 @@
-// DATABASE_URL naming several servers, as libpq takes it (issue 19's failover):
+// DATABASE_URL naming several servers, as libpq takes it, for failover:
 //
 //   postgresql://user@db-a:5432,db-b:5432/tessera?target_session_attrs=read-write
 //

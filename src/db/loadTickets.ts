@@ -7,9 +7,10 @@
 // Why COPY, and codes made here: PostgreSQL parses COPY's rows without evaluating a statement per
 // row, and the rows come sorted and deduplicated, so the server spends its time on the rows
 // themselves. Measured here: 1,000,000 generated tickets in 3.8-4.6 s; the INSERT … SELECT that made
-// and sorted the codes in SQL took 15.4 s, 3.2 s of it making and sorting the codes and 4.4 s the
-// per-row foreign key checks since replaced (docs/BENCHMARKS.md, "Loads at COPY speed"). COPY has
-// no ON CONFLICT: what each load does when a code is already in the campaign is said at the load.
+// and sorted the codes in SQL took 15.4 s, 3.2 s of it making and sorting the codes and 4.4 s
+// per-row foreign key checks (a load's tickets are checked once per campaign instead:
+// tessera_lock_ticket_campaigns; docs/BENCHMARKS.md, "Loads at COPY speed"). COPY has no ON
+// CONFLICT: what each load does when a code is already in the campaign is said at the load.
 import { randomFillSync } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -136,7 +137,7 @@ function* codeRows(campaignId: string, codes: readonly string[]): Generator<stri
  * the code, the rows arrive in the order of all three indexes a ticket enters (primary key, code,
  * the claim's partial index): appends to the right-hand pages instead of visits all over them. The
  * codes are random, so a pick_order taken from them is as random as tessera_random_pick_order().
- * The rare repeat within the call is skipped (and counted a duplicate, as before).
+ * The rare repeat within the call is skipped (and counted a duplicate).
  */
 export function* generatedRows(campaignId: string, count: number, prefix: string, random: RandomFill = randomFillSync): Generator<string> {
   const values = new BigUint64Array(count);

@@ -91,8 +91,8 @@ export const functionLabel = (name: string) =>
 
 /**
  * What migrate() applied, for the start-up log: how many migrations and the latest, how many function
- * files — not every name (a new database gets them all: 14 migrations and 31 function files were one
- * 2,011-character line; this one is 170).
+ * files — not every name (a new database gets them all, and every name in one line would make it
+ * thousands of characters long).
  */
 export function appliedSummary(applied: readonly string[]): { migrations: number; latest?: string; functions: number } {
   const migrations = applied.filter((name) => !name.startsWith(FUNCTION_LABEL_PREFIX) && !name.startsWith(CODE_FUNCTION_LABEL_PREFIX));

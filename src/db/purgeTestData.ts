@@ -4,7 +4,7 @@
 // test endpoints only — a test endpoint receives test campaigns' events only.
 //
 // All or nothing: one transaction. A purge that stops part-way (a statement timeout, a lost
-// connection, a deadlock) leaves every campaign as it was and the call's error says so; a retry
+// connection, a deadlock) leaves every campaign untouched and the call's error says so; a retry
 // starts from the same state. Inside it, every campaign's gate is taken exclusive first, in id
 // order (claims in flight finish first, later ones find the campaign gone; two purges queue behind
 // each other; a deadlock with the sweeper, which takes several campaigns' gates shared, rolls the

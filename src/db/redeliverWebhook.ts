@@ -5,7 +5,7 @@
 // lease) is left to that attempt: clearing its lease would let a second dispatcher send it at once.
 // The endpoint is locked FOR SHARE, so a deleteWebhook running now either comes first (nothing is
 // updated) or waits and then fails this delivery with the rest (deleteWebhookEndpoint.ts).
-// The time is read once, in that CTE (now(): the transaction's, as before), and the CASEs compare
+// The time is read once, in that CTE (now(): the transaction's start), and the CASEs compare
 // columns only: Citus refuses a function inside a CASE of an UPDATE (webhook_deliveries is a
 // reference table there); it computes the CTE once and sends its result to every copy.
 import { Prisma } from '../generated/prisma/client';
@@ -23,7 +23,7 @@ export async function redeliverWebhook(db: Db, deliveryId: string): Promise<Deli
     )
     UPDATE webhook_deliveries d
        SET status = 'PENDING',
-           -- (SET reads the row as it was: these test the old status and lease)
+           -- (SET reads the row before the update: these test its old status and lease)
            next_attempt_at = CASE WHEN d.status = 'PENDING' AND d.lease_until > e.now THEN d.next_attempt_at ELSE e.now END,
            lease_until = CASE WHEN d.status = 'PENDING' AND d.lease_until > e.now THEN d.lease_until END
       FROM endpoint e

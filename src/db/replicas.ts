@@ -1,4 +1,4 @@
-// Read replicas (issue 19): the reads that may be a moment stale — reports, timelines, partner
+// Read replicas: the reads that may be a moment stale — reports, timelines, partner
 // figures, admin lists, the audit log, the export, the console's pages — go to a streaming replica
 // (DATABASE_READ_URL, comma-separated for several), so that dashboards do not compete with claims.
 // Everything on the claim path, every read a client makes to decide a write, and every partner's

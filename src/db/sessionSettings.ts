@@ -26,7 +26,7 @@
 //     On Citus: auto (PostgreSQL's default), below;
 //   - jit = off: PostgreSQL compiles a plan whose estimated cost passes jit_above_cost with LLVM at
 //     every execution, and the group claim's plan does (its LIMITs are parameters): JIT turned its
-//     5 ms for 32 claims into 1.3–2.1 s (2026-12-01). An OLTP statement never repays compiling it.
+//     5 ms for 32 claims into 1.3–2.1 s. An OLTP statement never repays compiling it.
 import type { Pool, PoolClient } from 'pg';
 import type { Config } from '../config';
 import { connectClient, parseHosts } from './hosts';

@@ -1,4 +1,4 @@
-// Verify and repair (issue 19): every figure a campaign keeps beside its rows, recomputed from the
+// Verify and repair: every figure a campaign keeps beside its rows, recomputed from the
 // rows themselves, and every drift reported with its size.
 //
 // The counters (docs/DESIGN.md, Counters) — campaign_counters (total, allocated, held, void),

@@ -1,4 +1,4 @@
-// Waitlists (issue 16): a holder who finds nothing available joins a WAITLIST_FIRST campaign's
+// Waitlists: a holder who finds nothing available joins a WAITLIST_FIRST campaign's
 // waitlist, and every ticket that comes back is offered to the earliest WAITING entry whose
 // quantity the returned tickets cover, as HELD allocations the partner confirms with confirmHold.
 //

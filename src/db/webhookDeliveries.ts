@@ -129,7 +129,7 @@ const routes = (endpoint: EndpointRow, event: EventRow) =>
 
 /**
  * The body of an event, as the contract gives it: {id, type, createdAt, data}, and `livemode`: false
- * for a test campaign's event (issue 31; a test endpoint receives nothing else). A campaign event
+ * for a test campaign's event (a test endpoint receives nothing else). A campaign event
  * brought its data from its transaction (tessera_campaign_event_data); an allocation event's is
  * made here from the allocation's columns that never change and the status its type implies.
  */
@@ -229,7 +229,7 @@ export interface LeasedDelivery {
   enabled: boolean;
   /** The endpoint's partner is revoked: the delivery is not to be sent. */
   partner_revoked: boolean;
-  /** A test endpoint's (issue 31): counted apart from the live deliveries. */
+  /** A test endpoint's: counted apart from the live deliveries. */
   test: boolean;
 }
 
@@ -351,7 +351,7 @@ export async function recordAttempt(
 }
 
 /** What /metrics reports of the queue: deliveries pending, and how long the oldest has waited. */
-/** The live webhook queue (test endpoints' deliveries and test campaigns' events are not counted: issue 31). */
+/** The live webhook queue (test endpoints' deliveries and test campaigns' events are not counted). */
 export async function queueState(pool: Pool): Promise<{ pending: number; oldestSeconds: number; undrained: number }> {
   const { rows } = await pool.query<{ pending: number; oldest: number | null; undrained: number }>(
     `SELECT (SELECT count(*)::int FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE d.status = 'PENDING' AND NOT e.test) AS pending,

@@ -1,4 +1,4 @@
-// Operator keys (issue 18): `tso_<prefix>_<secret>`, each with a role (OWNER, OPERATOR, VIEWER; what
+// Operator keys: `tso_<prefix>_<secret>`, each with a role (OWNER, OPERATOR, VIEWER; what
 // each may call is declared in schema.graphql and enforced by access.ts). Issued, listed and revoked
 // by an OWNER; the key is shown once and only its SHA-256 is stored, as for partner keys. A
 // revocation makes the key UNAUTHENTICATED here at once, on other instances and open sockets within

@@ -1,5 +1,5 @@
 // Partners and their API keys: issue, look up (cached), revoke, off-board, rotate, rate limits, last use.
-// Each partner has a live key and a test key (issue 31: `tsp_test_…`, in partner_test_keys, so that
+// Each partner has a live key and a test key (`tsp_test_…`, in partner_test_keys, so that
 // using it changes no live row); each kind has its own key cache, told apart by the prefix.
 import { issueApiKey, TEST_KEY_PREFIX, type Authenticator, type PartnerKeyRecord, type Viewer } from '../auth';
 import type { Database } from '../db/client';

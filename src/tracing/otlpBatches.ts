@@ -7,7 +7,7 @@
 // quarter of a second, long enough for its spans to outlive the young generation, and when the
 // collector stops answering the queue advised for a storm (65,536 spans) held 196 MB of heap. Here
 // a span dies young with its claim, and what waits is bytes off the heap: 46 MB for the same queue
-// (docs/BENCHMARKS.md, "Tracing (issue 32)").
+// (docs/BENCHMARKS.md, "Tracing").
 import { diag, TraceFlags, type Context } from '@opentelemetry/api';
 import { ExportResultCode } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';

@@ -6,7 +6,7 @@
 // this machine (two passes — a size estimate, then the writes — with a byte array per trace and
 // span id); this encoder writes in one pass into one Buffer, short ASCII strings and ids byte by
 // byte, attribute keys from a cache: 2.7-4 µs a span in the same loops, 5-6 µs a claim in CPU
-// profiles of the running server (docs/BENCHMARKS.md, "Tracing (issue 32)"). Sending the
+// profiles of the running server (docs/BENCHMARKS.md, "Tracing"). Sending the
 // library's serializer's work to a worker thread was tried and lost: copying the spans there cost
 // 4 µs a span, and on two cores the thread's CPU is the claims' too.
 //

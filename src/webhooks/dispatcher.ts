@@ -83,7 +83,7 @@ export function startWebhookDispatcher(db: Database, logger: Logger, metrics: Me
   let stopped = false;
 
   const count = () => attempts.size;
-  // A test endpoint's attempts are counted apart from the live ones (issue 31).
+  // A test endpoint's attempts are counted apart from the live ones.
   const counter = (d: LeasedDelivery) => (d.test ? metrics.testWebhookDeliveries : metrics.webhookDeliveries);
   // Tracing on: each attempt is a span of its own trace, linked to the span that made its allocation.
   const attempt = (d: LeasedDelivery) => {
