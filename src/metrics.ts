@@ -93,7 +93,7 @@ export function createMetrics(pool: Pool): Metrics {
     }),
     testClaims: new Counter({
       name: 'tessera_test_claims_total',
-      help: 'Claims in test campaigns (issue 31), by operation and outcome; never counted in tessera_claims_total or tessera_claim_duration_seconds',
+      help: 'Claims in test campaigns, by operation and outcome; never counted in tessera_claims_total or tessera_claim_duration_seconds',
       labelNames: ['operation', 'outcome'] as const,
       registers: [registry],
     }),
@@ -130,7 +130,7 @@ export function createMetrics(pool: Pool): Metrics {
     }),
     testWebhookDeliveries: new Counter({
       name: 'tessera_test_webhook_deliveries_total',
-      help: 'Webhook attempts to test endpoints (issue 31) by outcome; never counted in tessera_webhook_deliveries_total',
+      help: 'Webhook attempts to test endpoints by outcome; never counted in tessera_webhook_deliveries_total',
       labelNames: ['outcome'] as const,
       registers: [registry],
     }),
