@@ -3,7 +3,8 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
-  testPathIgnorePatterns: ['/node_modules/', '/e2e/'],
+  // The failover drill runs apart (npm run test:failover, jest.failover.config.js).
+  testPathIgnorePatterns: ['/node_modules/', '/e2e/', '/test/failover\\.test\\.ts$'],
   transform: {
     '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/test/tsconfig.json' }],
   },
