@@ -186,11 +186,30 @@ function bodyReader(): (req: IncomingMessage, res: ServerResponse, limit: number
 }
 
 /**
+ * A request answered before its body was read (a refused key, load shed): the body is let through
+ * and dropped, never kept, so that a client still sending it reads the answer — a connection closed
+ * under data its peer has not read is reset, and the client loses the answer with it. At most
+ * `limit` bytes (the largest body any key may send): a body declared larger closes the connection
+ * with the answer, one sent larger is cut off there.
+ */
+function dropBody(req: IncomingMessage, res: ServerResponse, limit: number): void {
+  if (Number(req.headers['content-length'] ?? 0) > limit) {
+    res.setHeader('connection', 'close');
+    return;
+  }
+  let left = limit;
+  req.on('data', (chunk: Buffer) => {
+    left -= chunk.length;
+    if (left < 0) req.socket.destroy();
+  });
+}
+
+/**
  * Apollo Server behind a plain node:http listener — the HTTP integration Tessera serves /graphql
  * with. Who is calling comes first, from the request's headers alone (`context`); only then is the
  * body read, at most `bodyLimit(context)` bytes (read as body-parser's `json()` reads it; body
- * failures answered in GraphQL's shape). A refused caller gets Apollo's answer for the refusal
- * without a byte of its body read, and its connection closes after the answer. Then Apollo's
+ * failures answered in GraphQL's shape). A refused caller gets Apollo's answer for the refusal at
+ * once, its body never read into memory (dropBody, up to `dropLimit` bytes). Then Apollo's
  * executeHTTPGraphQLRequest runs with that context, and its answer goes out (always
  * `cache-control: no-store`). Nothing of Tessera's own: graphqlHandler adds that. A minimal Apollo
  * served with it is the like-for-like baseline of Tessera's ceiling.
@@ -200,6 +219,8 @@ export function apolloListener<TContext extends BaseContext>(
   options: {
     context(req: IncomingMessage, res: ServerResponse): Promise<TContext>;
     bodyLimit(context: TContext): number;
+    /** The most of a refused request's body let through and dropped (dropBody). */
+    dropLimit: number;
     logger: Pick<Logger, 'error'>;
   },
 ): RequestListener {
@@ -227,8 +248,8 @@ export function apolloListener<TContext extends BaseContext>(
           else execute(req, res, body, context).catch((error: unknown) => answerFailure(res, error, logger));
         }),
       () => {
-        // Refused from its headers: none of the body is read, and the connection ends with the answer.
-        res.setHeader('connection', 'close');
+        // Refused from its headers: answered at once, the body dropped unread.
+        dropBody(req, res, options.dropLimit);
         execute(req, res, undefined, context).catch((error: unknown) => answerFailure(res, error, logger));
       },
     );
@@ -268,16 +289,18 @@ export function graphqlHandler(
       return admit({ authorization: req.headers.authorization, address: admit.clientAddress(req), requestId, clientRequestId, transport: 'http', trace });
     },
     bodyLimit: (context) => (context.viewer.kind === 'partner' ? maxBodyBytes.partner : maxBodyBytes.operator),
+    dropLimit: maxBodyBytes.operator,
   });
 
   const serve = (req: IncomingMessage, res: ServerResponse): void => {
     // Load shedding: when the pool's queue is already full, answer at once rather than queue a
     // request that would only time out. Nothing has touched the database, so a retry is always safe.
-    // The body is not read: the connection ends with the answer.
+    // The body is dropped unread (dropBody).
     if (req.method === 'POST' && db.saturated()) {
       metrics.shed.inc();
       operationSpanOf(req)?.setAttribute(ATTR.outcome, ErrorCode.UNAVAILABLE);
-      answerJson(res, 503, SHED, { 'retry-after': String(RETRY_AFTER_SECONDS), connection: 'close' });
+      dropBody(req, res, maxBodyBytes.operator);
+      answerJson(res, 503, SHED, { 'retry-after': String(RETRY_AFTER_SECONDS) });
       return;
     }
     graphql(req, res);

@@ -14,6 +14,9 @@ import { portTaken } from '../src/db/embeddedProcess';
 import { ADMIN_KEY, graphqlData } from './helpers/graphql';
 import { accepts, freePort, ROOT, runToExit, startProcess, type TesseraProcess } from './helpers/process';
 
+/** As root in a folder PostgreSQL's user cannot enter, a message names where each folder's data really is. */
+const PLACED = String.raw`(?: \(its data in [^)]*\))?`;
+
 let parent: string;
 const running: TesseraProcess[] = [];
 
@@ -74,7 +77,7 @@ test('a second folder on a port another embedded PostgreSQL holds is refused wit
   expect(refused.code).toBe(1);
   expect(refused.stderr.trim().split('\n')).toEqual([
     expect.stringMatching(
-      new RegExp(`^The embedded PostgreSQL of ${parent}/b cannot use port ${shared}: the PostgreSQL of ${parent}/a already listens there\\. Set EMBEDDED_PG_PORT to a free port \\(e\\.g\\. EMBEDDED_PG_PORT=\\d+\\), or stop that one\\.$`),
+      new RegExp(`^The embedded PostgreSQL of ${parent}/b${PLACED} cannot use port ${shared}: the PostgreSQL of ${parent}/a${PLACED} already listens there\\. Set EMBEDDED_PG_PORT to a free port \\(e\\.g\\. EMBEDDED_PG_PORT=\\d+\\), or stop that one\\.$`),
     ),
   ]);
   expect(refused.stdout).not.toContain('serving');
@@ -100,7 +103,7 @@ test("a killed process's embedded PostgreSQL is joined by the next start of its 
 
   const elsewhere = await runToExit(null, { EMBEDDED_PG_DIR: path.join(parent, 'b'), EMBEDDED_PG_PORT: String(port) }, 60_000);
   expect(elsewhere.code).toBe(1);
-  expect(elsewhere.stderr).toContain(`the PostgreSQL of ${parent}/a already listens there`);
+  expect(elsewhere.stderr).toMatch(new RegExp(`the PostgreSQL of ${parent}/a${PLACED} already listens there`));
   const otherPort = await freePort();
   const moved = await runToExit(null, { EMBEDDED_PG_DIR: path.join(parent, 'a'), EMBEDDED_PG_PORT: String(otherPort) }, 60_000);
   expect(moved.code).toBe(1);
@@ -153,7 +156,7 @@ test('two runs on one folder (two `npm test` of one checkout): the second joins,
   const third = user(dir, port);
   expect(await third.next()).toEqual({ owned: true });
   const elsewhere = user(path.join(parent, 'b'), port);
-  expect(await elsewhere.next()).toEqual({ error: expect.stringMatching(/cannot use port \d+: the PostgreSQL of .*\/a already listens there\. Set TESSERA_TEST_EMBEDDED_PORT to a free port/) });
+  expect(await elsewhere.next()).toEqual({ error: expect.stringMatching(/cannot use port \d+: the PostgreSQL of .*\/a(?: \(its data in [^)]*\))? already listens there\. Set TESSERA_TEST_EMBEDDED_PORT to a free port/) });
   expect(await third.release()).toEqual({ stopped: true });
 }, 180_000);
 

@@ -137,8 +137,9 @@ describe('through PgBouncer, an entry named otherwise than its database', () => 
       const admin = databaseUrl(serverUrl(), 'postgres');
       // The database's owner migrates it (DATABASE_DIRECT_URL); the application logs in through PgBouncer as a role of its own.
       await withClient(admin, async (c) => {
-        await c.query(`CREATE ROLE "${owner}" LOGIN`);
-        await c.query(`CREATE ROLE "${app}" LOGIN`);
+        // Passwords for a server that asks for them (the embedded PostgreSQL); a trust server ignores them.
+        await c.query(`CREATE ROLE "${owner}" LOGIN PASSWORD 'owner-password'`);
+        await c.query(`CREATE ROLE "${app}" LOGIN PASSWORD 'app-password'`);
         await c.query(`CREATE DATABASE "${name}" OWNER "${owner}"`);
       });
       cleanups.push(() =>
@@ -151,7 +152,7 @@ describe('through PgBouncer, an entry named otherwise than its database', () => 
       const bouncer = await pgbouncer({ databases: { shop: `dbname=${name}` }, users: [{ name: app, password: 'app-password' }] });
       const direct = new URL(databaseUrl(serverUrl(), name));
       direct.username = owner;
-      direct.password = '';
+      direct.password = 'owner-password';
       const pooled = new URL(bouncer.url('shop'));
       pooled.username = app;
       pooled.password = 'app-password';

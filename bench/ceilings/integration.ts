@@ -16,6 +16,7 @@ export function serveApollo(apollo: ApolloServer<BaseContext>, port: number): Pr
   const listener = apolloListener(apollo, {
     context: async () => ({}),
     bodyLimit: () => 5 * 1024 * 1024,
+    dropLimit: 5 * 1024 * 1024,
     logger: { error: (...args: unknown[]) => console.error(...args) },
   });
   const server = http.createServer(listener);
