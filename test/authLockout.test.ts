@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { AUTH_FAILURE_FLOOR_MS } from '../src/admission';
 import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/testServer';
 import { sleep, until } from './helpers/time';
-import { connectSocket, postFrom, runOverSocket, socketErrors, type SocketClient } from './helpers/ws';
+import { connectSocket, muteClosedSocketErrors, postFrom, runOverSocket, type SocketClient, socketErrors } from './helpers/ws';
 
 const LIMIT = 5;
 const TTL_MS = 1_000;
@@ -32,9 +32,7 @@ const socket = (key: string | null, localAddress: string, url = server.url) => {
 };
 
 // graphql-ws prints every refused connection on the console (its onNonLazyError); here they are refused on purpose.
-const consoleError = console.error;
-beforeAll(() => jest.spyOn(console, 'error').mockImplementation((...args: unknown[]) => (args[0]?.constructor?.name === 'CloseEvent' ? undefined : consoleError(...args))));
-afterAll(() => jest.restoreAllMocks());
+muteClosedSocketErrors();
 
 beforeAll(async () => {
   server = await startTestServer({ config: { env: 'production', apiKeyCacheTtlMs: TTL_MS, rateLimit: { pointsPerSecond: 20_000, burstPoints: 100_000, authFailuresPerMinute: LIMIT }, ...QUIET } });

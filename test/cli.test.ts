@@ -12,6 +12,7 @@ import path from 'node:path';
 import { tempDir } from './helpers/tempDirs';
 import { ADMIN_KEY, CLAIM, startTestServer, type TestServer } from './helpers/testServer';
 import { sleep, until } from './helpers/time';
+import { cellsOf } from './helpers/csvCells';
 
 const BIN = path.resolve(__dirname, '../bin/tessera.js');
 /** The ballot checker run alone, as anyone runs it on a published file. */
@@ -754,22 +755,7 @@ describe('CSV injection', () => {
         id sequence status holder idempotencyKey allocatedAt expiresAt releasedAt metadata ticket { code } partner { id name } } } } } }`,
       { id: campaignId },
     );
-    const expected = api.body.data!.campaign.allocations.edges.map(({ node: a }: any) =>
-      [
-        a.sequence,
-        a.id,
-        a.ticket.code,
-        a.holder,
-        a.partner.id,
-        a.partner.name,
-        a.status,
-        a.allocatedAt,
-        a.expiresAt,
-        a.releasedAt,
-        a.idempotencyKey,
-        a.metadata === null ? null : JSON.stringify(a.metadata),
-      ].map((v) => (v === null ? '' : String(v))),
-    );
+    const expected = api.body.data!.campaign.allocations.edges.map(({ node }: { node: Record<string, unknown> }) => cellsOf(node));
     expect(rows.map((row) => row.map((cell) => unescape(cell.value)))).toEqual(expected);
     expect(expected.map((row: string[]) => row[3])).toEqual(expect.arrayContaining(['\t=1+1', '\r@SUM(1)', "'quoted", ' =1+1']));
     // 3. What was escaped, and what was left alone.

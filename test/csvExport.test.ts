@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { csvRow, HEADER } from '../bin/csv';
 import { ADMIN_KEY, CLAIM, startTestServer, type TestServer } from './helpers/testServer';
+import { cellsOf } from './helpers/csvCells';
 
 const BIN = path.resolve(__dirname, '../bin/tessera.js');
 
@@ -82,23 +83,6 @@ function allocation(i: number, overrides: Record<string, unknown> = {}): Record<
     ...overrides,
   };
 }
-
-/** The row's cells in column order, as the API holds them. */
-const cellsOf = (a: Record<string, any>): string[] =>
-  [
-    a.sequence,
-    a.id,
-    a.ticket.code,
-    a.holder,
-    a.partner.id,
-    a.partner.name,
-    a.status,
-    a.allocatedAt,
-    a.expiresAt,
-    a.releasedAt,
-    a.idempotencyKey,
-    a.metadata === null ? null : JSON.stringify(a.metadata),
-  ].map((v) => (v === null ? '' : String(v)));
 
 describe("the console's CSV rows (csvRow)", () => {
   test('the console exports with the same csvRow and header as the CLI', () => {

@@ -107,7 +107,7 @@ test("a killed process's embedded PostgreSQL is joined by the next start of its 
   const otherPort = await freePort();
   const moved = await runToExit(null, { EMBEDDED_PG_DIR: path.join(parent, 'a'), EMBEDDED_PG_PORT: String(otherPort) }, 60_000);
   expect(moved.code).toBe(1);
-  expect(moved.stderr.trim()).toMatch(new RegExp(`^The embedded PostgreSQL of ${parent}/a already runs on port ${port} \\(pid \\d+\\), not ${otherPort}: set EMBEDDED_PG_PORT=${port} to use it`));
+  expect(moved.stderr.trim()).toMatch(new RegExp(`^The embedded PostgreSQL of ${parent}/a${PLACED} already runs on port ${port} \\(pid \\d+\\), not ${otherPort}: set EMBEDDED_PG_PORT=${port} to use it`));
 
   const next = await serve('a', port);
   expect(next.output()).toContain('joined the embedded PostgreSQL');

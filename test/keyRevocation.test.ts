@@ -13,7 +13,7 @@ import { OperatorKeyService } from '../src/services/operatorKeys';
 import { PartnerService } from '../src/services/partners';
 import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/testServer';
 import { sleep, until } from './helpers/time';
-import { connectSocket, type SocketClient } from './helpers/ws';
+import { connectSocket, muteClosedSocketErrors, type SocketClient } from './helpers/ws';
 
 const TTL_MS = 2_000;
 const LIVE = 'subscription Live($id: ID!) { campaignStats(id: $id) { total allocated available } }';
@@ -23,10 +23,7 @@ let there: TestServer;
 let campaignId: string;
 const sockets: SocketClient[] = [];
 
-// graphql-ws prints every socket closed under it on the console (its onNonLazyError); here they are closed on purpose.
-const consoleError = console.error;
-beforeAll(() => jest.spyOn(console, 'error').mockImplementation((...args: unknown[]) => (args[0]?.constructor?.name === 'CloseEvent' ? undefined : consoleError(...args))));
-afterAll(() => jest.restoreAllMocks());
+muteClosedSocketErrors();
 
 beforeAll(async () => {
   here = await startTestServer({ config: { env: 'production', apiKeyCacheTtlMs: TTL_MS } });

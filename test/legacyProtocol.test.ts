@@ -7,9 +7,11 @@ import { SubscriptionClient } from 'subscriptions-transport-ws';
 import WebSocket from 'ws';
 import { ADMIN_KEY, CLAIM, startTestServer, type TestServer } from './helpers/testServer';
 import { until } from './helpers/time';
-import { connectSocket, openSubscription, runOverSocket, socketErrors, WS_PROTOCOLS, type SocketClient, type WsProtocol } from './helpers/ws';
+import { connectSocket, muteClosedSocketErrors, openSubscription, runOverSocket, socketErrors, WS_PROTOCOLS, type SocketClient, type WsProtocol } from './helpers/ws';
 
 const LIVE = 'subscription Live($id: ID!) { campaignStats(id: $id) { total allocated available } }';
+
+muteClosedSocketErrors();
 
 let server: TestServer;
 const sockets: SocketClient[] = [];

@@ -5,7 +5,7 @@
 // calling it is FORBIDDEN, and each call leaves an audit row.
 import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/testServer';
 import { until } from './helpers/time';
-import { connectSocket, runOverSocket, socketErrors, type SocketClient } from './helpers/ws';
+import { connectSocket, muteClosedSocketErrors, runOverSocket, type SocketClient, socketErrors } from './helpers/ws';
 
 const TTL_MS = 1_000;
 /** Timers, a look-up and the close frame, on a machine running other tests beside this one (keyRevocation.test.ts). */
@@ -23,10 +23,7 @@ let here: TestServer;
 let there: TestServer;
 const sockets: SocketClient[] = [];
 
-// graphql-ws prints every socket closed under it on the console (its onNonLazyError); here they are closed on purpose.
-const consoleError = console.error;
-beforeAll(() => jest.spyOn(console, 'error').mockImplementation((...args: unknown[]) => (args[0]?.constructor?.name === 'CloseEvent' ? undefined : consoleError(...args))));
-afterAll(() => jest.restoreAllMocks());
+muteClosedSocketErrors();
 
 beforeAll(async () => {
   here = await startTestServer({ config: { env: 'production', apiKeyCacheTtlMs: TTL_MS } });

@@ -322,3 +322,13 @@ export function streamZeros(socket: net.Socket, total: number, chunk = 64 * 1024
     pump();
   });
 }
+
+/**
+ * graphql-ws's client prints every socket closed under it on the console (its onNonLazyError): for
+ * the files whose sockets the server closes on purpose, those lines are dropped, every other kept.
+ */
+export function muteClosedSocketErrors(): void {
+  const consoleError = console.error;
+  beforeAll(() => jest.spyOn(console, 'error').mockImplementation((...args: unknown[]) => (args[0]?.constructor?.name === 'CloseEvent' ? undefined : consoleError(...args))));
+  afterAll(() => jest.restoreAllMocks());
+}
