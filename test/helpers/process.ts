@@ -49,16 +49,23 @@ export function startProcess(databaseUrl: string | null, extraEnv: Record<string
   });
 }
 
-/** A port nothing listens on right now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
+/**
+ * A port nothing listens on right now, below the kernel's ephemeral range (32768 and up here): a
+ * port the kernel hands out to a `listen(0)` — a test server on PORT=0, a client's socket — could be
+ * handed to another process between this call and the bind of whoever asked for it (the chaos
+ * harness once took another test file's server, admin key and all, for its own).
+ */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; ; attempt += 1) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const free = await new Promise<boolean>((resolve) => {
+      const server = net.createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
     });
-  });
+    if (free) return port;
+    if (attempt > 100) throw new Error('no free port between 20000 and 32000');
+  }
 }
 
 /**
