@@ -801,7 +801,8 @@ function withLine(error, codes, window, file) {
 
 // ——— export ———
 
-const { EXPORT_QUERY: EXPORT, HEADER, csvRow } = require('./csv');
+require('tsx/cjs');
+const { EXPORT_QUERY: EXPORT, HEADER, csvRow } = require('../src/cli/csv.ts');
 
 /** Standard output, written only once there is something to write; EPIPE and the like become errors. */
 function stdoutSink() {

@@ -1,13 +1,13 @@
-// The allocations CSV (bin/csv.js) as a spreadsheet sees it: whichever of , ; tab it splits on, and
+// The allocations CSV (src/cli/csv.ts) as a spreadsheet sees it: whichever of , ; tab it splits on, and
 // whether or not it honours the quotes, no cell begins a formula; and an RFC 4180 parser gives back
 // the marked values, from which the documented rule recovers the exact ones. Checked on the rows
 // `tessera export` writes from a real server, and on csvRow itself, the function the console's
 // Export button calls.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { csvRow, HEADER } from '../bin/csv';
+import { csvRow, HEADER, type ExportedAllocation } from '../src/cli/csv';
 import { ADMIN_KEY, CLAIM, startTestServer, type TestServer } from './helpers/testServer';
 import { cellsOf } from './helpers/csvCells';
 
@@ -67,7 +67,7 @@ const recover = (cell: string) => cell.replace(/^'/, '').replace(/([,;\t\r\n])'/
 const HOLDER = "Bob;=cmd|' /C calc'!A0;";
 
 /** An allocation as the API (EXPORT_QUERY) gives it. */
-function allocation(i: number, overrides: Record<string, unknown> = {}): Record<string, unknown> {
+function allocation(i: number, overrides: Partial<ExportedAllocation> = {}): ExportedAllocation {
   return {
     sequence: i + 1,
     id: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
@@ -86,9 +86,13 @@ function allocation(i: number, overrides: Record<string, unknown> = {}): Record<
 
 describe("the console's CSV rows (csvRow)", () => {
   test('the console exports with the same csvRow and header as the CLI', () => {
-    const source = readFileSync(path.resolve(__dirname, '../console/src/campaigns.ts'), 'utf8');
-    expect(source).toMatch(/import \{[^}]*\bcsvRow\b[^}]*\} from '\.\.\/\.\.\/bin\/csv';/);
-    expect(source).toMatch(/import \{[^}]*\bHEADER\b[^}]*\} from '\.\.\/\.\.\/bin\/csv';/);
+    const dir = path.resolve(__dirname, '../console/src');
+    const sources = readdirSync(dir, { recursive: true, encoding: 'utf8' })
+      .filter((file) => file.endsWith('.ts'))
+      .map((file) => readFileSync(path.join(dir, file), 'utf8'));
+    const importing = sources.filter((source) => /import \{[^}]*\bcsvRow\b[^}]*\bHEADER\b|import \{[^}]*\bHEADER\b[^}]*\bcsvRow\b/.test(source));
+    expect(importing.length).toBeGreaterThan(0);
+    for (const source of importing) expect(source).toMatch(/from '(\.\.\/)+src\/cli\/csv';/);
   });
 
   test('the holder Bob;=cmd… is quoted and marked after its ;, so no spreadsheet splits a formula out of it', () => {

@@ -4,7 +4,7 @@
 // (after the draw: the ranking leads, without the chart or loading), editing, loading tickets, and
 // test mode's controls (rehearsal.ts). Controls are shown only to roles that may use them. Every
 // time is shown with its zone.
-import { EXPORT_QUERY, HEADER, csvRow } from '../../bin/csv';
+import { EXPORT_QUERY, HEADER, csvRow } from '../../src/cli/csv';
 import { gql, session, subscription } from './api';
 import { advanceClockForm, purgeControl, testCopyForm } from './rehearsal';
 import { onLeave, screen } from './shell';

@@ -1,8 +1,7 @@
-// The allocations export as CSV, shared by `tessera export` (bin/tessera.js) and the console's
-// Export button (console/src): one query, one header, one escaping (docs/SECURITY.md, CSV exports).
-'use strict';
+// The allocations export as CSV, shared by `tessera export` and the console's Export button: one
+// query, one header, one escaping.
 
-const EXPORT_QUERY = `query($id: ID!, $after: String) {
+export const EXPORT_QUERY = `query($id: ID!, $after: String) {
   campaign(id: $id) {
     allocations(first: 100, after: $after) {
       totalCount
@@ -12,7 +11,23 @@ const EXPORT_QUERY = `query($id: ID!, $after: String) {
   }
 }`;
 
-const HEADER = 'sequence,allocation_id,ticket_code,holder,partner_id,partner_name,status,allocated_at,expires_at,released_at,idempotency_key,metadata\n';
+export const HEADER =
+  'sequence,allocation_id,ticket_code,holder,partner_id,partner_name,status,allocated_at,expires_at,released_at,idempotency_key,metadata\n';
+
+/** One allocation as EXPORT_QUERY returns it. */
+export interface ExportedAllocation {
+  id: string;
+  sequence: number | string;
+  status: string;
+  holder: string | null;
+  idempotencyKey: string | null;
+  allocatedAt: string;
+  expiresAt: string | null;
+  releasedAt: string | null;
+  metadata: unknown;
+  ticket: { code: string };
+  partner: { id: string; name: string };
+}
 
 // What a spreadsheet runs as a formula (OWASP "CSV injection"; ASVS 5.0 1.2.10): a cell that
 // begins with = + - @, also after spaces or double quotes, and in some spreadsheets their full-width
@@ -39,7 +54,7 @@ const MARK_AT_START = new RegExp(`^(?:[\\t\\r\\n\\0']|${FORMULA})`);
  * Every value but a number is text and is quoted (RFC 4180, " doubled); a number is written bare
  * unless it was marked (a negative one is `"'-5"`); null and undefined are an empty cell.
  */
-function csvCell(value) {
+export function csvCell(value: unknown): string {
   if (value === null || value === undefined) return '';
   const text = String(value);
   const marked = text.replace(MARK_AFTER_SEPARATOR, "$1'");
@@ -47,22 +62,24 @@ function csvCell(value) {
   return typeof value === 'number' && cell === text ? cell : `"${cell.replace(/"/g, '""')}"`;
 }
 
-const csvRow = (a) =>
-  [
-    a.sequence,
-    a.id,
-    a.ticket.code,
-    a.holder,
-    a.partner.id,
-    a.partner.name,
-    a.status,
-    a.allocatedAt,
-    a.expiresAt,
-    a.releasedAt,
-    a.idempotencyKey,
-    a.metadata === null || a.metadata === undefined ? null : JSON.stringify(a.metadata),
-  ]
-    .map(csvCell)
-    .join(',') + '\n';
-
-module.exports = { EXPORT_QUERY, HEADER, csvCell, csvRow };
+/** One allocation as one CSV line, in HEADER's order. */
+export function csvRow(a: ExportedAllocation): string {
+  return (
+    [
+      a.sequence,
+      a.id,
+      a.ticket.code,
+      a.holder,
+      a.partner.id,
+      a.partner.name,
+      a.status,
+      a.allocatedAt,
+      a.expiresAt,
+      a.releasedAt,
+      a.idempotencyKey,
+      a.metadata === null || a.metadata === undefined ? null : JSON.stringify(a.metadata),
+    ]
+      .map(csvCell)
+      .join(',') + '\n'
+  );
+}
