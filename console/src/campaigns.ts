@@ -4,7 +4,7 @@
 // (after the draw: the ranking leads, without the chart or loading), editing, loading tickets, and
 // test mode's controls (rehearsal.ts). Controls are shown only to roles that may use them. Every
 // time is shown with its zone.
-import { EXPORT_QUERY, HEADER, csvRow } from '../../src/cli/csv';
+import { EXPORT_QUERY, HEADER, csvRow, type ExportedAllocation } from '../../src/cli/csv';
 import { gql, session, subscription } from './api';
 import { advanceClockForm, purgeControl, testCopyForm } from './rehearsal';
 import { onLeave, screen } from './shell';
@@ -855,7 +855,7 @@ function searchSection(campaignId: string, changed: () => void): HTMLElement {
     let written = 0;
     try {
       for (;;) {
-        const data: { campaign: { allocations: { totalCount: number; pageInfo: { hasNextPage: boolean; endCursor: string | null }; edges: { node: unknown }[] } } } = await gql(EXPORT_QUERY, { id: campaignId, after });
+        const data: { campaign: { allocations: { totalCount: number; pageInfo: { hasNextPage: boolean; endCursor: string | null }; edges: { node: ExportedAllocation }[] } } } = await gql(EXPORT_QUERY, { id: campaignId, after });
         const page = data.campaign.allocations;
         parts.push(...page.edges.map((e) => csvRow(e.node)));
         written += page.edges.length;
