@@ -1,10 +1,9 @@
 // Configuration: read from process.env once, validated, frozen. Every message names the variable
 // and what is allowed, so a bad deployment fails at start-up instead of at the first claim.
-import { randomBytes } from 'node:crypto';
-import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import proxyAddr from 'proxy-addr';
 import { z } from 'zod';
+import { generatedAdminKey } from './adminKeyFile';
 import { parseHosts } from './db/hosts';
 import { tracingConfigFrom, type TracingConfig } from './tracing/config';
 import { webhookKeyFrom } from './webhooks/secrets';
@@ -12,8 +11,8 @@ import { webhookKeyFrom } from './webhooks/secrets';
 /**
  * Workers `npm start` runs when WEB_CONCURRENCY is unset. Chosen by `npm run bench`, which measures
  * one process against a cluster of one worker per core beside PostgreSQL on the same machine: on the
- * 2-core machines here one process serves more claims (docs/BENCHMARKS.md, docs/SCALING.md) — the
- * cores are already busy with PostgreSQL, and one process's group claims stay larger.
+ * 2-core machines here one process serves more claims — the cores are already busy with PostgreSQL,
+ * and one process's group claims stay larger.
  */
 export const DEFAULT_WEB_CONCURRENCY = 1;
 
@@ -148,151 +147,17 @@ const EnvSchema = z.object({
     }),
 });
 
-/** What HTTP reads of a request, and for how long it waits (src/http.ts). */
-export interface HttpLimits {
-  /** The largest body, in bytes, by who sent it; a request without a valid key gets none read. */
-  readonly maxBodyBytes: { readonly partner: number; readonly operator: number };
-  /** From a request's first byte to the end of its body: past it, 408 and the connection closed. */
-  readonly requestTimeoutMs: number;
-  /** From a request's first byte to the end of its headers (at most requestTimeoutMs). */
-  readonly headersTimeoutMs: number;
-}
+/** The validated configuration: what loadConfig returns, frozen. */
+export type Config = ReturnType<typeof loadConfig>;
 
-export interface Config {
-  readonly env: 'development' | 'production' | 'test';
-  readonly port: number;
-  readonly host: string | undefined;
-  /** undefined: start the embedded PostgreSQL. */
-  readonly databaseUrl: string | undefined;
-  /** A direct connection to the primary for migrations (DATABASE_DIRECT_URL); required behind a pooler. */
-  readonly databaseDirectUrl: string | undefined;
-  readonly adminApiKey: string;
-  /** true when the admin key was generated at start-up (not given in ADMIN_API_KEY). */
-  readonly adminApiKeyGenerated: boolean;
-  readonly database: {
-    readonly poolSize: number;
-    readonly poolTimeoutMs: number;
-    /** Requests beyond this many waiting for a connection are answered 503 at once. */
-    readonly poolMaxWaiting: number;
-    readonly statementTimeoutMs: number;
-    readonly lockTimeoutMs: number;
-    readonly idleInTransactionTimeoutMs: number;
-    /**
-     * What DATABASE_URL points at: PgBouncer in transaction mode (no start-up parameters, no named
-     * prepared statements, the session settings as role settings: db/sessionSettings.ts), PostgreSQL
-     * itself ('none'), or null: detected at start (db/pooler.ts).
-     */
-    readonly pooler: 'pgbouncer' | 'none' | null;
-  };
-  readonly embedded: { readonly dir: string; readonly port: number };
-  /** Streaming replicas for the reads that may be a moment stale (src/db/replicas.ts); [] for none. */
-  readonly readReplicas: { readonly urls: readonly string[]; readonly maxLagMs: number };
-  readonly shutdownGraceMs: number;
-  /** Worker processes `npm start` runs (node:cluster, sharing the port); 1 serves in the process itself. */
-  readonly webConcurrency: number;
-  /** How often expired holds are returned to the pool; 0 turns the sweeper off. */
-  readonly holdSweepIntervalMs: number;
-  /** How often each instance adds the claim refusals it counted to refusal_counters (the timeline's `refused`). */
-  readonly refusalFlushMs: number;
-  /** How long a partner key's record is cached: the bound on a revocation made elsewhere. */
-  readonly apiKeyCacheTtlMs: number;
-  /** Most claims one group statement serves; 1 turns group claims off. */
-  readonly claimBatchMax: number;
-  /** Most first-look claim statements (alone or in groups) one process runs at once; the rest wait and go together. */
-  readonly claimStatementsInFlight: number;
-  /** Rate limits and the shared store for them (and, later, live updates). */
-  readonly redisUrl: string | undefined;
-  /** What every Redis key and channel begins with (src/redisKeys.ts); undefined: `tessera:<database name>:`. */
-  readonly redisKeyPrefix: string | undefined;
-  readonly rateLimit: {
-    readonly pointsPerSecond: number;
-    readonly burstPoints: number;
-    readonly authFailuresPerMinute: number;
-    /** An IPv6 client's failed authentications are counted per network of this many bits (left out: 64). */
-    readonly authFailureIpv6Prefix?: number;
-  };
-  /** Limits applied to every GraphQL document before it runs (graphql-armor). */
-  readonly graphql: {
-    readonly introspection: boolean;
-    readonly maxDepth: number;
-    readonly maxAliases: number;
-    readonly maxCost: number;
-    readonly maxTokens: number;
-  };
-  /** Browser origins allowed to call the API cross-origin; empty: none. */
-  readonly corsOrigins: readonly string[];
-  /**
-   * Proxies whose forwarding header names the client (TRUST_PROXY: addresses, CIDRs; none by
-   * default), and which header they set (TRUST_PROXY_HEADER; undefined: whichever one is present,
-   * neither when both are). src/clientAddress.ts.
-   */
-  readonly trustProxy: { readonly addresses: readonly string[]; readonly header: 'x-forwarded-for' | 'forwarded' | undefined };
-  /** HTTP's own limits (src/http.ts, docs/SECURITY.md). */
-  readonly http: HttpLimits;
-  /** The WebSocket's own limits (src/ws.ts, docs/SECURITY.md). */
-  readonly websocket: {
-    /** The largest message an accepted socket may send (ws's maxPayload). */
-    readonly maxMessageBytes: number;
-    /** What a socket may send in all before its connection_init is accepted. */
-    readonly maxUnauthenticatedBytes: number;
-    /** Subscriptions open at once on one socket. */
-    readonly maxSubscriptionsPerSocket: number;
-    /** Subscriptions open at once for one key, on one instance. */
-    readonly maxSubscriptionsPerKey: number;
-  };
-  /** When set, GET /metrics requires `Authorization: Bearer <metricsToken>`; undefined: /metrics is open. */
-  readonly metricsToken: string | undefined;
-  /** OpenTelemetry tracing (the OTEL_* variables: src/tracing/config.ts); null: off. */
-  readonly tracing: TracingConfig | null;
-  readonly webhooks: {
-    /**
-     * The key that seals endpoint secrets (WEBHOOK_SECRET_KEY; generated once outside production).
-     * Undefined in production without the variable: webhooks are then off, and createWebhook says why.
-     */
-    readonly secretKey: Buffer | undefined;
-    /** Production only: may endpoints be on private networks (docs/WEBHOOKS.md, src/webhooks/urlPolicy.ts). */
-    readonly allowPrivateNetworks: boolean;
-    /** https only, and the private-range rule (NODE_ENV=production). */
-    readonly production: boolean;
-  };
-}
+/** What HTTP reads of a request, and for how long it waits (src/http.ts). */
+export type HttpLimits = Config['http'];
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-/** Where a generated admin key is kept: beside the embedded database's folder (`.tessera/admin-api-key`). */
-export const adminKeyFile = (embeddedDir: string): string => path.join(path.dirname(path.resolve(embeddedDir)), 'admin-api-key');
-
-/**
- * Outside production a missing ADMIN_API_KEY is generated once and kept in `.tessera/admin-api-key`
- * beside the embedded database, so a restart keeps the key an operator already pasted into GraphiQL.
- */
-function generatedAdminKey(embeddedDir: string): string {
-  const file = adminKeyFile(embeddedDir);
-  const stateDir = path.dirname(file);
-  if (existsSync(file)) {
-    const saved = readFileSync(file, 'utf8').trim();
-    if (saved.length >= 16) return saved;
-  }
-  const key = `tsa_${randomBytes(24).toString('base64url')}`;
-  mkdirSync(stateDir, { recursive: true });
-  // Written whole under another name, then linked into place — link() fails if the file exists: of
-  // several processes starting together, one key wins and every process reads that one.
-  const draft = `${file}.${process.pid}`;
-  writeFileSync(draft, `${key}\n`, { mode: 0o600 });
-  try {
-    linkSync(draft, file);
-    return key;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    return readFileSync(file, 'utf8').trim();
-  } finally {
-    unlinkSync(draft);
-  }
-}
-
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
   const parsed = EnvSchema.safeParse(env);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((issue) => `  - ${issue.path.join('.') || 'env'}: ${issue.message}`);
@@ -320,43 +185,65 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const production = e.NODE_ENV === 'production';
   const webhookSecretKey =
     e.WEBHOOK_SECRET_KEY || !production ? webhookKeyFrom(e.WEBHOOK_SECRET_KEY || undefined, { production, stateDir: path.dirname(embeddedDir) }) : undefined;
+  // A server given no IPv6 prefix (tests, tools) counts per /64: the key is optional in Config.
+  const authFailureIpv6: { readonly authFailureIpv6Prefix?: number } = { authFailureIpv6Prefix: e.AUTH_FAILURE_IPV6_PREFIX };
   return Object.freeze({
     env: e.NODE_ENV,
     port: e.PORT,
     host: e.HOST || undefined,
+    /** undefined: start the embedded PostgreSQL. */
     databaseUrl,
+    /** A direct connection to the primary for migrations (DATABASE_DIRECT_URL); required behind a pooler. */
     databaseDirectUrl: e.DATABASE_DIRECT_URL ? e.DATABASE_DIRECT_URL : undefined,
     adminApiKey,
+    /** true when the admin key was generated at start-up (not given in ADMIN_API_KEY). */
     adminApiKeyGenerated: givenKey === undefined,
     database: Object.freeze({
       poolSize: e.DATABASE_POOL_SIZE,
       poolTimeoutMs: e.DATABASE_POOL_TIMEOUT_MS,
+      /** Requests beyond this many waiting for a connection are answered 503 at once. */
       poolMaxWaiting: e.DATABASE_POOL_MAX_WAITING,
       statementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
       lockTimeoutMs: e.DATABASE_LOCK_TIMEOUT_MS,
       idleInTransactionTimeoutMs: e.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+      /**
+       * What DATABASE_URL points at: PgBouncer in transaction mode (no start-up parameters, no named
+       * prepared statements, the session settings as role settings: db/sessionSettings.ts), PostgreSQL
+       * itself ('none'), or null: detected at start (db/pooler.ts).
+       */
       pooler: e.DATABASE_POOLER ? e.DATABASE_POOLER : null,
     }),
     embedded: Object.freeze({ dir: embeddedDir, port: e.EMBEDDED_PG_PORT }),
+    /** Streaming replicas for the reads that may be a moment stale (src/db/replicas.ts); [] for none. */
     readReplicas: Object.freeze({
       urls: Object.freeze((e.DATABASE_READ_URL ?? '').split(',').map((url) => url.trim()).filter(Boolean)),
       maxLagMs: e.READ_MAX_LAG_MS,
     }),
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    /** Worker processes `npm start` runs (node:cluster, sharing the port); 1 serves in the process itself. */
     webConcurrency: e.WEB_CONCURRENCY,
+    /** How often expired holds are returned to the pool; 0 turns the sweeper off. */
     holdSweepIntervalMs: e.HOLD_SWEEP_INTERVAL_MS,
+    /** How often each instance adds the claim refusals it counted to refusal_counters (the timeline's `refused`). */
     refusalFlushMs: e.REFUSAL_FLUSH_MS,
+    /** How long a partner key's record is cached: the bound on a revocation made elsewhere. */
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
+    /** Most claims one group statement serves; 1 turns group claims off. */
     claimBatchMax: e.CLAIM_BATCH_MAX,
+    /** Most first-look claim statements (alone or in groups) one process runs at once; the rest wait and go together. */
     claimStatementsInFlight: e.CLAIM_STATEMENTS_IN_FLIGHT,
+    /** The store the instances share: rate limits, and live updates between instances; undefined: each instance alone. */
     redisUrl: e.REDIS_URL ? e.REDIS_URL : undefined,
+    /** What every Redis key and channel begins with (src/redisKeys.ts); undefined: `tessera:<database name>:`. */
     redisKeyPrefix: e.REDIS_KEY_PREFIX ? e.REDIS_KEY_PREFIX : undefined,
     rateLimit: Object.freeze({
       pointsPerSecond: e.RATE_LIMIT_POINTS_PER_SECOND,
       burstPoints: e.RATE_LIMIT_BURST_POINTS,
       authFailuresPerMinute: e.AUTH_FAILURES_PER_MINUTE,
-      authFailureIpv6Prefix: e.AUTH_FAILURE_IPV6_PREFIX,
+      /** An IPv6 client's failed authentications are counted per network of this many bits (left out: 64). */
+      ...authFailureIpv6,
     }),
+    /** Limits applied to every GraphQL document before it runs (graphql-armor). */
     graphql: Object.freeze({
       introspection: e.GRAPHQL_INTROSPECTION ? e.GRAPHQL_INTROSPECTION === 'true' : e.NODE_ENV !== 'production',
       maxDepth: e.GRAPHQL_MAX_DEPTH,
@@ -364,21 +251,48 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxCost: e.GRAPHQL_MAX_COST,
       maxTokens: e.GRAPHQL_MAX_TOKENS,
     }),
+    /** Browser origins allowed to call the API cross-origin; empty: none. */
     corsOrigins: Object.freeze(splitList(e.CORS_ORIGINS)),
+    /**
+     * Proxies whose forwarding header names the client (TRUST_PROXY: addresses, CIDRs; none by
+     * default), and which header they set (TRUST_PROXY_HEADER; undefined: whichever one is present,
+     * neither when both are). src/clientAddress.ts.
+     */
     trustProxy: Object.freeze({ addresses: Object.freeze(splitList(e.TRUST_PROXY)), header: e.TRUST_PROXY_HEADER || undefined }),
+    /** HTTP's own limits (src/http.ts). */
     http: Object.freeze({
+      /** The largest body, in bytes, by who sent it; a request without a valid key gets none read. */
       maxBodyBytes: Object.freeze({ partner: e.HTTP_MAX_BODY_BYTES_PARTNER, operator: e.HTTP_MAX_BODY_BYTES_OPERATOR }),
+      /** From a request's first byte to the end of its body: past it, 408 and the connection closed. */
       requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS,
+      /** From a request's first byte to the end of its headers (at most requestTimeoutMs). */
       headersTimeoutMs: Math.min(e.HTTP_HEADERS_TIMEOUT_MS, e.HTTP_REQUEST_TIMEOUT_MS),
     }),
+    /** The WebSocket's own limits (src/ws.ts). */
     websocket: Object.freeze({
+      /** The largest message an accepted socket may send (ws's maxPayload). */
       maxMessageBytes: e.WS_MAX_MESSAGE_BYTES,
+      /** What a socket may send in all before its connection_init is accepted. */
       maxUnauthenticatedBytes: Math.min(e.WS_MAX_UNAUTHENTICATED_BYTES, e.WS_MAX_MESSAGE_BYTES),
+      /** Subscriptions open at once on one socket. */
       maxSubscriptionsPerSocket: e.WS_MAX_SUBSCRIPTIONS_PER_SOCKET,
+      /** Subscriptions open at once for one key, on one instance. */
       maxSubscriptionsPerKey: e.WS_MAX_SUBSCRIPTIONS_PER_KEY,
     }),
+    /** When set, GET /metrics requires `Authorization: Bearer <metricsToken>`; undefined: /metrics is open. */
     metricsToken: e.METRICS_TOKEN ? e.METRICS_TOKEN : undefined,
+    /** OpenTelemetry tracing (the OTEL_* variables: src/tracing/config.ts); null: off. */
     tracing,
-    webhooks: Object.freeze({ secretKey: webhookSecretKey, allowPrivateNetworks: e.WEBHOOK_ALLOW_PRIVATE_NETWORKS === 'true', production }),
+    webhooks: Object.freeze({
+      /**
+       * The key that seals endpoint secrets (WEBHOOK_SECRET_KEY; generated once outside production).
+       * Undefined in production without the variable: webhooks are then off, and createWebhook says why.
+       */
+      secretKey: webhookSecretKey,
+      /** Production only: may endpoints be on private networks (src/webhooks/urlPolicy.ts). */
+      allowPrivateNetworks: e.WEBHOOK_ALLOW_PRIVATE_NETWORKS === 'true',
+      /** https only, and the private-range rule (NODE_ENV=production). */
+      production,
+    }),
   });
 }
