@@ -40,7 +40,7 @@ export class PooledIdGenerator implements IdGenerator {
 /** A hex digit's value (ids are lower-case hex; upper case is read too). */
 const nibble = (c: number): number => (c <= 57 ? c - 48 : c >= 97 ? c - 87 : c - 55);
 
-/** Writes the bytes of a hex id into `to` from `at` (the form OTLP carries and the delivery-link table keeps), without a Buffer per id. */
+/** Writes the bytes of a hex id into `to` from `at` (the form the delivery-link table keeps), without a Buffer per id. */
 export function writeIdBytes(hex: string, to: Uint8Array, at: number): void {
   for (let i = 0; i < hex.length; i += 2) to[at + (i >> 1)] = (nibble(hex.charCodeAt(i)) << 4) | nibble(hex.charCodeAt(i + 1));
 }

@@ -1,22 +1,24 @@
 // Installs the OpenTelemetry SDK for this process when tracing is on (config.ts: the OTEL_*
 // variables): the W3C trace context propagator (traceparent, tracestate), the sampler and the tail
-// rule (sampling.ts), ids from a pool (ids.ts), and the export: OTLP over HTTP with protobuf
-// through Tessera's batch processor, which encodes each span as it ends (otlpBatches.ts), or JSON
-// through the SDK's, the OTLP transport reading its own OTEL_EXPORTER_OTLP_* variables, or the
-// console: one JSON line a span in the log (logExporter.ts), through the SDK's. Tests pass an
-// exporter of their own (the SDK's in-memory one) and get each span as it ends.
+// rule (sampling.ts), ids from a pool (ids.ts), and the export — the SDK's BatchSpanProcessor
+// (OTEL_BSP_*: its queue bounds the spans waiting, and a full queue drops new ones with a warning
+// in the log) in front of one exporter: the OpenTelemetry library's OTLP/HTTP exporter, protobuf
+// (@opentelemetry/exporter-trace-otlp-proto) or JSON (-otlp-http), each reading its own
+// OTEL_EXPORTER_OTLP_* variables (endpoint, headers, timeout, compression, certificates), or the
+// console: one JSON line a span in the log (logExporter.ts). Tests pass an exporter of their own
+// (the SDK's in-memory one) and get each span as it ends.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { diag, DiagLogLevel, propagation } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter as OTLPJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as OTLPProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, SimpleSpanProcessor, TracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace';
 import { createLogger, type Logger } from '../logger';
 import type { TracingConfig } from './config';
 import { PooledIdGenerator } from './ids';
 import { LogSpanExporter } from './logExporter';
-import { OtlpBatchProcessor } from './otlpBatches';
 import { useTracer } from './index';
 import { headSampler, KeepFailures } from './sampling';
 
@@ -34,6 +36,12 @@ export interface Tracing {
 }
 
 const VERSION = (JSON.parse(readFileSync(path.resolve(__dirname, '../../package.json'), 'utf8')) as { version: string }).version;
+
+/** The exporter the configuration names; the OTLP ones read their OTEL_EXPORTER_OTLP_* variables when made. */
+function exporterOf(exporter: TracingConfig['exporter'], logger: Logger | undefined): SpanExporter {
+  if (exporter.kind === 'console') return new LogSpanExporter(logger ?? createLogger({ env: 'production' }));
+  return exporter.protocol === 'http/protobuf' ? new OTLPProtobufExporter() : new OTLPJsonExporter();
+}
 
 export function startTracing(config: TracingConfig, options: { logger?: Logger; exporter?: SpanExporter } = {}): Tracing {
   const { logger } = options;
@@ -59,12 +67,7 @@ export function startTracing(config: TracingConfig, options: { logger?: Logger; 
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   const processor = options.exporter
     ? new SimpleSpanProcessor({ exporter: options.exporter })
-    : config.exporter.kind === 'otlp' && config.exporter.protocol === 'http/protobuf'
-      ? new OtlpBatchProcessor(config.batch)
-      : new BatchSpanProcessor({
-          exporter: config.exporter.kind === 'console' ? new LogSpanExporter(logger ?? createLogger({ env: 'production' })) : new OTLPJsonExporter(),
-          ...config.batch,
-        });
+    : new BatchSpanProcessor({ exporter: exporterOf(config.exporter, logger), ...config.batch });
   const provider = new TracerProvider({
     sampler: headSampler(config.ratio, config.parentBased),
     idGenerator: new PooledIdGenerator(),
