@@ -12,6 +12,10 @@ import { BallotService } from './services/ballots';
 import { AllocationRecordService } from './services/allocationRecords';
 import { ClaimBatcher } from './services/claimBatcher';
 import { CampaignService } from './services/campaigns';
+import { CampaignQuotaService } from './services/campaignQuotas';
+import { CampaignRepairService } from './services/campaignRepair';
+import { CampaignReportService } from './services/campaignReports';
+import { CampaignTestModeService } from './services/campaignTestMode';
 import { OperatorKeyService } from './services/operatorKeys';
 import { PartnerService } from './services/partners';
 import { RefusalCounter } from './services/refusalCounter';
@@ -24,6 +28,10 @@ export interface Services {
   readonly allocations: AllocationService;
   readonly allocationRecords: AllocationRecordService;
   readonly campaigns: CampaignService;
+  readonly campaignTestMode: CampaignTestModeService;
+  readonly campaignQuotas: CampaignQuotaService;
+  readonly campaignReports: CampaignReportService;
+  readonly campaignRepair: CampaignRepairService;
   readonly partners: PartnerService;
   readonly operatorKeys: OperatorKeyService;
   /** Finds the record behind a key: ADMIN_API_KEY, a partner's or an operator's (auth.ts). */
@@ -85,11 +93,16 @@ export function createServices(
   const refusals = new RefusalCounter(db, options.onError);
   const partners = new PartnerService(db, options.apiKeyCacheTtlMs, options.onError, options.live);
   const operatorKeys = new OperatorKeyService(db, options.apiKeyCacheTtlMs, options.onError, options.live);
+  const campaigns = new CampaignService(db, options.live, options.webhooks?.secretKey, options.logger);
   return {
     allocations: new AllocationService(db, batcher, options.metrics, options.live, refusals),
     refusals,
     allocationRecords: new AllocationRecordService(db, options.live),
-    campaigns: new CampaignService(db, options.live, options.webhooks?.secretKey, options.logger),
+    campaigns,
+    campaignTestMode: new CampaignTestModeService(db, campaigns, options.live),
+    campaignQuotas: new CampaignQuotaService(db, options.live),
+    campaignReports: new CampaignReportService(db),
+    campaignRepair: new CampaignRepairService(db, options.live),
     ballots: new BallotService(db, options.webhooks?.secretKey, options.live),
     partners,
     operatorKeys,

@@ -7,10 +7,10 @@ export const Mutation: MutationResolvers = {
   generateTickets: (_, { campaignId, count, prefix }, ctx) =>
     ctx.services.campaigns.generateTickets(ctx, campaignId, count, prefix),
   openCampaign: async (_, { id }, ctx) => ({ campaign: await ctx.services.campaigns.open(ctx, id) }),
-  purgeTestData: (_, { before }, ctx) => ctx.services.campaigns.purgeTestData(ctx, before),
-  createTestCopy: async (_, { campaignId, tickets }, ctx) => ({ campaign: await ctx.services.campaigns.createTestCopy(ctx, campaignId, tickets) }),
-  resetTestCampaign: async (_, { id }, ctx) => ({ campaign: await ctx.services.campaigns.resetTestCampaign(ctx, id) }),
-  advanceTestClock: async (_, { campaignId, seconds }, ctx) => ({ campaign: await ctx.services.campaigns.advanceTestClock(ctx, campaignId, seconds) }),
+  purgeTestData: (_, { before }, ctx) => ctx.services.campaignTestMode.purgeTestData(ctx, before),
+  createTestCopy: async (_, { campaignId, tickets }, ctx) => ({ campaign: await ctx.services.campaignTestMode.createTestCopy(ctx, campaignId, tickets) }),
+  resetTestCampaign: async (_, { id }, ctx) => ({ campaign: await ctx.services.campaignTestMode.resetTestCampaign(ctx, id) }),
+  advanceTestClock: async (_, { campaignId, seconds }, ctx) => ({ campaign: await ctx.services.campaignTestMode.advanceTestClock(ctx, campaignId, seconds) }),
   closeCampaign: async (_, { id }, ctx) => ({ campaign: await ctx.services.campaigns.close(ctx, id) }),
   claimTicket: (_, { input }, ctx) => ctx.services.allocations.claim(ctx, input),
   releaseAllocation: (_, { allocationId }, ctx) => ctx.services.allocationRecords.release(ctx, allocationId),
@@ -24,10 +24,10 @@ export const Mutation: MutationResolvers = {
   withdrawBallotEntry: (_, { entryId }, ctx) => ctx.services.ballots.withdraw(ctx, entryId),
   drawBallot: async (_, { campaignId }, ctx) => ({ ballot: await ctx.services.ballots.draw(ctx, campaignId) }),
   setPartnerQuota: async (_, { campaignId, partnerId, quota }, ctx) => ({
-    campaign: await ctx.services.campaigns.setPartnerQuota(ctx, campaignId, partnerId, quota),
+    campaign: await ctx.services.campaignQuotas.setPartnerQuota(ctx, campaignId, partnerId, quota),
   }),
   setPartnerAllotment: (_, { campaignId, partnerId, size, lapsesAt }, ctx) =>
-    ctx.services.campaigns.setPartnerAllotment(ctx, campaignId, partnerId, size, lapsesAt),
+    ctx.services.campaignQuotas.setPartnerAllotment(ctx, campaignId, partnerId, size, lapsesAt),
   updateCampaign: async (_, { id, input }, ctx) => ({ campaign: await ctx.services.campaigns.update(ctx, id, input) }),
   revokeApiKey: async (_, { partnerId, test }, ctx) => ({ partner: await ctx.services.partners.revoke(ctx, partnerId, test === true) }),
   rotateApiKey: (_, { partnerId, test }, ctx) => ctx.services.partners.rotate(ctx, partnerId, test === true),
@@ -35,7 +35,7 @@ export const Mutation: MutationResolvers = {
   setPartnerRateLimit: async (_, { partnerId, pointsPerSecond }, ctx) => ({
     partner: await ctx.services.partners.setRateLimit(ctx, partnerId, pointsPerSecond),
   }),
-  repairCampaign: (_, { id }, ctx) => ctx.services.campaigns.repair(ctx, id),
+  repairCampaign: (_, { id }, ctx) => ctx.services.campaignRepair.repair(ctx, id),
   createOperatorKey: (_, { input }, ctx) => ctx.services.operatorKeys.create(input),
   revokeOperatorKey: (_, { id }, ctx) => ctx.services.operatorKeys.revoke(id),
   scopePartnerKey: (_, { partnerId, campaignIds }, ctx) => ctx.services.partners.setScope(ctx, partnerId, campaignIds),

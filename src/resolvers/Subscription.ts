@@ -3,7 +3,7 @@ import type { CampaignStatsModel } from '../models';
 
 export const Subscription: SubscriptionResolvers = {
   campaignStats: {
-    subscribe: (_, { id }, ctx) => ctx.services.campaigns.watchStats(ctx, id),
+    subscribe: (_, { id }, ctx) => ctx.services.campaignReports.watchStats(ctx, id),
     resolve: (stats: CampaignStatsModel) => stats,
   },
 };
