@@ -19,25 +19,38 @@ import type { Reachability } from './reachability';
 
 const BATCH = 1000;
 
+/**
+ * One sweep, now, in the order the sweeper runs them; what fails is thrown. Expired holds go in
+ * batches of BATCH until fewer are left or `deadline` (a Date.now() instant) has passed. The
+ * interval's loop below calls it; tests call it to sweep exactly once, now, instead of waiting for
+ * the interval. Returns how many holds it expired.
+ */
+export async function sweepOnce(db: Database, options: { metrics?: Metrics; deadline?: number } = {}): Promise<number> {
+  const { metrics, deadline = Infinity } = options;
+  let expired = 0;
+  let swept: number;
+  do {
+    swept = await expireHolds(db.prisma, BATCH);
+    expired += swept;
+    if (swept > 0) metrics?.holdsExpired.inc(swept);
+  } while (swept >= BATCH && Date.now() < deadline);
+  await lapseAllotments(db.prisma);
+  // WAITLIST_FIRST: what the two above returned, and anything a dead caller left RETURNED.
+  await offerAllReturned(db.prisma);
+  // BALLOT: tickets no winner holds any more, to LOST entries in rank order.
+  await passOnBallots(db.prisma);
+  await foldCounters(db.prisma);
+  await stockEvents(db.prisma);
+  return expired;
+}
+
 export function startHoldSweeper(db: Database, logger: Logger, metrics: Metrics, intervalMs: number, reachability: Reachability): { stop(): Promise<void> } {
   if (intervalMs <= 0) return { stop: async () => undefined };
   let running: Promise<void> | null = null;
   const sweep = async () => {
     try {
       // Several batches when many holds lapsed at once, but never longer than one interval.
-      const until = Date.now() + intervalMs;
-      let swept: number;
-      do {
-        swept = await expireHolds(db.prisma, BATCH);
-        if (swept > 0) metrics.holdsExpired.inc(swept);
-      } while (swept >= BATCH && Date.now() < until);
-      await lapseAllotments(db.prisma);
-      // WAITLIST_FIRST: what the two above returned, and anything a dead caller left RETURNED.
-      await offerAllReturned(db.prisma);
-      // BALLOT: tickets no winner holds any more, to LOST entries in rank order.
-      await passOnBallots(db.prisma);
-      await foldCounters(db.prisma);
-      await stockEvents(db.prisma);
+      await sweepOnce(db, { metrics, deadline: Date.now() + intervalMs });
       reachability.answered();
     } catch (err) {
       if (!reachability.failed(err, 'hold sweeper')) logger.warn({ error: (err as Error).message }, 'hold sweeper: sweep failed; next interval retries');

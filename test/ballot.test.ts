@@ -8,10 +8,9 @@ import { createRequire } from 'node:module';
 import { sealSecret } from '../src/webhooks/secrets';
 import { newWebhookSecret } from '../src/webhooks/signature';
 import { citusNodes } from './helpers/citus';
-import { startSignedReceiver } from './helpers/receiver';
+import { startReceiver, untilWebhooksSettled } from './helpers/receiver';
 import { ticketsLiveTwice } from './helpers/sql';
 import { assertPoolInvariants, ADMIN_KEY, CLAIM, startTestServer, TEST_WEBHOOK_KEY, type ClaimPayload, type TestServer } from './helpers/testServer';
-import { sleep, until } from './helpers/time';
 import { setTimes } from './helpers/setTimes';
 
 const { verifyBallot } = createRequire(__filename)('../bin/verify-ballot.js') as {
@@ -20,7 +19,8 @@ const { verifyBallot } = createRequire(__filename)('../bin/verify-ballot.js') as
 
 let server: TestServer;
 beforeAll(async () => {
-  server = await startTestServer({ database: { poolSize: 30 }, config: { holdSweepIntervalMs: 100 } });
+  // No sweeper of its own: each pass-on is a sweep the test runs (server.sweep).
+  server = await startTestServer({ database: { poolSize: 30 }, config: { holdSweepIntervalMs: 0 } });
 });
 afterAll(() => server.stop());
 
@@ -280,11 +280,11 @@ test('entry races: 200 entries for one holder from 30 connections give one entry
 test('the draw: the contract ranking and walk (recomputed here), digest and seed, winners HELD for ballotConfirmSeconds with the entry metadata, smaller later entries still win, HOLD_CREATED and BALLOT_DRAWN sent', async () => {
   const [a, b] = await Promise.all([server.createPartner('a'), server.createPartner('b')]);
   const secret = newWebhookSecret();
-  const receiver = await startSignedReceiver(secret);
+  const receiver = await startReceiver({ secret });
   try {
     await server.sql.query('INSERT INTO webhook_endpoints (partner_id, url, events, secret_sealed) VALUES ($1, $2, $3, $4)', [
       b.id,
-      `${receiver.base}/b`,
+      `${receiver.url}/b`,
       ['BALLOT_DRAWN', 'HOLD_CREATED'],
       sealSecret(secret, TEST_WEBHOOK_KEY),
     ]);
@@ -327,8 +327,7 @@ test('the draw: the contract ranking and walk (recomputed here), digest and seed
 
     // Webhooks: one BALLOT_DRAWN (campaign-wide), and a HOLD_CREATED for each of b's winning holds only.
     const bHolds = c.entries.filter((e) => e.partner.id === b.id && e.wonInDraw).reduce((n, e) => n + e.quantity, 0);
-    await until(() => receiver.received.length >= 1 + bHolds, { message: 'the draw events' });
-    await sleep(300);
+    await untilWebhooksSettled(server.sql);
     const types = receiver.received.map((r) => (r.body as { type: string }).type);
     expect(types.filter((t) => t === 'BALLOT_DRAWN')).toHaveLength(1);
     expect(types.filter((t) => t === 'HOLD_CREATED')).toHaveLength(bHolds);
@@ -383,23 +382,15 @@ test('after the draw: a lapsed or released hold makes its entry LAPSED, and its 
   };
   const first = walk(lostAtDraw(c), 1);
   await server.gql(partner.apiKey, RELEASE, { id: decline!.allocations[0]!.id });
-  await until(async () => (await campaign(campaignId)).entries.filter((e) => !e.wonInDraw && e.status === 'WON').length === first.taken.length, {
-    message: "the declined ticket to pass on",
-  });
-  await sleep(300);
+  await server.sweep();
+  expect((await campaign(campaignId)).entries.filter((e) => !e.wonInDraw && e.status === 'WON')).toHaveLength(first.taken.length);
   await setTimes(server.sql, 'allocations', { expires_at: 'clock_timestamp()' }, "ballot_entry_id = ANY($1::uuid[]) AND status = 'HELD'", [lapse.map((e) => e!.id)]);
 
-  // The sweeper (100 ms here) ends the holds and passes the tickets on.
+  // A sweep ends the holds and passes the tickets on.
   const freed = 6 - keep!.quantity;
-  await until(
-    async () => {
-      c = await campaign(campaignId);
-      return c.stats.available === 0 || c.entries.every((e) => e.status !== 'LOST' || e.quantity > c.stats.available) ? c : null;
-    },
-    { message: 'the freed tickets to pass on' },
-  );
-  await sleep(300);
+  await server.sweep();
   c = await verified(campaignId);
+  expect(c.stats.available === 0 || c.entries.every((e) => e.status !== 'LOST' || e.quantity > c.stats.available)).toBe(true);
   expect((await entry(ADMIN_KEY, keep!.id))!.status).toBe('WON');
   expect((await entry(ADMIN_KEY, decline!.id))!.status).toBe('LAPSED');
   for (const e of lapse) expect((await entry(ADMIN_KEY, e!.id))!.status).toBe('LAPSED');
@@ -417,7 +408,7 @@ test('after the draw: a lapsed or released hold makes its entry LAPSED, and its 
     expect(e.allocations.every((a) => a.status === 'HELD')).toBe(true);
   }
   // Nothing is given twice: another sweep changes nothing.
-  await sleep(400);
+  await server.sweep();
   expect((await campaign(campaignId)).entries).toEqual(c.entries);
   await verified(campaignId);
 });

@@ -9,9 +9,9 @@ import path from 'node:path';
 import { buildSchema, type GraphQLObjectType } from 'graphql';
 import { sealSecret } from '../src/webhooks/secrets';
 import { newWebhookSecret } from '../src/webhooks/signature';
-import { startSignedReceiver, type SignedReceiver } from './helpers/receiver';
-import { assertPoolInvariants, ADMIN_KEY, startTestServer, TEST_WEBHOOK_KEY, type TestServer } from './helpers/testServer';
-import { expireHolds, sleep, until } from './helpers/time';
+import { startReceiver, untilWebhooksSettled, type Receiver } from './helpers/receiver';
+import { assertPoolInvariants, ADMIN_KEY, startTestServer, TEST_WEBHOOK_KEY, type AllocationAnswer, type TestServer } from './helpers/testServer';
+import { expireHolds, until } from './helpers/time';
 import { setTimes } from './helpers/setTimes';
 
 /** Every field of CampaignStats, read from the schema itself: the event must carry each. */
@@ -19,8 +19,6 @@ const STATS_FIELDS = Object.keys(
   (buildSchema(readFileSync(path.resolve(__dirname, '../schema.graphql'), 'utf8')).getType('CampaignStats') as GraphQLObjectType).getFields(),
 );
 const STATS = `query($id: ID!) { campaign(id: $id) { stats { ${STATS_FIELDS.join(' ')} } } }`;
-const CLAIM = 'mutation($input: ClaimTicketInput!) { claimTicket(input: $input) { allocation { id allocatedAt } error { code message } } }';
-const HOLD = 'mutation($input: HoldTicketInput!) { holdTicket(input: $input) { allocation { id allocatedAt } error { code } } }';
 const CONFIRM = 'mutation($id: ID!) { confirmHold(allocationId: $id) { allocation { id status } error { code } } }';
 const ALLOT = `mutation($c: ID!, $p: ID!, $size: Int!, $lapsesAt: DateTime) {
   setPartnerAllotment(campaignId: $c, partnerId: $p, size: $size, lapsesAt: $lapsesAt) { id }
@@ -39,17 +37,17 @@ interface Stats {
   soldOut: boolean;
   soldOutAt: string | null;
 }
-type Answer = { allocation: { id: string; allocatedAt: string } | null; error: { code: string; message: string } | null };
 
 let server: TestServer;
-let receiver: SignedReceiver;
+let receiver: Receiver;
 beforeAll(async () => {
-  server = await startTestServer({ config: { holdSweepIntervalMs: 100 } });
+  // No sweeper of its own: the tests sweep (server.sweep) when they mean to.
+  server = await startTestServer({ config: { holdSweepIntervalMs: 0 } });
   const secret = newWebhookSecret();
-  receiver = await startSignedReceiver(secret);
+  receiver = await startReceiver({ secret });
   // An operator endpoint: every campaign's events.
   await server.sql.query('INSERT INTO webhook_endpoints (partner_id, url, events, secret_sealed) VALUES (NULL, $1, $2, $3)', [
-    `${receiver.base}/hook`,
+    `${receiver.url}/hook`,
     ['CAMPAIGN_OPENED', 'CAMPAIGN_SOLD_OUT'],
     sealSecret(secret, TEST_WEBHOOK_KEY),
   ]);
@@ -64,10 +62,8 @@ async function stats(campaignId: string): Promise<Stats> {
   expect(res.body.errors).toBeUndefined();
   return res.body.data!.campaign.stats;
 }
-const claim = async (key: string, campaignId: string, holder: string): Promise<Answer> =>
-  (await server.gql<{ claimTicket: Answer }>(key, CLAIM, { input: { campaignId, holder } })).body.data!.claimTicket;
-const hold = async (key: string, campaignId: string, holder: string): Promise<Answer> =>
-  (await server.gql<{ holdTicket: Answer }>(key, HOLD, { input: { campaignId, holder, ttlSeconds: 600 } })).body.data!.holdTicket;
+const claim = (key: string, campaignId: string, holder: string) => server.claim(key, { campaignId, holder });
+const hold = (key: string, campaignId: string, holder: string) => server.hold(key, { campaignId, holder });
 
 /**
  * A claim that takes nothing, and the stats right after it: SOLD_OUT exactly when the stats say sold
@@ -83,9 +79,9 @@ async function refusedConsistently(key: string, campaignId: string, holder: stri
   return answer.error!.code;
 }
 
-/** The sweeper's announcement, run now (every sweep runs it too): whatever is due is announced. */
+/** A sweep, now: its last step announces whatever is due. */
 async function announce(): Promise<void> {
-  await server.sql.query('SELECT tessera_stock_events()');
+  await server.sweep();
 }
 /** CAMPAIGN_SOLD_OUT announced for the campaign: the marker, and the events written or delivered. */
 async function announced(campaignId: string): Promise<{ marker: Date | null; written: number }> {
@@ -111,7 +107,7 @@ async function announcedOnce(campaignId: string): Promise<void> {
   await announce();
   await until(() => soldOutEvents(campaignId).length > 0, { message: 'CAMPAIGN_SOLD_OUT' });
   await announce();
-  await sleep(400); // sweeps of the server's own sweeper (every 100 ms): none may announce it again
+  await untilWebhooksSettled(server.sql); // everything the sweeps announced has arrived
   const events = soldOutEvents(campaignId);
   expect(events).toHaveLength(1);
   expect((await announced(campaignId)).written).toBe(1);
@@ -141,7 +137,7 @@ test('with tickets still allotted to a partner, the campaign is not sold out; af
   expect(await stats(campaignId)).toMatchObject({ allotted: 0, available: 4, soldOut: false, soldOutAt: null });
   await notAnnounced(campaignId);
 
-  let last: Answer | null = null;
+  let last: AllocationAnswer | null = null;
   for (let i = 0; i < 4; i += 1) {
     last = await claim(other.apiKey, campaignId, `after${i}`);
     expect(last.allocation).not.toBeNull();
@@ -190,15 +186,11 @@ test('WAITLIST_FIRST: a lapsed hold on its way to the waitlist, then the offer, 
   expect(joined.error).toBeNull();
 
   await expireHolds(server.sql, [held.allocation!.id]);
-  // Until the sweeper offers it, the lapsed hold's ticket is held (no claim takes it), then offered.
+  // Until a sweep offers it, the lapsed hold's ticket is held (no claim takes it), then offered.
   expect(await refusedConsistently(partner.apiKey, campaignId, 'x')).toBe('ALL_HELD');
-  const offered = await until(
-    async () => {
-      const entry = (await server.gql(partner.apiKey, ENTRY, { id: joined.entry.id })).body.data!.waitlistEntry;
-      return entry.status === 'OFFERED' ? entry : null;
-    },
-    { message: 'the offer' },
-  );
+  await server.sweep();
+  const offered = (await server.gql(partner.apiKey, ENTRY, { id: joined.entry.id })).body.data!.waitlistEntry;
+  expect(offered.status).toBe('OFFERED');
   expect(await stats(campaignId)).toMatchObject({ allocated: 1, held: 1, available: 0, soldOut: false, soldOutAt: null });
   expect(await refusedConsistently(partner.apiKey, campaignId, 'x')).toBe('ALL_HELD');
   await notAnnounced(campaignId);

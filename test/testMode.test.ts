@@ -2,13 +2,12 @@
 // two modes. A live key must not tell a test campaign (or its allocation, entry) from one that does
 // not exist, nor a test key a live one — the whole answer compared, over HTTP and graphql-ws — and
 // neither may change anything on the other side.
-import { createHmac } from 'node:crypto';
 import { accessRules } from '../src/access';
 import { isTestCampaignId, newTestCampaignId } from '../src/testMode';
 import { NO_SUCH_ID, probeFor, schema, selectionOf, targetOf, type Target } from './helpers/probes';
 import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/testServer';
 import { liveSnapshot as liveRows, REFUSAL_FLUSH_MS } from './helpers/liveRows';
-import { startRecorder } from './helpers/receiver';
+import { startReceiver, verifiedWith } from './helpers/receiver';
 import { until } from './helpers/time';
 import { connectSocket, runOverSocket, type SocketClient } from './helpers/ws';
 
@@ -281,16 +280,11 @@ describe('operators see both modes', () => {
 
 // ----- webhooks --------------------------------------------------------------------------------------
 
-const signedBy = (secret: string, r: { raw: string; signature: string }) => {
-  const t = /t=(\d+)/.exec(r.signature)?.[1];
-  return /v1=([0-9a-f]{64})/.exec(r.signature)?.[1] === createHmac('sha256', secret).update(`${t}.${r.raw}`).digest('hex');
-};
-
 describe('webhooks in test mode', () => {
   const CREATE = 'mutation($input: CreateWebhookInput!) { createWebhook(input: $input) { endpoint { id test partner { id } } secret } }';
 
   test('test endpoints get test campaigns\' events ("livemode": false), live endpoints live ones\' ("livemode": true), each signed', async () => {
-    const recorder = await startRecorder();
+    const recorder = await startReceiver();
     try {
       const p = await createPartner('Hooked');
       const make = async (key: string, path: string, input: Record<string, unknown> = {}) => {
@@ -316,7 +310,7 @@ describe('webhooks in test mode', () => {
       for (const r of recorder.received) {
         const body = JSON.parse(r.raw);
         const secret = endpoints[({ '/partner-live': 'partnerLive', '/partner-test': 'partnerTest', '/operator-live': 'operatorLive', '/operator-test': 'operatorTest' } as const)[r.path as '/partner-live']].secret;
-        byPath.set(r.path, [...(byPath.get(r.path) ?? []), { livemode: body.livemode, allocation: body.data.allocation.id, signed: signedBy(secret, r) }]);
+        byPath.set(r.path, [...(byPath.get(r.path) ?? []), { livemode: body.livemode, allocation: body.data.allocation.id, signed: verifiedWith(secret, r) }]);
       }
       expect(Object.fromEntries(byPath)).toEqual({
         '/partner-live': [{ livemode: true, allocation: claims.live, signed: true }],
@@ -432,7 +426,7 @@ const liveSnapshot = () => liveRows(server.sql);
 
 describe('purgeTestData', () => {
   test('deletes test campaigns made before `before` with all that is theirs, and touches no live row', async () => {
-    const recorder = await startRecorder();
+    const recorder = await startReceiver();
     try {
       const p = await createPartner('Purged');
       await server.gql(p.test, 'mutation($input: CreateWebhookInput!) { createWebhook(input: $input) { endpoint { id } } }', { input: { url: `${recorder.url}/t`, events: ['ALLOCATION_CREATED', 'HOLD_CREATED'] } });

@@ -7,7 +7,7 @@
 import { CLAIM_MESSAGES, WAITLIST_SOLD_OUT_MESSAGE } from '../src/errors';
 import { sealSecret } from '../src/webhooks/secrets';
 import { newWebhookSecret } from '../src/webhooks/signature';
-import { startSignedReceiver } from './helpers/receiver';
+import { startReceiver, untilWebhooksSettled } from './helpers/receiver';
 import { ticketsLiveTwice } from './helpers/sql';
 import { assertPoolInvariants, ADMIN_KEY, CLAIM, startTestServer, TEST_WEBHOOK_KEY, type ClaimPayload, type TestServer } from './helpers/testServer';
 import { sleep, until } from './helpers/time';
@@ -399,13 +399,13 @@ test('a lapsing allotment under WAITLIST_FIRST goes to the waitlist first: no cl
 test('WAITLIST_OFFERED reaches the entry\'s partner, signed, with the entry and its allocations; another partner\'s endpoint never sees it', async () => {
   const [owner, waiter, bystander] = await Promise.all([server.createPartner('owner'), server.createPartner('waiter'), server.createPartner('bystander')]);
   const secret = newWebhookSecret();
-  const receiver = await startSignedReceiver(secret);
+  const receiver = await startReceiver({ secret });
   const received = receiver.received;
   try {
     for (const p of [waiter, bystander]) {
       await server.sql.query('INSERT INTO webhook_endpoints (partner_id, url, events, secret_sealed) VALUES ($1, $2, $3, $4)', [
         p.id,
-        `${receiver.base}/${p.id}`,
+        `${receiver.url}/${p.id}`,
         ['WAITLIST_OFFERED'],
         sealSecret(secret, TEST_WEBHOOK_KEY),
       ]);
@@ -414,8 +414,7 @@ test('WAITLIST_OFFERED reaches the entry\'s partner, signed, with the entry and 
     const waiting = (await join(waiter.apiKey, { campaignId, holder: 'w' })).entry!;
     await release(owner.apiKey, claims[0]!.id);
     const offer = (await entry(waiter.apiKey, waiting.id))!.offer[0]!;
-    await until(() => received.length >= 1, { message: 'WAITLIST_OFFERED' });
-    await sleep(300);
+    await untilWebhooksSettled(server.sql);
     expect(received).toHaveLength(1);
     expect(received[0]!.path).toBe(`/${waiter.id}`);
     expect(received[0]!.body).toMatchObject({

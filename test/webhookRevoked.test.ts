@@ -2,20 +2,20 @@
 // no event is queued for them while the partner is revoked, and a delivery queued before the
 // revocation is FAILED unsent ("partner revoked"). Other partners' endpoints and the operator's go on
 // receiving, a rotated key is not a revoked one, and rotateApiKey restores a revoked partner's
-// deliveries. Real signed receivers (test/helpers/receiver.ts), the real dispatcher.
+// deliveries. Real receivers that verify each signature (test/helpers/receiver.ts), the real dispatcher.
 import { sealSecret } from '../src/webhooks/secrets';
 import { newWebhookSecret } from '../src/webhooks/signature';
-import { startSignedReceiver, type SignedReceiver } from './helpers/receiver';
+import { startReceiver, type Receiver } from './helpers/receiver';
 import { ADMIN_KEY, startTestServer, TEST_WEBHOOK_KEY, type TestServer } from './helpers/testServer';
 import { until } from './helpers/time';
 
 let server: TestServer;
-let receiver: SignedReceiver;
+let receiver: Receiver;
 const secret = newWebhookSecret();
 
 beforeAll(async () => {
   server = await startTestServer();
-  receiver = await startSignedReceiver(secret);
+  receiver = await startReceiver({ secret });
 });
 afterAll(async () => {
   await receiver.close();
@@ -49,9 +49,9 @@ async function must(key: string, query: string, variables: Record<string, unknow
 
 test("a revoked partner's endpoints receive nothing, queued or new; another partner's and the operator's still do; rotating its key restores them", async () => {
   const [revoked, other] = await Promise.all([server.createPartner('to be revoked'), server.createPartner('other')]);
-  await endpoint(revoked.id, `${receiver.base}/revoked`);
-  await endpoint(other.id, `${receiver.base}/other`);
-  await endpoint(null, `${receiver.base}/operator`);
+  await endpoint(revoked.id, `${receiver.url}/revoked`);
+  await endpoint(other.id, `${receiver.url}/other`);
+  await endpoint(null, `${receiver.url}/operator`);
   // An endpoint of the revoked partner that refuses connections for now: what it is sent stays
   // PENDING, queued for a retry — the deliveries a revocation finds already queued.
   const queued = await endpoint(revoked.id, 'http://127.0.0.1:9/queued');
@@ -72,7 +72,7 @@ test("a revoked partner's endpoints receive nothing, queued or new; another part
   // Rotating another partner's key is not revoking it: its deliveries go on.
   const otherKey = (await must(ADMIN_KEY, 'mutation($p: ID!) { rotateApiKey(partnerId: $p) { apiKey } }', { p: other.id })).rotateApiKey.apiKey as string;
   // The queued endpoint now answers, and its deliveries are due: only the revocation stops them.
-  await server.sql.query('UPDATE webhook_endpoints SET url = $2 WHERE id = $1', [queued, `${receiver.base}/queued`]);
+  await server.sql.query('UPDATE webhook_endpoints SET url = $2 WHERE id = $1', [queued, `${receiver.url}/queued`]);
   await server.sql.query("UPDATE webhook_deliveries SET next_attempt_at = now() WHERE endpoint_id = $1 AND status = 'PENDING'", [queued]);
 
   // Campaign-wide events, the partner's own allocation released by an operator, another partner's claim.

@@ -3,12 +3,11 @@
 // the URL and event rules, the per-owner limit, the secret shown once and stored sealed, and the
 // audit rows. Delivery rows are written here in SQL; sending them is test/webhooks.test.ts's.
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { buildSchema, isEnumType } from 'graphql';
 import { openSecret } from '../src/webhooks/secrets';
-import { verifySignature } from '../src/webhooks/signature';
+import { startReceiver, verifiedWith } from './helpers/receiver';
 import { ADMIN_KEY, startTestServer, TEST_WEBHOOK_KEY, type GraphQLResponse, type TestServer } from './helpers/testServer';
 import { until } from './helpers/time';
 import { connectSocket, runOverSocket, socketErrors } from './helpers/ws';
@@ -335,29 +334,20 @@ describe('redeliverWebhook', () => {
   });
 
   test('a redelivered delivery reaches the receiver again, with the same Tessera-Event-Id, signed with the secret createWebhook showed', async () => {
-    const received: { eventId: string | undefined; signature: string | undefined; body: string }[] = [];
-    const receiver: Server = createServer((req, res) => {
-      let body = '';
-      req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
-      req.on('end', () => {
-        received.push({ eventId: req.headers['tessera-event-id'] as string | undefined, signature: req.headers['tessera-signature'] as string | undefined, body });
-        res.writeHead(204).end();
-      });
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const receiver = await startReceiver();
+    const { received } = receiver;
     try {
-      const { port } = receiver.address() as { port: number };
-      const { endpoint, secret } = await create(a.apiKey, { url: `http://127.0.0.1:${port}/hook`, events: ['ALLOCATION_CREATED'] });
+      const { endpoint, secret } = await create(a.apiKey, { url: `${receiver.url}/hook`, events: ['ALLOCATION_CREATED'] });
       const delivery = await insertDelivery(endpoint.id, { status: 'FAILED', attempts: 2 });
       await server.gql(a.apiKey, REDELIVER, { id: delivery.id });
       await until(() => received.length > 0, { message: 'the redelivered delivery to reach the receiver' });
-      expect(received[0]).toMatchObject({ eventId: delivery.eventId, body: delivery.body });
-      expect(verifySignature(received[0]!.signature, received[0]!.body, secret)).toEqual({ ok: true });
+      expect(received[0]).toMatchObject({ eventId: delivery.eventId, raw: delivery.body });
+      expect(verifiedWith(secret, received[0]!)).toBe(true);
       await until(async () => (await server.sql.query('SELECT status FROM webhook_deliveries WHERE id = $1', [delivery.id])).rows[0].status === 'DELIVERED', {
         message: 'the delivery to be DELIVERED',
       });
     } finally {
-      await new Promise((resolve) => receiver.close(resolve));
+      await receiver.close();
     }
   });
 });

@@ -9,6 +9,8 @@ import { createDatabase, type Database } from '../../src/db/client';
 import { applySessionSettings } from '../../src/db/sessionSettings';
 import { createLogger, type Logger } from '../../src/logger';
 import { createServer, type TesseraServer } from '../../src/server';
+import { sweepOnce } from '../../src/sweeper';
+import { claimTicket, holdTicket, type AllocationAnswer, type AllocationInput } from './allocations';
 import { citusNodes, cloneCitusDatabase, dropCitusDatabase } from './citus';
 import { databaseUrl, RUN_ENV, SERVER_ENV, TEMPLATE_ENV, withClient } from './env';
 import { ADMIN_KEY, graphqlData, postGraphQL, type GraphQLResponse } from './graphql';
@@ -17,6 +19,7 @@ import { COUNTER_TOTALS_SQL, TICKET_COUNTS_SQL, type Queryable, type TicketCount
 import { sleep } from './time';
 
 export { ADMIN_KEY, type GraphQLResponse } from './graphql';
+export { allocated, CLAIM, HOLD, type Allocated, type AllocationAnswer, type ClaimPayload, type HoldPayload } from './allocations';
 
 /** The key test servers seal webhook secrets with (WEBHOOK_SECRET_KEY's place). */
 export const TEST_WEBHOOK_KEY = Buffer.alloc(32, 7);
@@ -34,6 +37,16 @@ export interface TestServer {
   openCampaign(campaignId: string): Promise<void>;
   /** A campaign, OPEN, with `count` tickets. */
   openCampaignWith(count: number, input?: Record<string, unknown>): Promise<string>;
+  /** claimTicket's typed result (holder "h" unless given); throws on a GraphQL error. */
+  claim(key: string, input: AllocationInput): Promise<AllocationAnswer>;
+  /** holdTicket's typed result (holder "h", ttlSeconds 600 unless given); throws on a GraphQL error. */
+  hold(key: string, input: AllocationInput): Promise<AllocationAnswer>;
+  /**
+   * One sweep of the hold sweeper, now, on this server's database (src/sweeper.ts sweepOnce):
+   * what a test waits for instead of the timer. Start with `holdSweepIntervalMs: 0` for a server
+   * whose only sweeps are these. Returns how many holds it expired.
+   */
+  sweep(): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -165,6 +178,9 @@ export async function startTestServer(
       await helpers.openCampaign(id);
       return id;
     },
+    claim: (key, input) => claimTicket(gql, key, input),
+    hold: (key, input) => holdTicket(gql, key, input),
+    sweep: () => sweepOnce(db),
     async stop() {
       await server.stop();
       const drifted: string[] = [];
@@ -181,30 +197,6 @@ export async function startTestServer(
     },
   };
   return helpers;
-}
-
-export const CLAIM = `mutation Claim($input: ClaimTicketInput!) {
-  claimTicket(input: $input) {
-    allocation { id sequence status holder metadata idempotencyKey ticket { id code status } partner { id } campaign { id } }
-    error { code message }
-  }
-}`;
-
-export interface ClaimPayload {
-  claimTicket: {
-    allocation: null | {
-      id: string;
-      sequence: number;
-      status: string;
-      holder: string;
-      metadata: unknown;
-      idempotencyKey: string | null;
-      ticket: { id: string; code: string; status: string };
-      partner: { id: string };
-      campaign: { id: string };
-    };
-    error: null | { code: string; message: string };
-  };
 }
 
 /**
