@@ -1,8 +1,10 @@
-// A minimal OTLP/HTTP traces receiver for `npm run bench` (issue 32): it answers every POST to
-// /v1/traces with 200 and counts the requests, the bytes and the spans they carried — so the
+// A minimal OTLP/HTTP traces receiver for `npm run bench` and bench/tracingAb.ts: it answers every
+// POST to /v1/traces with 200 and counts the requests, the bytes and the spans they carried — so the
 // traced server's cost is measured with its spans really serialized and sent, and the bench can say
 // how many arrived. Spans are counted by walking the protobuf wire format of
-// ExportTraceServiceRequest (resource_spans = 1 → scope_spans = 2 → spans = 2), nothing decoded.
+// ExportTraceServiceRequest (resource_spans = 1 → scope_spans = 2 → spans = 2), nothing decoded:
+// the receiver's CPU is measured beside the server's, and a count needs no more (the OpenTelemetry
+// library serializes requests but publishes no decoder; test/otlpExport.test.ts decodes them).
 //
 // It runs in a process of its own, as a collector would: in the bench's process it shared one
 // event loop with the load generator, which then offered the traced server less while 100 MB of

@@ -1,23 +1,29 @@
-// `node --import tsx bench/tracingAb.ts [--profile] [--control]`: hot claims at 64 connections
-// against pairs of new Tessera instances on one database — tracing off, and tracing on at ratio
-// 1.0 exporting OTLP to a receiver in a process of its own — in alternating runs of 5 s (ABBA):
-// the quick way to see what tracing costs while working on it (`npm run bench` measures it for the
-// record). AB_PAIRS pairs (3 unless set), each new, AB_ROUNDS rounds each (2 unless set): two
-// instances of the same code differ by up to 7% in CPU per claim for as long as they run (--control
-// runs, 2026-12-07), so one pair's ratio says as much about the pair as about tracing. Each run
-// prints claims per second and each server's CPU per claim (event loop and process, from /proc);
-// each pair, its ratios, the batcher's claims per group statement and GC time; the end, the ratios
-// over all pairs. With --profile each instance writes a V8 CPU profile
-// (--cpu-prof) into .tessera/profiles/ when it stops; with --control both run untraced (what the
-// A/B itself differs by). AB_BATCH and AB_DELAY set the traced instances'
-// OTEL_BSP_MAX_EXPORT_BATCH_SIZE and OTEL_BSP_SCHEDULE_DELAY; AB_NODE_FLAGS, options for node in
-// both instances (e.g. `--max-semi-space-size=32`). AB_SELECTION=bench makes the claims ask for
-// what `npm run bench`'s do (the sequence and the ticket's code), AB_WEBHOOKS=1 gives both
-// instances a WEBHOOK_SECRET_KEY as the bench's have: the two ways the A/B differed from the full
-// bench's tracing phase (2026-12-07: with both, 0.96×; without, the run after, 0.87×), and
-// AB_SPREAD=1 / AB_VACUUM=1 its other two: a spread run after each hot one, a VACUUM before each
-// run (with all four: 0.95×, 0.91×).
-// Uses DATABASE_URL's server (database `tessera_tracing_ab`, dropped and created).
+// What tracing costs hot claims: claims at 64 connections on one campaign against pairs of new
+// Tessera instances on one database — tracing off, and tracing on at a sampling ratio, exporting
+// OTLP (protobuf over HTTP, the SDK's batch processor) to a receiver in a process of its own
+// (otlpReceiver.ts) — in alternating runs (ABBA). The figure is the traced instances' claims per
+// second ÷ the untraced ones', over all pairs, against its bar (TRACING_BARS): at ratio 1.0 at
+// least 0.80×, at ratio 0.1 at least 0.90×. Several pairs, each new, several rounds each: two
+// instances of the same code differ by up to 7% in CPU per claim for as long as they run
+// (--control), so one pair's ratio says as much about the pair as about tracing.
+//
+// As a module: `measureTracing({ ratio })` — one ratio, a database of its own (dropped and created
+// on DATABASE_URL's server, or `serverUrl`), its result with the bar. As a script:
+//   node --import tsx bench/tracingAb.ts [--ratio 1,0.1] [--quick] [--profile] [--control]
+// measures each ratio given (1 and 0.1 unless AB_RATIOS or --ratio say otherwise) and prints each
+// run, each pair's ratios (throughput, CPU per claim of the event loop and the process, from /proc;
+// the batcher's claims per group statement; GC time) and each ratio's figure against its bar; it
+// exits 1 when a bar is missed. --quick: one pair, one round of 2 s (a look, not a figure to
+// record). --profile: each instance writes a V8 CPU profile (--cpu-prof) into .tessera/profiles/
+// when it stops. --control: both instances untraced (what the A/B itself differs by).
+// Environment: AB_PAIRS (3), AB_ROUNDS (2), AB_SECONDS (5); AB_BATCH and AB_DELAY, the traced
+// instances' OTEL_BSP_MAX_EXPORT_BATCH_SIZE and OTEL_BSP_SCHEDULE_DELAY; AB_NODE_FLAGS, options for
+// node in both instances (e.g. `--max-semi-space-size=32`); and the ways an A/B can be made more
+// like `npm run bench`'s tracing phase (with the first two, 0.96×; without, the run after, 0.87×;
+// with all four: 0.95×, 0.91×): AB_SELECTION=bench (the claims ask for the sequence and the
+// ticket's code), AB_WEBHOOKS=1 (both instances have a WEBHOOK_SECRET_KEY: the dispatcher runs),
+// AB_SPREAD=1 (a spread run over 64 campaigns after each hot one, not counted), AB_VACUUM=1 (a
+// VACUUM before each run).
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
@@ -25,15 +31,48 @@ import { Client } from 'pg';
 import { migrate } from '../src/db/migrate';
 import { mainThreadCpu, postmasterOf, treeCpu } from './cpu';
 import { ADMIN_KEY, freePort, gql, httpLoad, ROOT, Server } from './harness';
-import { startOtlpReceiver } from './otlpReceiver';
+import { startOtlpReceiver, type Received } from './otlpReceiver';
 
-const SECONDS = 5;
-const PAIRS = Number(process.env.AB_PAIRS ?? 3);
-const ROUNDS = Number(process.env.AB_ROUNDS ?? 2);
-/** AB_SPREAD=1: a spread run (64 campaigns) after each hot run, as npm run bench's tracing phase has; AB_VACUUM=1: a VACUUM before each run, as it has. */
-const SPREAD = process.env.AB_SPREAD === '1';
-const VACUUM = process.env.AB_VACUUM === '1';
-const SPREAD_CAMPAIGNS = SPREAD ? 64 : 0;
+/** The least traced ÷ untraced claims per second each measured ratio must reach. */
+export const TRACING_BARS: ReadonlyMap<number, number> = new Map([
+  [1, 0.8],
+  [0.1, 0.9],
+]);
+
+export interface TracingAbOptions {
+  /** The share of traces sampled, 0 to 1 (OTEL_TRACES_SAMPLER_ARG of parentbased_traceidratio; 1: parentbased_always_on). */
+  ratio: number;
+  /** PostgreSQL server to make the database `tessera_tracing_ab` on (DATABASE_URL unless given). */
+  serverUrl?: string;
+  pairs?: number;
+  rounds?: number;
+  /** Seconds of each measured run (the warm-up of each instance takes 2, or 1 with `quick`). */
+  seconds?: number;
+  /** One pair, one round of 2 s, a smaller campaign: a look, not a figure to record. */
+  quick?: boolean;
+  /** Both instances untraced: what the A/B differs by by itself. */
+  control?: boolean;
+  /** Each instance writes a V8 CPU profile into .tessera/profiles/ when it stops. */
+  profile?: boolean;
+  /** Where the progress lines go (console.log unless given). */
+  log?: (line: string) => void;
+}
+
+export interface TracingAbResult {
+  ratio: number;
+  /** Traced ÷ untraced claims per second, means over every run of every pair: the figure of the bar. */
+  throughput: number;
+  /** Traced ÷ untraced CPU per claim, the event loop's and the whole process's (above 1: tracing costs). */
+  cpuPerClaim: { eventLoop: number; process: number };
+  pairs: number[];
+  /** The bar for this ratio (TRACING_BARS), when it has one, and whether the figure reached it. */
+  bar?: number;
+  pass?: boolean;
+  /** What the receiver got over the whole measurement. */
+  exported: Received;
+  /** One line: the figure against its bar, and the rest. */
+  summary: string;
+}
 
 type Side = 'on' | 'off';
 interface Totals {
@@ -49,112 +88,143 @@ interface Totals {
 }
 const totals = (): Record<Side, Totals> => ({ on: { rates: [], receiver: 0, postgres: 0, load: 0, main: 0, all: 0, claims: 0 }, off: { rates: [], receiver: 0, postgres: 0, load: 0, main: 0, all: 0, claims: 0 } });
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const perClaim = (side: Totals) => ({ main: (side.main / side.claims) * 1e6, all: (side.all / side.claims) * 1e6 });
+const throughputOf = (t: Record<Side, Totals>) => mean(t.on.rates) / mean(t.off.rates);
 
 function ratios(t: Record<Side, Totals>): string {
-  const perClaim = (side: Totals) => ({ main: (side.main / side.claims) * 1e6, all: (side.all / side.claims) * 1e6 });
   const [on, off] = [perClaim(t.on), perClaim(t.off)];
   return (
-    `tracing on ÷ off: ${(mean(t.on.rates) / mean(t.off.rates)).toFixed(2)}× (${Math.round(mean(t.on.rates))} / ${Math.round(mean(t.off.rates))}/s); ` +
+    `tracing on ÷ off: ${throughputOf(t).toFixed(2)}× (${Math.round(mean(t.on.rates))} / ${Math.round(mean(t.off.rates))}/s); ` +
     `CPU per claim event loop ${(on.main / off.main).toFixed(2)}× (${Math.round(on.main)} / ${Math.round(off.main)} µs), process ${(on.all / off.all).toFixed(2)}× (${Math.round(on.all)} / ${Math.round(off.all)} µs); ` +
     `the OTLP receiver ${((t.on.receiver / t.on.claims) * 1e6).toFixed(1)} µs a traced claim; ` +
     `PostgreSQL ${Math.round((t.on.postgres / t.on.claims) * 1e6)} / ${Math.round((t.off.postgres / t.off.claims) * 1e6)} µs, the load generator ${Math.round((t.on.load / t.on.claims) * 1e6)} / ${Math.round((t.off.load / t.off.claims) * 1e6)} µs a claim`
   );
 }
 
-async function main(): Promise<void> {
-  const serverUrl = process.env.DATABASE_URL;
-  if (!serverUrl) throw new Error('set DATABASE_URL to a PostgreSQL server');
+/** The sampler settings of a traced instance at `ratio`. */
+function samplerEnv(ratio: number): Record<string, string> {
+  if (!(ratio >= 0 && ratio <= 1)) throw new Error(`the sampling ratio must be from 0 to 1 (got ${ratio})`);
+  return ratio === 1 ? { OTEL_TRACES_SAMPLER: 'parentbased_always_on' } : { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: String(ratio) };
+}
+
+/** A new database `tessera_tracing_ab` on `serverUrl`, migrated: its URL, and the postmaster's pid (for its CPU). */
+async function freshDatabase(serverUrl: string): Promise<{ dbUrl: string; postmaster: number | null }> {
   const admin = new Client({ connectionString: serverUrl });
   await admin.connect();
-  await admin.query('DROP DATABASE IF EXISTS tessera_tracing_ab WITH (FORCE)');
-  await admin.query('CREATE DATABASE tessera_tracing_ab');
-  await admin.end();
-  const dbUrl = new URL(serverUrl);
-  dbUrl.pathname = '/tessera_tracing_ab';
-  await migrate(dbUrl.toString());
-  const probe = new Client({ connectionString: serverUrl });
-  await probe.connect();
-  const postmaster = await postmasterOf(probe);
-  await probe.end();
-  const loadCpu = () => {
-    const used = process.cpuUsage();
-    return (used.user + used.system) / 1e6;
-  };
-  const receiver = await startOtlpReceiver();
-  const env = {
-    DATABASE_URL: dbUrl.toString(),
-    RATE_LIMIT_POINTS_PER_SECOND: '10000000',
-    WEB_CONCURRENCY: '1',
-    // AB_WEBHOOKS=1: a webhook secret key, as npm run bench's instances have (its dispatcher runs).
-    ...(process.env.AB_WEBHOOKS === '1' ? { WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64') } : {}),
-  };
-  const profiles = path.join(ROOT, '.tessera/profiles');
-  const profile = process.argv.includes('--profile');
-  if (profile) mkdirSync(profiles, { recursive: true });
-  const execArgv = [...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`] : []), ...(process.env.AB_NODE_FLAGS ? process.env.AB_NODE_FLAGS.split(' ') : [])];
-  const tracedEnv = {
-    ...env,
-    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-    OTEL_BSP_MAX_QUEUE_SIZE: '65536',
-    OTEL_BSP_MAX_EXPORT_BATCH_SIZE: process.env.AB_BATCH ?? '512',
-    OTEL_BSP_SCHEDULE_DELAY: process.env.AB_DELAY ?? '1000',
-    // --control: the same instance with tracing disabled — what two untraced instances differ by here.
-    ...(process.argv.includes('--control') ? { OTEL_SDK_DISABLED: 'true' } : {}),
-    ...(process.env.OTEL_EXPORTER_OTLP_PROTOCOL ? { OTEL_EXPORTER_OTLP_PROTOCOL: process.env.OTEL_EXPORTER_OTLP_PROTOCOL } : {}),
-  };
+  try {
+    await admin.query('DROP DATABASE IF EXISTS tessera_tracing_ab WITH (FORCE)');
+    await admin.query('CREATE DATABASE tessera_tracing_ab');
+    const postmaster = await postmasterOf(admin);
+    const dbUrl = new URL(serverUrl);
+    dbUrl.pathname = '/tessera_tracing_ab';
+    await migrate(dbUrl.toString());
+    return { dbUrl: dbUrl.toString(), postmaster };
+  } finally {
+    await admin.end();
+  }
+}
 
-  // The campaign is set up by an instance of its own, stopped before the measured ones start: a
-  // 400,000-ticket load leaves its marks on the instance that ran it (its heap, its compiled code),
-  // which made that side 5-7% dearer per claim in --control runs.
+/**
+ * The campaign, by an instance of its own stopped before the measured ones start: a large ticket
+ * load leaves its marks on the instance that ran it (its heap, its compiled code), which made that
+ * side 5-7% dearer per claim in --control runs.
+ */
+async function setUpCampaigns(env: Record<string, string>, tickets: number, spread: number): Promise<{ partnerKey: string; campaign: string; spreadCampaigns: string[] }> {
   const setup = new Server(await freePort(), env);
   await setup.start();
-  let partnerKey: string;
-  let campaign: string;
-  const spreadCampaigns: string[] = [];
   try {
-    partnerKey = (await gql(setup.url, ADMIN_KEY, 'mutation { createPartner(input: { name: "ab" }) { apiKey } }')).createPartner.apiKey as string;
-    campaign = (await gql(setup.url, ADMIN_KEY, 'mutation { createCampaign(input: { name: "ab" }) { campaign { id } } }')).createCampaign.campaign.id as string;
-    await gql(setup.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${campaign}", count: 400000) { loaded } }`);
+    const partnerKey = (await gql(setup.url, ADMIN_KEY, 'mutation { createPartner(input: { name: "ab" }) { apiKey } }')).createPartner.apiKey as string;
+    const campaign = (await gql(setup.url, ADMIN_KEY, 'mutation { createCampaign(input: { name: "ab" }) { campaign { id } } }')).createCampaign.campaign.id as string;
+    await gql(setup.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${campaign}", count: ${tickets}) { loaded } }`);
     await gql(setup.url, ADMIN_KEY, `mutation { openCampaign(id: "${campaign}") { campaign { id } } }`);
-    for (let i = 0; i < SPREAD_CAMPAIGNS; i += 1) {
+    const spreadCampaigns: string[] = [];
+    for (let i = 0; i < spread; i += 1) {
       const id = (await gql(setup.url, ADMIN_KEY, `mutation { createCampaign(input: { name: "ab spread ${i}" }) { campaign { id } } }`)).createCampaign.campaign.id as string;
       await gql(setup.url, ADMIN_KEY, `mutation { generateTickets(campaignId: "${id}", count: 6000) { loaded } }`);
       await gql(setup.url, ADMIN_KEY, `mutation { openCampaign(id: "${id}") { campaign { id } } }`);
       spreadCampaigns.push(id);
     }
+    return { partnerKey, campaign, spreadCampaigns };
   } finally {
     await setup.stop();
   }
-  // AB_SELECTION=bench: the selection npm run bench's claims ask for (the ticket's code, the sequence).
+}
+
+/** Tracing on at `options.ratio` against off, on hot claims: the figure and its bar. */
+export async function measureTracing(options: TracingAbOptions): Promise<TracingAbResult> {
+  const { ratio, quick = false, profile = false, control = false } = options;
+  const log = options.log ?? ((line: string) => console.log(line));
+  const pairsWanted = options.pairs ?? (quick ? 1 : Number(process.env.AB_PAIRS ?? 3));
+  const rounds = options.rounds ?? (quick ? 1 : Number(process.env.AB_ROUNDS ?? 2));
+  const seconds = options.seconds ?? (quick ? 2 : Number(process.env.AB_SECONDS ?? 5));
+  const warmUp = quick ? 1 : 2;
+  const spreadRuns = process.env.AB_SPREAD === '1';
+  const vacuumFirst = process.env.AB_VACUUM === '1';
+  const serverUrl = options.serverUrl ?? process.env.DATABASE_URL;
+  if (!serverUrl) throw new Error('set DATABASE_URL to a PostgreSQL server');
+  const sampler = samplerEnv(ratio);
+
+  const { dbUrl, postmaster } = await freshDatabase(serverUrl);
+  const loadCpu = () => {
+    const used = process.cpuUsage();
+    return (used.user + used.system) / 1e6;
+  };
+  const env = {
+    DATABASE_URL: dbUrl,
+    RATE_LIMIT_POINTS_PER_SECOND: '10000000',
+    WEB_CONCURRENCY: '1',
+    ...(process.env.AB_WEBHOOKS === '1' ? { WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64') } : {}),
+  };
+  const profiles = path.join(ROOT, '.tessera/profiles');
+  if (profile) mkdirSync(profiles, { recursive: true });
+  const execArgv = [...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`] : []), ...(process.env.AB_NODE_FLAGS ? process.env.AB_NODE_FLAGS.split(' ') : [])];
+  // Enough tickets that no run sells out (a refusal is answered faster than a claim); a quick run claims far fewer.
+  const { partnerKey, campaign, spreadCampaigns } = await setUpCampaigns(env, quick ? 60_000 : 400_000, spreadRuns ? 64 : 0);
   const selection = process.env.AB_SELECTION === 'bench' ? 'allocation { id sequence ticket { code } } error { code }' : 'allocation { id } error { code }';
   const claimOn = (id: string) => JSON.stringify({ query: `mutation { claimTicket(input: { campaignId: "${id}", holder: "ab" }) { ${selection} } }` });
   const body = claimOn(campaign);
   const spreadBodies = spreadCampaigns.map(claimOn);
   const vacuum = async () => {
-    if (!VACUUM) return;
-    const c = new Client({ connectionString: dbUrl.toString() });
+    if (!vacuumFirst) return;
+    const c = new Client({ connectionString: dbUrl });
     await c.connect();
     await c.query('VACUUM');
     await c.end();
   };
+
+  const receiver = await startOtlpReceiver();
+  const tracedEnv = {
+    ...env,
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+    ...sampler,
+    // A queue with room for a claim storm's spans (docs/OBSERVABILITY.md, "Sizing the export").
+    OTEL_BSP_MAX_QUEUE_SIZE: '65536',
+    OTEL_BSP_MAX_EXPORT_BATCH_SIZE: process.env.AB_BATCH ?? '512',
+    OTEL_BSP_SCHEDULE_DELAY: process.env.AB_DELAY ?? '1000',
+    ...(control ? { OTEL_SDK_DISABLED: 'true' } : {}),
+    ...(process.env.OTEL_EXPORTER_OTLP_PROTOCOL ? { OTEL_EXPORTER_OTLP_PROTOCOL: process.env.OTEL_EXPORTER_OTLP_PROTOCOL } : {}),
+  };
+  const label = `ratio ${ratio}${control ? ' (control: both untraced)' : ''}`;
   const all = totals();
+  const pairRatios: number[] = [];
+  let exported: Received;
   try {
-    for (let pair = 1; pair <= PAIRS; pair += 1) {
+    for (let pair = 1; pair <= pairsWanted; pair += 1) {
       const servers: Record<Side, Server> = { off: new Server(await freePort(), env, execArgv), on: new Server(await freePort(), tracedEnv, execArgv) };
       const these = totals();
       try {
         await servers.off.start();
         await servers.on.start();
-        if (profile) console.log(`pair ${pair} profiles: untraced pid ${servers.off.pid}, traced pid ${servers.on.pid}`);
-        for (const server of [servers.off, servers.on]) await httpLoad({ url: server.url, key: partnerKey, body, connections: 64, seconds: 2 });
-        for (let round = 1; round <= ROUNDS; round += 1) {
+        if (profile) log(`${label} pair ${pair} profiles: untraced pid ${servers.off.pid}, traced pid ${servers.on.pid}`);
+        for (const server of [servers.off, servers.on]) await httpLoad({ url: server.url, key: partnerKey, body, connections: 64, seconds: warmUp });
+        for (let round = 1; round <= rounds; round += 1) {
           // ABBA: on first in odd rounds, off first in even ones — the machine's drift falls on both alike.
           const order: Side[] = (pair + round) % 2 === 0 ? ['on', 'off'] : ['off', 'on'];
           for (const side of order) {
             await vacuum();
             const pid = servers[side].pid!;
             const [main0, all0, receiver0, postgres0, load0] = [mainThreadCpu(pid), treeCpu(pid), treeCpu(receiver.pid), postmaster ? treeCpu(postmaster) : 0, loadCpu()];
-            const r = await httpLoad({ url: servers[side].url, key: partnerKey, body, connections: 64, seconds: SECONDS, okPattern: '"allocation":{"id"' });
+            const r = await httpLoad({ url: servers[side].url, key: partnerKey, body, connections: 64, seconds, okPattern: '"allocation":{"id"' });
             const [mainCpu, allCpu, receiverCpu] = [mainThreadCpu(pid) - main0, treeCpu(pid) - all0, treeCpu(receiver.pid) - receiver0];
             const [postgresCpu, load] = [(postmaster ? treeCpu(postmaster) : 0) - postgres0, loadCpu() - load0];
             for (const t of [these, all]) {
@@ -166,41 +236,61 @@ async function main(): Promise<void> {
               t[side].all += allCpu;
               t[side].claims += r.ok;
             }
-            console.log(
-              `pair ${pair} round ${round} tracing ${side}: ${Math.round(r.requestsPerSecond)}/s p50 ${r.p50} ms p99 ${r.p99} ms (ok ${r.ok} of ${r.requests}); CPU per claim ${Math.round((mainCpu / r.ok) * 1e6)} µs event loop, ${Math.round((allCpu / r.ok) * 1e6)} µs process`,
+            log(
+              `${label} pair ${pair} round ${round} tracing ${side}: ${Math.round(r.requestsPerSecond)}/s p50 ${r.p50} ms p99 ${r.p99} ms (ok ${r.ok} of ${r.requests}); CPU per claim ${Math.round((mainCpu / r.ok) * 1e6)} µs event loop, ${Math.round((allCpu / r.ok) * 1e6)} µs process`,
             );
-            if (SPREAD) {
-              // As npm run bench's tracing phase: a spread run after each hot one, on the same instance (not counted).
+            if (spreadRuns) {
               await vacuum();
-              const spread = await httpLoad({ url: servers[side].url, key: partnerKey, body: spreadBodies[0]!, bodies: spreadBodies, connections: 64, seconds: SECONDS, okPattern: '"allocation":{"id"' });
-              console.log(`pair ${pair} round ${round} tracing ${side}, spread (not counted): ${Math.round(spread.requestsPerSecond)}/s`);
+              const spread = await httpLoad({ url: servers[side].url, key: partnerKey, body: spreadBodies[0]!, bodies: spreadBodies, connections: 64, seconds, okPattern: '"allocation":{"id"' });
+              log(`${label} pair ${pair} round ${round} tracing ${side}, spread (not counted): ${Math.round(spread.requestsPerSecond)}/s`);
             }
           }
         }
-        console.log(`pair ${pair}: ${ratios(these)}`);
-        {
-          // The batcher's groups: fewer claims per statement means more of Node's work per claim.
-          for (const side of ['on', 'off'] as const) {
-            const metrics = await (await fetch(servers[side].url.replace('/graphql', '/metrics'))).text();
-            const read = (series: string) => Number(new RegExp(`^tessera_claim_batch_size_${series}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(metrics)?.[1]);
-            const gc = [...metrics.matchAll(/^tessera_nodejs_gc_duration_seconds_sum\{kind="(\w+)"\} (\S+)$/gm)].map(([, kind, seconds]) => `${kind} ${Number(seconds).toFixed(2)} s`);
-            console.log(`pair ${pair} tracing ${side}: claims per group statement ${(read('sum') / read('count')).toFixed(2)}; garbage collection ${gc.join(', ')}`);
-          }
+        pairRatios.push(throughputOf(these));
+        log(`${label} pair ${pair}: ${ratios(these)}`);
+        // The batcher's groups: fewer claims per statement means more of Node's work per claim.
+        for (const side of ['on', 'off'] as const) {
+          const metrics = await (await fetch(servers[side].url.replace('/graphql', '/metrics'))).text();
+          const read = (series: string) => Number(new RegExp(`^tessera_claim_batch_size_${series}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(metrics)?.[1]);
+          const gc = [...metrics.matchAll(/^tessera_nodejs_gc_duration_seconds_sum\{kind="(\w+)"\} (\S+)$/gm)].map(([, kind, s]) => `${kind} ${Number(s).toFixed(2)} s`);
+          log(`${label} pair ${pair} tracing ${side}: claims per group statement ${(read('sum') / read('count')).toFixed(2)}; garbage collection ${gc.join(', ')}`);
         }
       } finally {
-        await servers.on.stop();
+        await servers.on.stop(); // its last spans exported at shutdown
         await servers.off.stop();
       }
     }
-    console.log(`all ${PAIRS} pairs: ${ratios(all)}`);
   } finally {
-    const got = await receiver.counts();
-    console.log(`exported: ${got.spans} spans in ${got.requests} requests`);
+    exported = await receiver.counts();
     await receiver.close();
   }
+  const throughput = throughputOf(all);
+  const [on, off] = [perClaim(all.on), perClaim(all.off)];
+  const bar = TRACING_BARS.get(ratio);
+  const pass = bar === undefined ? undefined : throughput >= bar;
+  const verdict = bar === undefined ? 'no bar at this ratio' : `bar ≥ ${bar.toFixed(2)}×: ${pass ? 'pass' : 'FAIL'}`;
+  const summary =
+    `tracing at ${label}, hot claims on ÷ off: ${throughput.toFixed(2)}× (${verdict}; ${pairRatios.length} pair${pairRatios.length > 1 ? 's' : ''}: ${pairRatios.map((x) => `${x.toFixed(2)}×`).join(', ')}); ` +
+    `${ratios(all)}; exported ${exported.spans} spans in ${exported.requests} requests`;
+  log(summary);
+  return { ratio, throughput, cpuPerClaim: { eventLoop: on.main / off.main, process: on.all / off.all }, pairs: pairRatios, bar, pass, exported, summary };
 }
 
-main().catch((error: unknown) => {
-  console.error(error);
-  process.exit(1);
-});
+async function main(): Promise<void> {
+  const at = process.argv.indexOf('--ratio');
+  const given = at > 0 ? process.argv[at + 1] : process.env.AB_RATIOS;
+  const wanted = (given ?? '1,0.1').split(',').map(Number);
+  const flags = { quick: process.argv.includes('--quick'), profile: process.argv.includes('--profile'), control: process.argv.includes('--control') };
+  const results: TracingAbResult[] = [];
+  for (const ratio of wanted) results.push(await measureTracing({ ratio, ...flags }));
+  console.log('\nthe bars (traced ÷ untraced claims per second, hot claims at 64 connections):');
+  for (const r of results) console.log(`  ratio ${r.ratio}: ${r.throughput.toFixed(2)}×  ${r.bar === undefined ? 'no bar' : `bar ≥ ${r.bar.toFixed(2)}×  ${r.pass ? 'pass' : 'FAIL'}`}`);
+  if (results.some((r) => r.pass === false)) process.exitCode = 1;
+}
+
+if (require.main === module) {
+  main().catch((error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  });
+}
