@@ -145,8 +145,8 @@ export function createAdmission(options: {
       }
       // The look-up itself failed (the database is down, or failing over): nothing was learnt about
       // the key, so the failure reserved for it is given back — an outage must not put every
-      // caller over the failed-authentication limit (it answered RATE_LIMITED for 10 s after a
-      // failover, and refused valid keys after the new primary was up).
+      // caller over the failed-authentication limit, and a failover must not leave valid keys
+      // refused (RATE_LIMITED) once the new primary is up.
       if (isTransientDbError(error)) {
         if (reserved) void giveBack(request.address);
         refuse(unavailable(), request, 503, started);

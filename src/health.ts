@@ -29,7 +29,7 @@ export function healthRoutes(
   // Open by default, production too: Prometheus scrapes inside a private network without
   // credentials as a rule, and the figures carry no id, key, name or holder (labels: outcome, code,
   // operation, pool state) — but they do tell claim volumes to whoever reaches the port, so a
-  // production server without METRICS_TOKEN says so once at start-up (docs/SECURITY.md, "Metrics").
+  // production server without METRICS_TOKEN says so once at start-up.
   if (options.production && options.metricsToken === undefined) {
     logger.warn({ route: '/metrics' }, '/metrics is open to anyone who reaches this port: set METRICS_TOKEN, or keep the port private');
   }

@@ -3,7 +3,7 @@
 // library's, served by its useServer) and the legacy `graphql-ws` of subscriptions-transport-ws
 // (GraphQL Playground, older Apollo clients: wsLegacy.ts, a framing in front of the same hooks).
 //
-// Only subscriptions are served over the socket (docs/SECURITY.md, "Transports"): a query or a
+// Only subscriptions are served over the socket: a query or a
 // mutation sent there is refused, naming HTTP. Every subscribe message passes the operation
 // controls (operations.ts): the parser's token limit, the same validation rules, the rate limit by
 // cost. Its key is checked again (admission.ts, within API_KEY_CACHE_TTL_MS), and it gets a context

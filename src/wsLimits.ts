@@ -1,4 +1,4 @@
-// The WebSocket's own limits (config.websocket; docs/SECURITY.md), used by ws.ts:
+// The WebSocket's own limits (config.websocket), used by ws.ts:
 //   maxMessageBytes            ws's maxPayload: a larger message is refused at its frame header,
 //                              before any of it is buffered (close 1009) — HTTP's body limit's match
 //   maxUnauthenticatedBytes    what a socket may send in all until its connection_init is accepted

@@ -4,8 +4,8 @@
 //
 // Kept from operators until the draw: the database holds it sealed (AES-256-GCM under the server's
 // secrets key, WEBHOOK_SECRET_KEY — src/webhooks/secrets.ts), and no API field returns it before the
-// draw. Someone with both the database and that key could open it: docs/DESIGN.md ("Ballots") says
-// so, and what it takes to keep the two apart.
+// draw. Someone with both the database and that key could open it and predict the ranking: keeping
+// the key where database operators cannot read it (a secrets manager) is what keeps the two apart.
 import { createHash, randomBytes } from 'node:crypto';
 import { openSecret, sealSecret } from '../webhooks/secrets';
 

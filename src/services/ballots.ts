@@ -39,7 +39,7 @@ const refused = (code: ClaimError['code'], message?: string, entry: BallotEntryM
   error: claimError(code, message),
 });
 
-/** The draw's own time budget: a million entries take seconds (docs/BENCHMARKS.md), far under this. */
+/** The draw's own time budget: a million entries take seconds, far under this. */
 const DRAW_TIMEOUT_MS = 5 * 60_000;
 
 /** What the API shows of a ballot: never the sealed seed. */

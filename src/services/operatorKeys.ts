@@ -37,7 +37,7 @@ export class OperatorKeyService implements Pick<Authenticator, 'findOperatorByPr
     const name = validate.text('name', input.name, validate.LIMITS.nameLength);
     const issued = issueApiKey('operator');
     // Written, then read: an enum among the written row's returned columns is cast to text in
-    // RETURNING, which Citus refuses on a reference table (docs/SCALING.md, "Citus").
+    // RETURNING, which Citus refuses on a reference table.
     const { id } = await this.db.prisma.operatorKey.create({ data: { name, role: input.role, keyPrefix: issued.prefix, keyHash: issued.hash }, select: { id: true } });
     const key = await this.db.prisma.operatorKey.findUniqueOrThrow({ where: { id }, select: OPERATOR_FIELDS });
     this.keys.added(issued.prefix);

@@ -1,4 +1,4 @@
-// The webhook dispatcher, one per instance (docs/WEBHOOKS.md). Every tick it drains the outbox into
+// The webhook dispatcher, one per instance. Every tick it drains the outbox into
 // deliveries and starts the attempts that are due, without waiting for the ones in flight:
 //   - any instance delivers; a lease in PostgreSQL (db/webhookDeliveries.ts) keeps two from sending
 //     one delivery at the same moment, and an attempt cut off by a crash is due again when its lease
