@@ -136,7 +136,7 @@ export class BallotService {
    * partner sees only its own entry of partnerLimits ({} when nothing capped its wins): the others
    * name other partners and their allotments and quotas, which a partner is shown nowhere else
    * (Campaign.allotments, partnerStats). Verifying the whole draw needs every entry, which only the
-   * operator reads and publishes (README, verify-ballot); the other figures are the same for all.
+   * operator reads and publishes (for verify-ballot); the other figures are the same for all.
    */
   async ballot(ctx: RequestContext, campaignId: string): Promise<BallotModel | null> {
     const ballot = await ctx.loaders.ballot.load(campaignId);
