@@ -193,7 +193,7 @@ describe('OTLP export (the SDK’s batch processor and the library’s OTLP/HTTP
     // The collector takes 500 ms over its first answer: 10 spans are on their way, 20 wait, the
     // other 70 of the 50 claims are dropped; a claim after it has answered is queued again.
     answer = { status: 200, delayMs: 500 };
-    const result = await trace({ OTEL_EXPORTER_OTLP_ENDPOINT: url, OTEL_BSP_MAX_QUEUE_SIZE: '20', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '10', CLAIMS: '50', AFTER_MS: '1500' });
+    const result = await trace({ OTEL_EXPORTER_OTLP_ENDPOINT: url, OTEL_BSP_MAX_QUEUE_SIZE: '20', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '10', CLAIMS: '50', AFTER_MS: '3000' });
     expect(result.logs.map((l) => l.msg)).toEqual(['tracing: Dropped 70 spans because maxQueueSize reached']);
     const spans = spansIn(received);
     expect(spans).toHaveLength(32);
