@@ -34,12 +34,15 @@ export interface ExperimentResults {
   /** The command of the run, and the experiments it ran, in order. */
   command: string;
   run: string[];
-  minutes: number;
+  /** Minutes the experiment took; null when not known (a transcribed record). */
+  minutes: number | null;
   /** The machine's 1-minute load average when the experiment began and ended. */
   load: { start: number; end: number };
   machine: Machine;
   rows: Row[];
   bars: Bar[];
+  /** Set on a record copied from an earlier document rather than written by the bench: where from. */
+  transcribed?: string;
 }
 
 const when = (iso: string) => `${iso.slice(0, 16).replace('T', ' ')} UTC`;
@@ -47,7 +50,7 @@ const when = (iso: string) => `${iso.slice(0, 16).replace('T', ' ')} UTC`;
 function machineLine(m: Machine, load: { start: number; end: number }): string {
   return (
     `nproc ${m.nproc} (${m.cpu}), ${m.memory}, Node ${m.node}, PostgreSQL ${m.postgres} (${m.where}), autovacuum ${m.autovacuum ? 'on' : '**off**'}, ` +
-    `SQL load with ${m.pgbench ? `${m.pgbench} (\`-n -M prepared -c N -j 2\`)` : 'pg (pgbench not installed: N clients in the bench process, named prepared statements)'}; ` +
+    `SQL load with ${m.pgbench ? `\`pgbench -n -M prepared -c N -j 2\` (${m.pgbench})` : 'pg (pgbench not installed: N clients in the bench process, named prepared statements)'}; ` +
     `load average ${load.start.toFixed(2)} at the start, ${load.end.toFixed(2)} at the end; the load generators on the same cores`
   );
 }
@@ -61,7 +64,8 @@ export function markdownOf(r: ExperimentResults): string {
     '',
     `${r.summary}. Written by \`npm run bench\` (bench/experiments/${r.experiment}.ts); see docs/BENCHMARKS.md for its baseline and how to read it.`,
     '',
-    `Recorded ${when(r.recordedAt)} — \`${r.command}\` (this experiment ${r.minutes.toFixed(1)} minutes; the run: ${r.run.join(', ')}) — code at ${r.machine.code}.`,
+    `Recorded ${when(r.recordedAt)} — \`${r.command}\` (${r.minutes === null ? '' : `this experiment ${r.minutes.toFixed(1)} minutes; `}the run: ${r.run.join(', ')}) — code at ${r.machine.code}.`,
+    ...(r.transcribed ? ['', `Transcribed: ${r.transcribed}`] : []),
     '',
     `Machine: ${machineLine(r.machine, r.load)}.`,
     '',

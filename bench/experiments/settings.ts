@@ -31,8 +31,3 @@ export const BALLOT_ENTRIES = quick ? 100_000 : 1_000_000;
 export const BALLOT_TICKETS = quick ? 10_000 : 100_000;
 /** The synchronous-commit runs' connections. */
 export const SYNC_CONNECTIONS = [1, 64];
-/** Tracing's sampling ratios, each measured against its untraced twins, and the least on ÷ off each must keep for hot claims. */
-export const TRACING_BARS = [
-  { ratio: 1.0, atLeast: 0.8 },
-  { ratio: 0.1, atLeast: 0.9 },
-] as const;
