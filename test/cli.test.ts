@@ -1,4 +1,4 @@
-// The operators' CLI (bin/tessera.js): load a CSV of codes in batches, export allocations as CSV.
+// The operators' CLI (bin/tessera.js, src/cli/): load a CSV of codes in batches, export allocations as CSV.
 // Every test runs the real bin in a child process against a real Tessera server; each child has a
 // deadline (killed at RUN_TIMEOUT_MS, then the test fails on `timedOut`), so a hang fails a test
 // instead of hanging Jest. Where a test needs a slow or broken network, a small HTTP proxy in front
@@ -83,6 +83,9 @@ function start(args: string[], options: RunOptions = {}): { child: ChildProcess;
 const tessera = (args: string[], options: RunOptions = {}): Promise<Run> => start(args, options).done;
 
 const cliDir = () => tempDir('tessera-cli-');
+
+/** Help text with its line breaks and indents as single spaces: commander wraps the help to the terminal's width. */
+const words = (text: string) => text.replace(/\s+/g, ' ');
 
 /** The lines of stderr that are messages (not progress bars). */
 const messages = (run: Run) => run.stderr.split('\n').filter((line) => line.startsWith('tessera:'));
@@ -263,6 +266,39 @@ describe('the happy paths', () => {
     expect(rows.map((r) => r.code)).toEqual(['Q"2', 'Q,1', 'Q3', 'Q4']);
   });
 
+  test('tessera load reads quoted commas, doubled quotes and line breaks inside a record whole, and names the lines after them right', async () => {
+    const campaignId = await server.createCampaign();
+    const input = ['code,comment', 'FIRST,"a\r\nnote"', '"COMMA,IN"', '"SAY ""HI"""', '"QUOTED ""LINE""","two\nlines"', 'LAST'].join('\n');
+    const run = await tessera(['load', '--campaign', campaignId, '--file', '-', '--url', base, '--key', ADMIN_KEY], { input });
+    expectSuccess(run);
+    expect(run.stderr).toMatch(/5 codes read, 5 loaded, 0 duplicates skipped/);
+    const { rows } = await server.sql.query('SELECT code FROM tickets WHERE campaign_id = $1', [campaignId]);
+    expect(rows.map((r) => r.code).sort()).toEqual(['COMMA,IN', 'FIRST', 'LAST', 'QUOTED "LINE"', 'SAY "HI"'].sort());
+
+    // A bad code after records of several lines is named by the line it is on.
+    const tooLong = `LONG${'X'.repeat(200)}`;
+    const file = codesFile(cliDir(), [input, `"${tooLong}"`]);
+    const failed = await tessera(['load', '--campaign', await server.createCampaign(), '--file', file, '--url', base, '--key', ADMIN_KEY]);
+    expectOneError(failed, 1, /^tessera: BAD_USER_INPUT: codes\[\d+\] must be 1 to 128 characters/);
+    expect(messages(failed)[0]).toContain(`${file} line 9: "${tooLong}"`);
+  });
+
+  test('a code with a quoted line break is read as one code (which loadTickets refuses: no control characters), not split in two', async () => {
+    const campaignId = await server.createCampaign();
+    const input = ['OK-1', '"LINE\nBREAK",comment', 'OK-2'].join('\r\n');
+    const run = await tessera(['load', '--campaign', campaignId, '--file', '-', '--url', base, '--key', ADMIN_KEY], { input });
+    expectOneError(run, 1, /^tessera: BAD_USER_INPUT: codes\[\d+\] must be 1 to 128 characters, without control characters/);
+    expect(messages(run)[0]).toContain('line 2 of standard input: "LINE\\nBREAK"');
+    const { rows } = await server.sql.query('SELECT count(*)::int AS n FROM tickets WHERE campaign_id = $1', [campaignId]);
+    expect(rows[0].n).toBe(0);
+  });
+
+  test('tessera load refuses a file whose quote is never closed, naming the file', async () => {
+    const file = codesFile(cliDir(), ['OK-1', '"OPEN-2', 'OK-3']);
+    const run = await tessera(['load', '--campaign', await server.createCampaign(), '--file', file, '--url', base, '--key', ADMIN_KEY]);
+    expectOneError(run, 1, new RegExp(`^tessera: cannot read ${file}: .*Quote Not Closed`));
+  });
+
   test('tessera export writes every allocation as a CSV row', async () => {
     const out = path.join(cliDir(), 'allocations.csv');
     const run = await tessera(['export', '--campaign', bigCampaign, '--out', out, '--url', base, '--key', ADMIN_KEY]);
@@ -298,9 +334,10 @@ describe('help and usage', () => {
 
   test('load --help says what --batch is (codes per request, at most 10,000) and ties no other figure to it', async () => {
     const run = await tessera(['load', '--help']);
-    expect(run.stdout).toMatch(/--batch <n> +codes per loadTickets request, 1 to 10,000 \(the most one call\n +takes; default 10,000\)/);
-    expect(run.stdout).toMatch(/in requests of --batch codes each: the file is read in parts\nof up to 1,000,000 codes, each sorted/);
-    expect(run.stdout).not.toMatch(/up to 1,000,000 at a time/);
+    const text = words(run.stdout);
+    expect(text).toContain('--batch <n> codes per loadTickets request, 1 to 10,000 (the most one call takes; default 10,000)');
+    expect(text).toContain('in requests of --batch codes each: the file is read in parts of up to 1,000,000 codes, each sorted');
+    expect(text).not.toMatch(/up to 1,000,000 at a time/);
   });
 
   test('the help of each command names its own options and the three places a key comes from', async () => {
@@ -309,7 +346,7 @@ describe('help and usage', () => {
     expect(load.stdout).toMatch(/--batch <n>/);
     const exported = await tessera(['export', '--help']);
     expect(exported.stdout).toMatch(/^Usage: tessera export --campaign <id>/);
-    expect(exported.stdout).toMatch(/remove one leading '/);
+    expect(words(exported.stdout)).toContain("remove one leading '");
     for (const run of [load, exported]) expect(run.stdout).toMatch(/--key <key>[\s\S]*TESSERA_API_KEY[\s\S]*\.tessera\/admin-api-key/);
   });
 
