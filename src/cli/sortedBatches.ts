@@ -24,14 +24,17 @@ export async function* sortedWindows(chunks: AsyncIterable<Codes>, size: number)
   };
   for await (const chunk of chunks) {
     for (let i = 0; i < chunk.codes.length; ) {
+      // A full window goes once a code after it is known: a file of exactly `size` codes is one
+      // last window, read once (a file of more is counted first, read twice).
+      if (codes.length === size) {
+        yield window(false);
+        codes = [];
+        lines = [];
+      }
       const take = Math.min(size - codes.length, chunk.codes.length - i);
       codes.push(...chunk.codes.slice(i, i + take));
       lines.push(...chunk.lines.slice(i, i + take));
       i += take;
-      if (codes.length < size) continue;
-      yield window(false);
-      codes = [];
-      lines = [];
     }
   }
   yield window(true);
