@@ -13,9 +13,10 @@
 // measures each ratio given (1 and 0.1 unless AB_RATIOS or --ratio say otherwise) and prints each
 // run, each pair's ratios (throughput, CPU per claim of the event loop and the process, from /proc;
 // the batcher's claims per group statement; GC time) and each ratio's figure against its bar; it
-// exits 1 when a bar is missed. --quick: one pair, one round of 2 s (a look, not a figure to
-// record). --profile: each instance writes a V8 CPU profile (--cpu-prof) into .tessera/profiles/
-// when it stops. --control: both instances untraced (what the A/B itself differs by).
+// exits 1 when a bar is missed. --quick: one pair, two rounds of 2 s (a look, not a figure to
+// record: on a loaded machine a new instance is still warming up). --profile: each instance writes
+// a V8 CPU profile (--cpu-prof) into .tessera/profiles/ when it stops. --control: both instances
+// untraced (what the A/B itself differs by).
 // Environment: AB_PAIRS (3), AB_ROUNDS (2), AB_SECONDS (5); AB_BATCH and AB_DELAY, the traced
 // instances' OTEL_BSP_MAX_EXPORT_BATCH_SIZE and OTEL_BSP_SCHEDULE_DELAY; AB_NODE_FLAGS, options for
 // node in both instances (e.g. `--max-semi-space-size=32`); and the ways an A/B can be made more
@@ -46,9 +47,9 @@ export interface TracingAbOptions {
   serverUrl?: string;
   pairs?: number;
   rounds?: number;
-  /** Seconds of each measured run (the warm-up of each instance takes 2, or 1 with `quick`). */
+  /** Seconds of each measured run (each instance is warmed up for 2 s first). */
   seconds?: number;
-  /** One pair, one round of 2 s, a smaller campaign: a look, not a figure to record. */
+  /** One pair, two rounds (on-off, off-on) of 2 s, a smaller campaign: a look, not a figure to record. */
   quick?: boolean;
   /** Both instances untraced: what the A/B differs by by itself. */
   control?: boolean;
@@ -155,9 +156,8 @@ export async function measureTracing(options: TracingAbOptions): Promise<Tracing
   const { ratio, quick = false, profile = false, control = false } = options;
   const log = options.log ?? ((line: string) => console.log(line));
   const pairsWanted = options.pairs ?? (quick ? 1 : Number(process.env.AB_PAIRS ?? 3));
-  const rounds = options.rounds ?? (quick ? 1 : Number(process.env.AB_ROUNDS ?? 2));
+  const rounds = options.rounds ?? (quick ? 2 : Number(process.env.AB_ROUNDS ?? 2));
   const seconds = options.seconds ?? (quick ? 2 : Number(process.env.AB_SECONDS ?? 5));
-  const warmUp = quick ? 1 : 2;
   const spreadRuns = process.env.AB_SPREAD === '1';
   const vacuumFirst = process.env.AB_VACUUM === '1';
   const serverUrl = options.serverUrl ?? process.env.DATABASE_URL;
@@ -216,7 +216,7 @@ export async function measureTracing(options: TracingAbOptions): Promise<Tracing
         await servers.off.start();
         await servers.on.start();
         if (profile) log(`${label} pair ${pair} profiles: untraced pid ${servers.off.pid}, traced pid ${servers.on.pid}`);
-        for (const server of [servers.off, servers.on]) await httpLoad({ url: server.url, key: partnerKey, body, connections: 64, seconds: warmUp });
+        for (const server of [servers.off, servers.on]) await httpLoad({ url: server.url, key: partnerKey, body, connections: 64, seconds: 2 });
         for (let round = 1; round <= rounds; round += 1) {
           // ABBA: on first in odd rounds, off first in even ones — the machine's drift falls on both alike.
           const order: Side[] = (pair + round) % 2 === 0 ? ['on', 'off'] : ['off', 'on'];
