@@ -1,7 +1,8 @@
-// Recomputes a drawn ballot from its published data alone (issue 17): the seed, its commitment,
+// Recomputes a drawn ballot from its published data alone: the seed, its commitment,
 // entriesDigest and every drawn entry in rank order (id, quantity, rank, status, wonInDraw, partner id). No
 // dependency beyond node:crypto, so that anyone can read what it checks — `tessera verify-ballot`
-// feeds it from the API (bin/tessera.js), or from a file the operator published.
+// feeds it from the API (src/cli/verifyBallot.ts), or from a file the operator published. Its types
+// are in verify-ballot.d.ts.
 //
 // The rule it checks is the contract's: rank by the lowercase hex sha256 of "<seed>:<entry id>",
 // ascending; walking the ranking, an entry wins when the tickets not yet won cover its quantity —
