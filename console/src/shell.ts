@@ -2,7 +2,9 @@
 // navigation, role and live indicator, and the routes.
 import { gql, onLiveness, session, signOut, type Liveness, type Role } from './api';
 import { auditLog } from './audit';
-import { campaign, campaigns, newCampaign } from './campaigns';
+import { campaigns } from './campaign/list';
+import { newCampaign } from './campaign/newCampaign';
+import { campaign } from './campaign/page';
 import { operatorKeys } from './operators';
 import { partner, partners } from './partners';
 import { h, may, problem, READ_ONLY_REASON, type Child } from './ui';

@@ -246,3 +246,51 @@ export function pager(options: { size: number; testid: string; fetch(after: stri
     },
   };
 }
+
+/** A GraphQL connection's page, as the API sends it. */
+export interface Connection<T> {
+  totalCount: number;
+  pageInfo: { hasNextPage: boolean; endCursor: string | null };
+  edges: { cursor: string; node: T }[];
+}
+
+let questions = 0;
+
+/** Focus back on `opener`, or on the control that took its place (a live page redraws its buttons). */
+function returnFocus(opener: Element | null): void {
+  if (!(opener instanceof HTMLElement)) return;
+  const testid = opener.dataset.testid;
+  const target = opener.isConnected ? opener : testid ? document.querySelector<HTMLElement>(`[data-testid="${CSS.escape(testid)}"]`) : null;
+  target?.focus();
+}
+
+/**
+ * Asks before a change, in the page rather than the browser's confirm(): a modal <dialog> with
+ * role alertdialog, named by its question, that keeps focus inside it. The button named for the
+ * change answers yes and has the focus; Cancel or Escape answers no. Focus goes back to the
+ * control that asked (or the one that replaced it). The dialog sits in #app, so leaving the page
+ * takes it away too.
+ */
+export function ask(question: string, yes: string, options: { danger?: boolean } = {}): Promise<boolean> {
+  const opener = document.activeElement;
+  const id = `question-${++questions}`;
+  const yesButton = h(options.danger ? 'button.danger' : 'button', { type: 'button', 'data-testid': 'confirm-yes' }, yes) as HTMLButtonElement;
+  const noButton = h('button.secondary', { type: 'button', 'data-testid': 'confirm-no' }, 'Cancel') as HTMLButtonElement;
+  const dialog = h('dialog.ask', { role: 'alertdialog', 'aria-modal': 'true', 'aria-labelledby': id, 'data-testid': 'confirm-dialog' },
+    h('p', { id }, question),
+    h('div.actions', {}, yesButton, noButton),
+  ) as HTMLDialogElement;
+  return new Promise((resolve) => {
+    yesButton.addEventListener('click', () => dialog.close('yes'));
+    noButton.addEventListener('click', () => dialog.close('no'));
+    // Escape fires 'cancel' and then closes it with no return value: a no.
+    dialog.addEventListener('close', () => {
+      dialog.remove();
+      returnFocus(opener);
+      resolve(dialog.returnValue === 'yes');
+    });
+    (document.getElementById('app') ?? document.body).append(dialog);
+    dialog.showModal();
+    yesButton.focus();
+  });
+}

@@ -54,3 +54,16 @@ export async function signInTo(page: Page, base: string, key: string): Promise<v
   await page.getByTestId('sign-in').click();
   await page.locator('table.campaigns').waitFor();
 }
+
+/**
+ * Answers the console's in-page question (ui.ts ask(): a modal dialog with role alertdialog) with
+ * its named button, or Cancel, and waits for it to go; returns the question.
+ */
+export async function answer(page: Page, yes = true): Promise<string> {
+  const dialog = page.getByRole('alertdialog');
+  await dialog.waitFor();
+  const question = (await dialog.locator('p').textContent()) ?? '';
+  await dialog.getByTestId(yes ? 'confirm-yes' : 'confirm-no').click();
+  await dialog.waitFor({ state: 'detached' });
+  return question;
+}

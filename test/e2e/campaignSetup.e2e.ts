@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import type { Browser, Page } from 'playwright-core';
 import { ADMIN_KEY, CLAIM, startTestServer, type TestServer } from '../helpers/testServer';
 import { until } from '../helpers/time';
-import { consolePage, launch, screenshot, signInTo } from './browser';
+import { answer, consolePage, launch, screenshot, signInTo } from './browser';
 
 let server: TestServer;
 let browser: Browser;
@@ -153,6 +153,7 @@ test('the edit form changes the release policy while DRAFT, and the hold cap, lo
 
   // OPEN: the policy is shown fixed; the cap, the alert and the offer time still change.
   await page.getByTestId('open').click();
+  await answer(page);
   await page.getByTestId('status').getByText('OPEN').waitFor();
   await page.getByTestId('edit').click();
   expect(await page.getByTestId('edit-release-policy').count()).toBe(0);
@@ -166,6 +167,7 @@ test('the edit form changes the release policy while DRAFT, and the hold cap, lo
 
   // A closed campaign cannot be changed at all: no Edit.
   await page.getByTestId('close').click();
+  await answer(page);
   await page.getByTestId('status').getByText('CLOSED').waitFor();
   expect(await page.getByTestId('edit').count()).toBe(0);
   expect(errors).toEqual([]);
@@ -279,6 +281,7 @@ test("a ballot's ranking is paged past its first page, 20 at a time", async () =
 
   // The draw: the ranking starts again at its first page, ranks 1–20, then 21–25.
   await page.getByTestId('draw').click();
+  await answer(page);
   await page.getByTestId('ballot-count').getByText('5 winners').waitFor();
   await page.getByTestId('ballot-entries-range').getByText('1–20 of 25').waitFor();
   expect((await rows.allTextContents()).map((r) => Number(/^\d+/.exec(r)![0]))).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));

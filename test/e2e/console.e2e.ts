@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import type { Browser, Page } from 'playwright-core';
 import { ADMIN_KEY, CLAIM, startTestServer, type TestServer } from '../helpers/testServer';
 import { until } from '../helpers/time';
-import { launch, screenshot } from './browser';
+import { answer, launch, screenshot } from './browser';
 
 let server: TestServer;
 let browser: Browser;
@@ -62,7 +62,6 @@ test('GraphiQL, served offline, runs a query with the admin key', async () => {
 
 test('the console signs in, creates and loads a campaign, and its fill bar moves as claims arrive', async () => {
   const page = await newPage();
-  page.on('dialog', (dialog) => void dialog.accept());
   await page.goto(`${base}/console/`);
 
   // Sign in with the admin key.
@@ -89,8 +88,14 @@ test('the console signs in, creates and loads a campaign, and its fill bar moves
   await page.getByTestId('load').click();
   await page.getByTestId('load-status').getByText('loaded 80 new tickets, 1 duplicate skipped').waitFor();
 
-  // Open it (the confirmation is accepted).
+  // Open it: asked first, in the page (Cancel leaves it a DRAFT), then answered yes.
   await page.getByTestId('open').click();
+  expect(await page.evaluate(() => document.activeElement?.getAttribute('data-testid'))).toBe('confirm-yes');
+  await screenshot(page, 'console-question');
+  expect(await answer(page, false)).toBe('Open this campaign for claims?');
+  expect(await page.getByTestId('status').textContent()).toBe('DRAFT');
+  await page.getByTestId('open').click();
+  await answer(page);
   await page.getByTestId('status').getByText('OPEN').waitFor();
   const bar = page.getByTestId('live-bar').locator('.fill');
   await bar.waitFor();
@@ -135,6 +140,7 @@ test('the console signs in, creates and loads a campaign, and its fill bar moves
   // Close it.
   await page.goto(`${base}/console/#/campaigns/${campaignId}`);
   await page.getByTestId('close').click();
+  expect(await answer(page)).toContain('No claim will be served after this.');
   await page.getByTestId('status').getByText('CLOSED').waitFor();
   expect(pageErrors).toEqual([]);
   await page.context().close();
@@ -176,8 +182,6 @@ test("a WAITLIST_FIRST campaign's page shows its waitlist: who waits, in order, 
 test("a BALLOT campaign's page counts entries live, draws on confirmation and shows the seed, digest and ranking", async () => {
   const partner = await server.createPartner('Lottery desk');
   const page = await newPage();
-  const questions: string[] = [];
-  page.on('dialog', (dialog) => (questions.push(dialog.message()), void dialog.accept()));
   await page.goto(`${base}/console/`);
   await page.getByTestId('key').fill(ADMIN_KEY);
   await page.getByTestId('sign-in').click();
@@ -198,6 +202,7 @@ test("a BALLOT campaign's page counts entries live, draws on confirmation and sh
   await page.getByTestId('load').click();
   await page.getByTestId('load-status').getByText('loaded 2 new tickets').waitFor();
   await page.getByTestId('open').click();
+  await answer(page);
   await page.getByTestId('status').getByText('OPEN').waitFor();
   const commitment = await page.getByTestId('seed-commitment').textContent({ timeout: 10_000 });
   expect(commitment).toMatch(/^[0-9a-f]{64}$/);
@@ -215,8 +220,8 @@ test("a BALLOT campaign's page counts entries live, draws on confirmation and sh
 
   // Draw: asked first, then the seed (which matches the commitment), the digest, and the ranking.
   await page.getByTestId('draw').click();
+  expect(await answer(page)).toContain('Draw the ballot now? Entries close, 5 entries');
   await page.getByTestId('ballot-count').getByText('2 winners').waitFor();
-  expect(questions.at(-1)).toContain('Draw the ballot now? Entries close, 5 entries');
   const seed = (await page.getByTestId('seed').textContent())!;
   expect(createHash('sha256').update(seed).digest('hex')).toBe(commitment);
   expect(await page.getByTestId('entries-digest').textContent()).toMatch(/^[0-9a-f]{64}$/);

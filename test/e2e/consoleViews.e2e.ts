@@ -6,7 +6,7 @@
 /// <reference lib="dom" />
 import type { Browser, Page } from 'playwright-core';
 import { ADMIN_KEY, CLAIM, startTestServer, type TestServer } from '../helpers/testServer';
-import { consolePage, launch, screenshot, signInTo } from './browser';
+import { answer, consolePage, launch, screenshot, signInTo } from './browser';
 
 let server: TestServer;
 let browser: Browser;
@@ -171,8 +171,8 @@ test('at 390 px each latest allocation is a card whose Status and Release are on
   }
   expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(0);
   // The Release button works from the card.
-  page.on('dialog', (dialog) => void dialog.accept());
   await section.locator('tbody tr').first().getByRole('button', { name: /^Release / }).click();
+  expect(await answer(page)).toContain('It goes back as the release policy says.');
   await section.locator('tbody tr').first().getByText('RELEASED').waitFor();
   // At 1280 px it is a table again, its headings on show.
   await page.setViewportSize({ width: 1280, height: 900 });

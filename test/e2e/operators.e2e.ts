@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import type { Browser, Page } from 'playwright-core';
 import { ADMIN_KEY, CLAIM, startTestServer, type TestServer } from '../helpers/testServer';
-import { launch, screenshot } from './browser';
+import { answer, launch, screenshot } from './browser';
 
 const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 /** The first load of /console may bring at most this much script, gzipped. */
@@ -213,6 +213,7 @@ test('an OWNER manages partners and operator keys, edits a campaign, finds, rele
   await page.getByTestId('search').click();
   await page.getByTestId('search-count').getByText('1 found').waitFor();
   await page.getByTestId('search-results').getByRole('button', { name: 'Release' }).click();
+  expect(await answer(page)).toMatch(/^Release ticket \S+ of fan-3\?$/);
   await page.getByTestId('search-results').getByText('RELEASED').waitFor();
   const download = page.waitForEvent('download');
   await page.getByTestId('export').click();

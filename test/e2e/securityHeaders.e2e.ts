@@ -6,7 +6,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { ADMIN_KEY, CLAIM, startTestServer, type TestServer } from '../helpers/testServer';
 import { until } from '../helpers/time';
-import { launch, screenshot } from './browser';
+import { answer, launch, screenshot } from './browser';
 
 let server: TestServer;
 let browser: Browser;
@@ -82,7 +82,6 @@ test('the console signs in, loads and opens a campaign and follows it live over 
   const { page, violations, pageErrors } = await watchedPage();
   const sockets: string[] = [];
   page.on('websocket', (ws) => sockets.push(ws.url()));
-  page.on('dialog', (dialog) => void dialog.accept());
   await page.goto(`${base}/console/`);
   await page.getByTestId('key').fill(ADMIN_KEY);
   await page.getByTestId('sign-in').click();
@@ -96,6 +95,7 @@ test('the console signs in, loads and opens a campaign and follows it live over 
   await page.getByTestId('load').click();
   await page.getByTestId('load-status').getByText('loaded 40 new tickets').waitFor();
   await page.getByTestId('open').click();
+  await answer(page);
   await page.getByTestId('status').getByText('OPEN').waitFor();
 
   const partner = await server.createPartner('CSP box office');

@@ -8,7 +8,7 @@
 /// <reference lib="dom" />
 import type { Browser, Page } from 'playwright-core';
 import { ADMIN_KEY, startTestServer, type TestServer } from '../helpers/testServer';
-import { consolePage, launch, screenshot, signInTo } from './browser';
+import { answer, consolePage, launch, screenshot, signInTo } from './browser';
 
 let server: TestServer;
 let browser: Browser;
@@ -123,6 +123,7 @@ test('a campaign made with the switch on is a test campaign; its chart counts ho
   const stats = await server.gql(ADMIN_KEY, 'query($c: ID!) { campaign(id: $c) { stats { held available } } }', { c: testCampaign });
   expect(stats.body.data!.campaign.stats).toEqual({ held: 0, available: 3 });
   await page.getByTestId('reset-test').click();
+  expect(await answer(page)).toContain('Reset this test campaign to just after its opening?');
   await page.getByText('The test campaign is back to its opening.').waitFor();
   expect(dialogs).not.toContain('prompt');
   expect(errors).toEqual([]);
