@@ -86,10 +86,16 @@ export function writeExperiment(r: ExperimentResults): void {
 
 /** Remakes bench/results/summary.md from the results files of `order`'s experiments that have one. */
 export function writeSummary(order: readonly string[]): void {
-  const found = order
-    .map((name) => path.join(RESULTS_DIR, `${name}.json`))
-    .filter((file) => existsSync(file))
-    .map((file) => JSON.parse(readFileSync(file, 'utf8')) as ExperimentResults);
+  const recorded = order.map((name) => {
+    const file = path.join(RESULTS_DIR, `${name}.json`);
+    return { name, results: existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as ExperimentResults) : null };
+  });
+  const found = recorded.flatMap((r) => (r.results ? [r.results] : []));
+  const verdicts = (bars: Bar[]) => {
+    const missed = bars.filter((b) => !b.pass).length;
+    if (bars.length === 0) return 'none';
+    return missed === 0 ? `${bars.length} PASS` : `${bars.length - missed > 0 ? `${bars.length - missed} PASS, ` : ''}**${missed} MISS**`;
+  };
   const lines = [
     '# Benchmark results: every bar',
     '',
@@ -98,10 +104,9 @@ export function writeSummary(order: readonly string[]): void {
     '',
     '| experiment | recorded | code | bars |',
     '|---|---|---|---|',
-    ...found.map((r) => {
-      const missed = r.bars.filter((b) => !b.pass).length;
-      return `| [${r.experiment}](${r.experiment}.md) | ${when(r.recordedAt)} | ${r.machine.code} | ${r.bars.length === 0 ? 'none' : missed === 0 ? `${r.bars.length} PASS` : `${r.bars.length - missed} PASS, **${missed} MISS**`} |`;
-    }),
+    ...recorded.map(({ name, results: r }) =>
+      r ? `| [${name}](${name}.md) | ${when(r.recordedAt)} | ${r.machine.code} | ${verdicts(r.bars)} |` : `| ${name} | not recorded yet | | |`,
+    ),
     '',
     '| experiment | bar | figure | target | verdict |',
     '|---|---|---|---|---|',
