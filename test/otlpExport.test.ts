@@ -3,8 +3,8 @@
 // spans reach OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces (or the traces endpoint) as protobuf with the
 // configured headers, the resource, the caller's trace and the attributes Tessera sets; batches hold
 // at most OTEL_BSP_MAX_EXPORT_BATCH_SIZE spans, the queue at most OTEL_BSP_MAX_QUEUE_SIZE (the rest
-// dropped, and the log says how many), a stop sends what waits, and a collector that refuses or does
-// not answer is logged, not waited for past OTEL_BSP_EXPORT_TIMEOUT.
+// dropped, and the log says how many), a stop sends what waits — all of it, however many batches —
+// and a collector that refuses or does not answer is logged, not waited for past OTEL_BSP_EXPORT_TIMEOUT.
 import { execFile } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -187,6 +187,16 @@ describe('OTLP export (the SDK’s batch processor and the library’s OTLP/HTTP
     expect(sizes.sort((a, b) => b - a)).toEqual([8, 8, 8, 6]);
     const requestIds = new Set(spansIn(received).map((s) => s.attributes['tessera.request_id']).filter(Boolean));
     expect(requestIds.size).toBe(15);
+  });
+
+  test('a stop sends a full queue at once, however many batches it makes (more than the exporter’s default 30 requests at a time)', async () => {
+    // The collector answers after 300 ms: while the first batch of 2 waits for it the other 78
+    // spans queue, and the stop sends them as 39 requests together.
+    answer = { status: 200, delayMs: 300 };
+    const result = await trace({ OTEL_EXPORTER_OTLP_ENDPOINT: url, OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '2', OTEL_BSP_SCHEDULE_DELAY: '60000', CLAIMS: '40' });
+    expect(result.logs).toEqual([]);
+    expect(received).toHaveLength(40);
+    expect(spansIn(received)).toHaveLength(80);
   });
 
   test('beyond OTEL_BSP_MAX_QUEUE_SIZE waiting spans new ones are dropped, and the log says how many', async () => {

@@ -37,10 +37,15 @@ export interface Tracing {
 
 const VERSION = (JSON.parse(readFileSync(path.resolve(__dirname, '../../package.json'), 'utf8')) as { version: string }).version;
 
-/** The exporter the configuration names; the OTLP ones read their OTEL_EXPORTER_OTLP_* variables when made. */
-function exporterOf(exporter: TracingConfig['exporter'], logger: Logger | undefined): SpanExporter {
-  if (exporter.kind === 'console') return new LogSpanExporter(logger ?? createLogger({ env: 'production' }));
-  return exporter.protocol === 'http/protobuf' ? new OTLPProtobufExporter() : new OTLPJsonExporter();
+/**
+ * The exporter the configuration names; the OTLP ones read their OTEL_EXPORTER_OTLP_* variables when
+ * made. A flush (a stop's) sends every batch of the queue at once, and the OTLP exporter fails the
+ * requests beyond its concurrency limit (30 unless told): the limit is a full queue's batches.
+ */
+function exporterOf(config: TracingConfig, logger: Logger | undefined): SpanExporter {
+  if (config.exporter.kind === 'console') return new LogSpanExporter(logger ?? createLogger({ env: 'production' }));
+  const options = { concurrencyLimit: Math.ceil(config.batch.maxQueueSize / config.batch.maxExportBatchSize) + 1 };
+  return config.exporter.protocol === 'http/protobuf' ? new OTLPProtobufExporter(options) : new OTLPJsonExporter(options);
 }
 
 export function startTracing(config: TracingConfig, options: { logger?: Logger; exporter?: SpanExporter } = {}): Tracing {
@@ -67,7 +72,7 @@ export function startTracing(config: TracingConfig, options: { logger?: Logger; 
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   const processor = options.exporter
     ? new SimpleSpanProcessor({ exporter: options.exporter })
-    : new BatchSpanProcessor({ exporter: exporterOf(config.exporter, logger), ...config.batch });
+    : new BatchSpanProcessor({ exporter: exporterOf(config, logger), ...config.batch });
   const provider = new TracerProvider({
     sampler: headSampler(config.ratio, config.parentBased),
     idGenerator: new PooledIdGenerator(),
