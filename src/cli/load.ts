@@ -3,6 +3,7 @@
 // has acknowledged. Loading is idempotent (a code already there is a duplicate), so a failed load
 // is finished by running the same command again, and every failure says how far it got.
 import { Command } from 'commander';
+import type { Readable } from 'node:stream';
 import { createClient, type Client } from './client';
 import { countCodes, inputName, openInput, readCodes } from './codes';
 import { CliError, describeFsError, usage } from './errors';
@@ -59,29 +60,9 @@ export function loadCommand(): Command {
 }
 
 async function load(api: Client, campaignId: string, file: string, batchSize: number, concurrency: number): Promise<void> {
-  const { campaign } = await api.request<{ campaign: { name: string; status: string } | null }>(CAMPAIGN, { id: campaignId });
-  if (!campaign) throw new CliError(`no campaign ${campaignId} at ${api.where} (check --campaign)`);
-  if (campaign.status === 'CLOSED') throw new CliError(`CAMPAIGN_CLOSED: campaign ${campaignId} ("${campaign.name}") is CLOSED; tickets cannot be added to it`);
-
+  await loadable(api, campaignId);
   const started = Date.now();
-  const input = openInput(file);
-  const windows = sortedWindows(readCodes(input), SORT_WINDOW);
-  let first: IteratorResult<Window>;
-  try {
-    first = await windows.next();
-  } catch (error) {
-    input.destroy();
-    throw new CliError(`cannot read ${inputName(file)}: ${describeFsError(error)}`);
-  }
-  // The bar's 100%: the first window's size when it is the whole file; a longer file is counted
-  // first (read twice); standard input is not known until its end.
-  const whole = (first.value as Window).last;
-  const total = whole ? (first.value as Window).codes.length : file === '-' ? null : await countCodes(file);
-  if (total === 0 && file !== '-') {
-    input.destroy();
-    throw new CliError(`${file} holds no codes`);
-  }
-
+  const { input, windows, first, total } = await openCodes(file);
   const totals = { read: 0, loaded: 0, duplicates: 0 };
   const acknowledged = () => totals.loaded + totals.duplicates;
   const rate = () => Math.round(acknowledged() / Math.max((Date.now() - started) / 1000, 0.001));
@@ -146,6 +127,37 @@ async function load(api: Client, campaignId: string, file: string, batchSize: nu
   process.stderr.write(
     `${totals.read} codes read, ${totals.loaded} loaded, ${totals.duplicates} duplicates skipped in ${seconds.toFixed(1)} s (${Math.round(totals.read / Math.max(seconds, 0.001))} codes/s)\n`,
   );
+}
+
+/** The campaign exists and takes codes. */
+async function loadable(api: Client, campaignId: string): Promise<void> {
+  const { campaign } = await api.request<{ campaign: { name: string; status: string } | null }>(CAMPAIGN, { id: campaignId });
+  if (!campaign) throw new CliError(`no campaign ${campaignId} at ${api.where} (check --campaign)`);
+  if (campaign.status === 'CLOSED') throw new CliError(`CAMPAIGN_CLOSED: campaign ${campaignId} ("${campaign.name}") is CLOSED; tickets cannot be added to it`);
+}
+
+/**
+ * The code file's windows, the first one read, and the bar's 100%: the first window's size when it
+ * is the whole file; a longer file is counted first (read twice); standard input is not known until
+ * its end (null).
+ */
+async function openCodes(file: string): Promise<{ input: Readable; windows: AsyncGenerator<Window>; first: IteratorResult<Window>; total: number | null }> {
+  const input = openInput(file);
+  const windows = sortedWindows(readCodes(input), SORT_WINDOW);
+  let first: IteratorResult<Window>;
+  try {
+    first = await windows.next();
+  } catch (error) {
+    input.destroy();
+    throw new CliError(`cannot read ${inputName(file)}: ${describeFsError(error)}`);
+  }
+  const whole = (first.value as Window).last;
+  const total = whole ? (first.value as Window).codes.length : file === '-' ? null : await countCodes(file);
+  if (total === 0 && file !== '-') {
+    input.destroy();
+    throw new CliError(`${file} holds no codes`);
+  }
+  return { input, windows, first, total };
 }
 
 /** "codes[17] must be …" names a code in the batch: say which line of the file it came from (its first). */

@@ -77,7 +77,7 @@ function program(): Command {
       .summary("this help, or a command's: tessera help load")
       .argument('[command]')
       .action((topic: string | undefined) => {
-        const command = topic === undefined ? tessera : tessera.commands.find((c) => c.name() === topic && c.name() !== 'help');
+        const command = topic === undefined ? tessera : tessera.commands.find((c) => c.name() === topic);
         if (!command) throw usage(`unknown command: ${topic}`);
         command.outputHelp();
       }),
