@@ -3,7 +3,7 @@
 // address, it says that only an OWNER key can see operator keys, with no control.
 import { gql, session } from './api';
 import { screen } from './shell';
-import { action, copyable, guardForm, h, problem, rowsOr, table, when } from './ui';
+import { action, ask, copyable, guardForm, h, problem, rowsOr, table, when } from './ui';
 
 interface OperatorKey {
   id: string;
@@ -62,7 +62,7 @@ export async function operatorKeys(): Promise<void> {
     table(['Name', 'Role', 'Key', 'Last used', 'Created', 'Action'], body),
   );
   const revoke = async (k: OperatorKey) => {
-    if (!confirm(`Revoke ${k.name}'s key? Every request with it fails from now on, and its open connections close.`)) return;
+    if (!(await ask(`Revoke ${k.name}'s key? Every request with it fails from now on, and its open connections close.`, 'Revoke', { danger: true }))) return;
     try {
       await gql('mutation($id: ID!) { revokeOperatorKey(id: $id) { id } }', { id: k.id });
       await load();

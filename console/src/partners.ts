@@ -3,7 +3,7 @@
 // quotas and allotments per campaign.
 import { gql } from './api';
 import { screen } from './shell';
-import { action, copyable, fmt, fromLocalInput, guardForm, h, may, present, problem, rowsOr, table, when, ZONE } from './ui';
+import { action, ask, copyable, fmt, fromLocalInput, guardForm, h, may, present, problem, rowsOr, table, when, ZONE } from './ui';
 
 interface Partner {
   id: string;
@@ -163,7 +163,7 @@ export async function partner(id: string): Promise<void> {
   };
 
   const rotate = async (p: Partner) => {
-    if (!confirm(`Give ${p.name} a new key? The current one stops working at once.`)) return;
+    if (!(await ask(`Give ${p.name} a new key? The current one stops working at once.`, 'Rotate key'))) return;
     try {
       const data = await gql<{ rotateApiKey: { apiKey: string } }>('mutation($id: ID!) { rotateApiKey(partnerId: $id) { apiKey } }', { id: p.id });
       keyStatus.replaceChildren(keyOnce(data.rotateApiKey.apiKey, `${p.name}'s new key`));
@@ -174,7 +174,7 @@ export async function partner(id: string): Promise<void> {
   };
 
   const revoke = async (p: Partner) => {
-    if (!confirm(`Revoke ${p.name}'s key? Every request with it fails from now on (rotating gives a new one).`)) return;
+    if (!(await ask(`Revoke ${p.name}'s key? Every request with it fails from now on (rotating gives a new one).`, 'Revoke key', { danger: true }))) return;
     try {
       await gql('mutation($id: ID!) { revokeApiKey(partnerId: $id) { partner { id } } }', { id: p.id });
       keyStatus.replaceChildren(h('p', { role: 'status' }, 'The key is revoked.'));
@@ -185,7 +185,7 @@ export async function partner(id: string): Promise<void> {
   };
 
   const rotateTest = async (p: Partner) => {
-    if (p.testKey && !confirm(`Give ${p.name} a new test key? The current one stops working at once.`)) return;
+    if (p.testKey && !(await ask(`Give ${p.name} a new test key? The current one stops working at once.`, 'Rotate test key'))) return;
     try {
       const data = await gql<{ rotateApiKey: { apiKey: string } }>('mutation($id: ID!) { rotateApiKey(partnerId: $id, test: true) { apiKey } }', { id: p.id });
       testKeyStatus.replaceChildren(keyOnce(data.rotateApiKey.apiKey, `${p.name}'s new test key`, 'test-api-key'));
@@ -196,7 +196,7 @@ export async function partner(id: string): Promise<void> {
   };
 
   const revokeTest = async (p: Partner) => {
-    if (!confirm(`Revoke ${p.name}'s test key? The live key keeps working.`)) return;
+    if (!(await ask(`Revoke ${p.name}'s test key? The live key keeps working.`, 'Revoke test key', { danger: true }))) return;
     try {
       await gql('mutation($id: ID!) { revokeApiKey(partnerId: $id, test: true) { partner { id } } }', { id: p.id });
       testKeyStatus.replaceChildren(h('p', { role: 'status' }, 'The test key is revoked.'));

@@ -3,7 +3,7 @@
 // status filter, paging and "Send again" (redeliverWebhook). Plain DOM through h(), no innerHTML.
 import { gql } from './api';
 import { screen } from './shell';
-import { action, fmt, guardForm, h, may, problem, shownOnce, when } from './ui';
+import { action, ask, fmt, guardForm, h, may, problem, shownOnce, when } from './ui';
 
 interface Endpoint {
   id: string;
@@ -79,7 +79,7 @@ export async function webhooks(): Promise<void> {
   screen(h('h1', {}, 'Webhooks'), form ? h('section', {}, h('h2', {}, 'New endpoint'), form, created) : created, h('h2', {}, 'Endpoints'), status, h('div.scroll', {}, table));
 
   const remove = async (e: Endpoint) => {
-    if (!confirm(`Delete the endpoint ${e.url} (${owner(e)})? Nothing more is sent to it, and its pending deliveries become FAILED. It cannot be undone.`)) return;
+    if (!(await ask(`Delete the endpoint ${e.url} (${owner(e)})? Nothing more is sent to it, and its pending deliveries become FAILED. It cannot be undone.`, 'Delete', { danger: true }))) return;
     try {
       await gql('mutation($id: ID!) { deleteWebhook(id: $id) }', { id: e.id });
       created.replaceChildren(h('p', { role: 'status', 'data-testid': 'webhook-deleted' }, `The endpoint ${e.url} was deleted.`));

@@ -27,17 +27,16 @@ afterAll(async () => {
   await server?.stop();
 });
 
-/** A signed-in OWNER's page at 1280 px; `dialogs` records every confirm() and answers it with `answer`. */
-async function ownerPage(width = 1280): Promise<{ page: Page; errors: string[]; outside: string[]; dialogs: string[]; answer: { accept: boolean } }> {
+/** A signed-in OWNER's page at 1280 px; `dialogs` records any browser dialog (the console asks in the page, so none). */
+async function ownerPage(width = 1280): Promise<{ page: Page; errors: string[]; outside: string[]; dialogs: string[] }> {
   const { page, errors, outside } = await consolePage(browser, base, { width });
   const dialogs: string[] = [];
-  const answer = { accept: true };
   page.on('dialog', (dialog) => {
     dialogs.push(dialog.message());
-    void (answer.accept ? dialog.accept() : dialog.dismiss());
+    void dialog.dismiss();
   });
   await signInTo(page, base, ADMIN_KEY);
-  return { page, errors, outside, dialogs, answer };
+  return { page, errors, outside, dialogs };
 }
 
 const campaignIdOf = (page: Page) => /#\/campaigns\/([0-9a-f-]{36})/.exec(page.url())![1]!;
@@ -187,7 +186,7 @@ test('a webhook endpoint is created from the console, its secret shown once (and
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   const hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/tessera-hooks`;
   const partner = await server.createPartner('Hook owner');
-  const { page, errors, outside, dialogs, answer } = await ownerPage();
+  const { page, errors, outside, dialogs } = await ownerPage();
   try {
     await page.goto(`${base}/console/#/webhooks`);
     await page.getByTestId('webhooks-empty').waitFor();
@@ -233,21 +232,21 @@ test('a webhook endpoint is created from the console, its secret shown once (and
     const partnerHook = both.body.data!.webhooks.find((w) => w.partner?.id === partner.id)!;
     expect(partnerHook.events).toEqual(['ALLOCATION_CREATED', 'HOLD_EXPIRED']);
 
-    // Delete: asked first; "Cancel" keeps it, "OK" deletes it.
-    answer.accept = false;
+    // Delete: asked first, in the page; "Cancel" keeps it, "Delete" deletes it.
     await page.getByTestId(`delete-${endpointId}`).click();
-    await until(async () => dialogs.length === 1, { message: 'the confirmation', timeoutMs: 5_000, intervalMs: 50 });
-    expect(dialogs[0]).toContain(hookUrl);
-    expect(dialogs[0]).toContain('cannot be undone');
+    const question = await answer(page, false);
+    expect(question).toContain(hookUrl);
+    expect(question).toContain('cannot be undone');
     expect((await server.gql(ADMIN_KEY, '{ webhooks { id } }')).body.data!.webhooks).toHaveLength(2);
-    answer.accept = true;
     await page.getByTestId(`delete-${endpointId}`).click();
+    await answer(page);
     await page.getByTestId('webhook-deleted').waitFor();
     await page.getByTestId(`webhook-${endpointId}`).waitFor({ state: 'detached' });
     const left = await server.gql<{ webhooks: { id: string }[] }>(ADMIN_KEY, '{ webhooks { id } }');
     expect(left.body.data!.webhooks.map((w) => w.id)).toEqual([partnerHook.id]);
     const audit = await server.gql(ADMIN_KEY, '{ auditLog(first: 5, operation: "deleteWebhook") { totalCount } }');
     expect(audit.body.data!.auditLog.totalCount).toBe(1);
+    expect(dialogs).toEqual([]);
     expect(errors).toEqual([]);
     expect(outside).toEqual([]);
   } finally {

@@ -94,6 +94,13 @@ test('the console signs in, creates and loads a campaign, and its fill bar moves
   await screenshot(page, 'console-question');
   expect(await answer(page, false)).toBe('Open this campaign for claims?');
   expect(await page.getByTestId('status').textContent()).toBe('DRAFT');
+  // Escape answers no as well, and the focus goes back to Open.
+  await page.getByTestId('open').click();
+  await page.getByRole('alertdialog').waitFor();
+  await page.keyboard.press('Escape');
+  await page.getByRole('alertdialog').waitFor({ state: 'detached' });
+  expect(await page.evaluate(() => document.activeElement?.getAttribute('data-testid'))).toBe('open');
+  expect(await page.getByTestId('status').textContent()).toBe('DRAFT');
   await page.getByTestId('open').click();
   await answer(page);
   await page.getByTestId('status').getByText('OPEN').waitFor();
