@@ -1,22 +1,21 @@
-// Partners and their API keys: issue, look up (cached), revoke, off-board, rotate, rate limits, last use.
-// Each partner has a live key and a test key (`tsp_test_…`, in partner_test_keys, so that
-// using it changes no live row); each kind has its own key cache, told apart by the prefix.
-import { issueApiKey, TEST_KEY_PREFIX, type Authenticator, type PartnerKeyRecord, type Viewer } from '../auth';
+// Partners and their API keys, as operators manage them: issue, revoke, off-board, rotate, rate
+// limits, scope, and the list. Each partner has a live key and a test key; where a request's key is
+// looked up (cached) is partnerKeys.ts, told here of every change.
+import { issueApiKey, type Authenticator, type PartnerKeyRecord, type Viewer } from '../auth';
 import type { Database } from '../db/client';
 import { offboardPartner } from '../db/offboardPartner';
 import type { LiveUpdates } from '../live';
 import { apiError, ErrorCode, InvalidInput, notFound } from '../errors';
-import { KeyCache } from './keyCache';
 import type { ConnectionModel, PartnerModel } from '../models';
 import * as validate from '../validation';
 import { partnerCursor } from './cursors';
+import { PartnerKeyCaches } from './partnerKeys';
 import type { RequestContext } from './requestContext';
 
 /** The most campaigns one partner key can be scoped to. */
 const MAX_SCOPE = 1000;
 
 const PARTNER_FIELDS = { id: true, name: true, createdAt: true, lastUsedAt: true, revokedAt: true, rateLimit: true, scoped: true, campaignScope: true } as const;
-const KEY_RECORD_FIELDS = { id: true, name: true, createdAt: true, revokedAt: true, rateLimit: true, scoped: true, campaignScope: true } as const;
 
 /** A partner's test key, as Partner.testKey shows it (never the key). */
 export interface PartnerTestKeyModel {
@@ -27,12 +26,8 @@ export interface PartnerTestKeyModel {
   revokedAt: Date | null;
 }
 
-const isTestPrefix = (prefix: string): boolean => prefix.startsWith(TEST_KEY_PREFIX);
-
 export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'> {
-  /** Key records by prefix (keyCache.ts): live keys, and test keys (`test_…` prefixes). */
-  private readonly keys: KeyCache<PartnerKeyRecord>;
-  private readonly testKeys: KeyCache<PartnerKeyRecord>;
+  private readonly caches: PartnerKeyCaches;
 
   constructor(
     private readonly db: Database,
@@ -41,38 +36,9 @@ export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'
     /** Tells every instance when a key was revoked, rotated or changed (live.ts). */
     private readonly live?: LiveUpdates,
   ) {
-    this.keys = new KeyCache<PartnerKeyRecord>(
-      keyCacheTtlMs,
-      async (prefix) => {
-        const row = await this.db.prisma.partner.findUnique({ where: { keyPrefix: prefix }, select: { ...KEY_RECORD_FIELDS, keyHash: true } });
-        return row && { ...row, test: false };
-      },
-      (id, at) => this.db.prisma.partner.update({ where: { id }, data: { lastUsedAt: at }, select: { id: true } }),
-      onError,
-      async () => (await this.db.prisma.partner.findMany({ where: { revokedAt: null, keyPrefix: { not: 'operator' } }, select: { keyPrefix: true } })).map((p) => p.keyPrefix),
-    );
-    // A test key's record: the partner's, with the test key's hash and revocation.
-    this.testKeys = new KeyCache<PartnerKeyRecord>(
-      keyCacheTtlMs,
-      async (prefix) => {
-        const row = await this.db.prisma.partnerTestKey.findUnique({ where: { keyPrefix: prefix }, select: { keyHash: true, revokedAt: true, partner: { select: KEY_RECORD_FIELDS } } });
-        return row && { ...row.partner, keyHash: row.keyHash, revokedAt: row.revokedAt, test: true };
-      },
-      (id, at) => this.db.prisma.partnerTestKey.update({ where: { partnerId: id }, data: { lastUsedAt: at }, select: { partnerId: true } }),
-      onError,
-      async () => (await this.db.prisma.partnerTestKey.findMany({ where: { revokedAt: null }, select: { keyPrefix: true } })).map((k) => k.keyPrefix),
-    );
+    this.caches = new PartnerKeyCaches(db, keyCacheTtlMs, onError);
     // A change made on another instance: drop this instance's cached records at once.
-    live?.onKeyChanged((partnerId) => this.forgetKeys(partnerId));
-  }
-
-  private cacheOf(prefix: string): KeyCache<PartnerKeyRecord> {
-    return isTestPrefix(prefix) ? this.testKeys : this.keys;
-  }
-
-  private forgetKeys(partnerId: string): void {
-    this.keys.forget(partnerId);
-    this.testKeys.forget(partnerId);
+    live?.onKeyChanged((partnerId) => this.caches.forget(partnerId));
   }
 
   /** Issues a partner, its API key and its test key; each is returned once and only its hash is stored. */
@@ -84,8 +50,8 @@ export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'
       data: { name, keyPrefix: key.prefix, keyHash: key.hash, testKey: { create: { keyPrefix: testKey.prefix, keyHash: testKey.hash } } },
       select: PARTNER_FIELDS,
     });
-    this.keys.added(key.prefix);
-    this.testKeys.added(testKey.prefix);
+    this.caches.live.added(key.prefix);
+    this.caches.test.added(testKey.prefix);
     ctx.loaders.partner.prime(row.id, row);
     return { partner: row, apiKey: key.apiKey, testApiKey: testKey.apiKey };
   }
@@ -107,7 +73,7 @@ export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'
       if (key && key.revokedAt === null) {
         await this.db.prisma.partnerTestKey.update({ where: { partnerId: current.id }, data: { revokedAt: new Date() }, select: { partnerId: true } });
       }
-      if (key) this.testKeys.removed(key.keyPrefix);
+      if (key) this.caches.test.removed(key.keyPrefix);
       this.live?.keyChanged(current.id);
       return this.fresh(ctx, current);
     }
@@ -116,7 +82,7 @@ export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'
       data: { revokedAt: current.revokedAt ?? new Date() },
       select: { ...PARTNER_FIELDS, keyPrefix: true },
     });
-    this.keys.removed(row.keyPrefix);
+    this.caches.live.removed(row.keyPrefix);
     this.live?.keyChanged(row.id);
     return this.fresh(ctx, row);
   }
@@ -130,15 +96,15 @@ export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'
     const current = await this.require(partnerId);
     const done = await offboardPartner(this.db.prisma, current.id);
     if (!done) throw notFound('Partner', partnerId);
-    this.keys.removed(done.keyPrefix);
-    if (done.testKeyPrefix !== null) this.testKeys.removed(done.testKeyPrefix);
+    this.caches.live.removed(done.keyPrefix);
+    if (done.testKeyPrefix !== null) this.caches.test.removed(done.testKeyPrefix);
     this.live?.keyChanged(current.id);
     return this.fresh(ctx, { ...current, revokedAt: done.revokedAt });
   }
 
   /**
    * A new key (shown once); the old one stops working as with revoke. Also un-revokes. `test`: a new
-   * test key instead (issued for a partner made before test keys existed).
+   * test key instead (or the partner's first, where it has none).
    */
   async rotate(ctx: RequestContext, partnerId: string, test = false): Promise<{ partner: PartnerModel; apiKey: string; testApiKey: string | null }> {
     const current = await this.require(partnerId);
@@ -147,8 +113,8 @@ export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'
       const old = await this.db.prisma.partnerTestKey.findUnique({ where: { partnerId: current.id }, select: { keyPrefix: true } });
       const fields = { keyPrefix: key.prefix, keyHash: key.hash, createdAt: new Date(), revokedAt: null, lastUsedAt: null };
       await this.db.prisma.partnerTestKey.upsert({ where: { partnerId: current.id }, create: { partnerId: current.id, ...fields }, update: fields, select: { partnerId: true } });
-      if (old) this.testKeys.removed(old.keyPrefix);
-      this.testKeys.added(key.prefix);
+      if (old) this.caches.test.removed(old.keyPrefix);
+      this.caches.test.added(key.prefix);
       this.live?.keyChanged(current.id);
       return { partner: this.fresh(ctx, current), apiKey: key.apiKey, testApiKey: key.apiKey };
     }
@@ -159,8 +125,8 @@ export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'
       data: { keyPrefix: key.prefix, keyHash: key.hash, revokedAt: null, rotatedAt: new Date() },
       select: PARTNER_FIELDS,
     });
-    this.keys.removed(old.keyPrefix);
-    this.keys.added(key.prefix);
+    this.caches.live.removed(old.keyPrefix);
+    this.caches.live.added(key.prefix);
     this.live?.keyChanged(row.id);
     return { partner: this.fresh(ctx, row), apiKey: key.apiKey, testApiKey: null };
   }
@@ -169,8 +135,8 @@ export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'
     const current = await this.require(partnerId);
     const rateLimit = validate.optionalIntInRange('pointsPerSecond', pointsPerSecond, 1, 1_000_000);
     const row = await this.db.prisma.partner.update({ where: { id: current.id }, data: { rateLimit }, select: { ...PARTNER_FIELDS, keyPrefix: true } });
-    this.keys.drop(row.keyPrefix);
-    this.testKeys.forget(row.id);
+    this.caches.live.drop(row.keyPrefix);
+    this.caches.test.forget(row.id);
     this.live?.keyChanged(row.id);
     return this.fresh(ctx, row);
   }
@@ -197,8 +163,8 @@ export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'
       data: { scoped: scope !== null, campaignScope: scope ?? [] },
       select: { ...PARTNER_FIELDS, keyPrefix: true },
     });
-    this.keys.drop(row.keyPrefix);
-    this.testKeys.forget(row.id);
+    this.caches.live.drop(row.keyPrefix);
+    this.caches.test.forget(row.id);
     this.live?.keyChanged(row.id);
     return this.fresh(ctx, row);
   }
@@ -225,22 +191,22 @@ export class PartnerService implements Pick<Authenticator, 'findPartnerByPrefix'
 
   /** The key's record, cached (keyCache.ts); `loadedSince`: only one read at or after that instant will do. */
   findPartnerByPrefix(prefix: string, loadedSince?: number): Promise<PartnerKeyRecord | null> {
-    return this.cacheOf(prefix).find(prefix, loadedSince);
+    return this.caches.of(prefix).find(prefix, loadedSince);
   }
 
   /** Authenticating a key with this prefix costs no look-up (keyCache.ts). */
   isKeyCached(prefix: string): boolean {
-    return this.cacheOf(prefix).has(prefix);
+    return this.caches.of(prefix).has(prefix);
   }
 
   /** Whether a partner key with this prefix exists, from memory (keyCache.ts; the failed-authentication limit). */
   keyExists(prefix: string, waitUntil: number): Promise<boolean> {
-    return this.cacheOf(prefix).exists(prefix, waitUntil);
+    return this.caches.of(prefix).exists(prefix, waitUntil);
   }
 
   /** Records that a partner's key — its live or its test key — authenticated a request (keyCache.ts). */
   touch(viewer: Extract<Viewer, { kind: 'partner' }>): void {
-    (viewer.test ? this.testKeys : this.keys).touch(viewer.partnerId);
+    (viewer.test ? this.caches.test : this.caches.live).touch(viewer.partnerId);
   }
 
   async findByIds(ids: readonly string[]): Promise<PartnerModel[]> {
