@@ -11,7 +11,7 @@
 //     its arguments, as FORBIDDEN: refused for want of a role, by the field because the object is
 //     another partner's (a Refusal, errors.ts — the caller is answered NOT_FOUND, the audit log
 //     says what happened), or by the field with FORBIDDEN itself (a partner's test key resetting a
-//     test campaign that other partners use: services/campaigns.ts).
+//     test campaign that other partners use: services/campaignTestMode.ts).
 // Every other Mutation field (the partner operations, which check ownership themselves) is open to
 // partners and to operators that may change things: a VIEWER key is refused every mutation
 // (FORBIDDEN, audited), before anything else runs. Operator keys (OWNER, OPERATOR) act as the admin

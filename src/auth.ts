@@ -43,7 +43,7 @@ export const keyOwnerOf = (viewer: Viewer): string | undefined => (viewer.kind =
 export const OPERATOR_PARTNER_ID = '00000000-0000-0000-0000-000000000000';
 
 // The prefix of a test key is `test_` and its 12 hex digits: the key cache and the failed-
-// authentication limit tell the two kinds apart by it (services/partners.ts).
+// authentication limit tell the two kinds apart by it (services/partnerKeys.ts).
 const KEY_PATTERN = /^ts([po])_((?:test_)?[0-9a-f]{12})_[A-Za-z0-9_-]{43}$/;
 /** A test key's prefix, as the key cache holds it. */
 export const TEST_KEY_PREFIX = 'test_';
