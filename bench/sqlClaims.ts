@@ -24,10 +24,10 @@
 // this machine's PostgreSQL has autovacuum off.
 import { Client } from 'pg';
 import { loadConfig } from '../src/config';
-import { claimGroup } from '../src/db/claimGroup';
-import { claimOne } from '../src/db/claimOne';
-import { claimStatement } from '../src/db/claimTicket';
-import type { ClaimClient } from '../src/db/claimTransaction';
+import { firstLookAlone, firstLookTogether } from '../src/claim/firstLook';
+import { claimStatement } from '../src/claim/secondLook';
+import type { ClaimClient } from '../src/claim/transaction';
+import { dialectOf } from '../src/db/dialect';
 import { poolConfig } from '../src/db/client';
 import { migrate } from '../src/db/migrate';
 import { randomPickStart } from '../src/db/pickTickets';
@@ -120,10 +120,10 @@ export interface ClaimSql {
   values: unknown[];
 }
 
-/** Which of Tessera's claim statements: claimStatement() of claimTicket.ts, the first look of claimOne.ts, or a group of claimGroup.ts. */
+/** Which of Tessera's claim statements: the second look's (src/claim/secondLook.ts), the first look alone, or a group's (src/claim/firstLook.ts). */
 export type Which = 'statement' | 'firstLook' | 'group';
 
-/** The claim statement of src/db/claimTicket.ts for the bench's campaign, partner and holder. */
+/** The second look's statement for the bench's campaign, partner and holder. */
 function statementSql(campaignId: string, partnerId: string): ClaimSql {
   return claimStatement({
     kind: 'claim',
@@ -143,7 +143,7 @@ function statementSql(campaignId: string, partnerId: string): ClaimSql {
 /**
  * The statement `send` hands to Prisma, caught on its way there: Tessera's own code builds it,
  * text and values, exactly as it would for PostgreSQL. `rows` is what the transaction answers
- * (claimOne checks that it got one row).
+ * (the first look checks that it got one row per request).
  */
 async function caught(name: string, rows: unknown[], send: (prisma: ClaimClient) => Promise<unknown>): Promise<ClaimSql> {
   let sent: ClaimSql | null = null;
@@ -159,26 +159,30 @@ async function caught(name: string, rows: unknown[], send: (prisma: ClaimClient)
   return sent;
 }
 
-/** One request of the bench's holder in its campaign; `rank` is its place among the group's requests of that holder. */
-const request = (campaignId: string, partnerId: string, rank: number) => ({
+/** One request of the bench's holder in its campaign. */
+const request = (campaignId: string, partnerId: string) => ({
   campaignId,
   partnerId,
   holder: HOLDER,
   metadata: null,
   idempotencyKey: null,
   requestHash: null,
-  holderRank: rank,
-  partnerRank: rank,
   start: START_MARK,
 });
 
-/** The first look of src/db/claimOne.ts, as claimOne() itself sends it. */
-const firstLookSql = (campaignId: string, partnerId: string) =>
-  caught('claimOne()', [{}], (prisma) => claimOne(prisma, request(campaignId, partnerId, 1)));
+/** What the catcher answers for n requests: each undecided. */
+const undecided = (n: number) => Array.from({ length: n }, (_, i) => ({ ord: i + 1, verdict: 'OK', id: null }));
 
-/** The group statement of src/db/claimGroup.ts for GROUP_SIZE claims of the bench's holder in its one campaign, as claimGroup() itself sends it. */
+/** One PostgreSQL's dialect: the bench's statements are those it sends. */
+const POSTGRESQL = dialectOf('postgresql');
+
+/** The first look alone, as firstLookAlone() itself sends it. */
+const firstLookSql = (campaignId: string, partnerId: string) =>
+  caught('firstLookAlone()', undecided(1), (prisma) => firstLookAlone(prisma, POSTGRESQL, request(campaignId, partnerId)));
+
+/** The group's call for GROUP_SIZE claims of the bench's holder in its one campaign, as firstLookTogether() itself sends it. */
 const groupSql = (campaignId: string, partnerId: string) =>
-  caught('claimGroup()', [], (prisma) => claimGroup(prisma, Array.from({ length: GROUP_SIZE }, (_, i) => request(campaignId, partnerId, i + 1))));
+  caught('firstLookTogether()', undecided(GROUP_SIZE), (prisma) => firstLookTogether(prisma, POSTGRESQL, Array.from({ length: GROUP_SIZE }, () => request(campaignId, partnerId))));
 
 /** The values of one execution: the pick start drawn anew (one per execution, wherever it appears). */
 const valuesWithStart = (s: ClaimSql) => {

@@ -568,13 +568,24 @@ AS $function$
 DECLARE
     wanted INTEGER;
     taken INTEGER;
-    made INTEGER;
+    made INTEGER := 0;
+    v_entries UUID[];
+    v_partners UUID[];
+    v_tickets BIGINT[];
+    v_from BOOLEAN[];
+    v_holder TEXT;
+    v_metadata JSONB;
+    n INTEGER;
+    i INTEGER := 1;
+    j INTEGER;
 BEGIN
     SELECT COALESCE(sum(w.quantity), 0) INTO wanted FROM tessera_ballot_winners w;
     IF wanted = 0 THEN
         RETURN 0;
     END IF;
 
+    -- Each winner's slots (allotted ones first), paired with the pool's tickets of their owner in
+    -- pick order; in rank order, each winner's in request order.
     WITH ranked AS (
         SELECT w.id, w.partner_id, w.quantity, w.from_allot, w.rank,
                sum(w.quantity - w.from_allot) OVER (ORDER BY w.rank) - (w.quantity - w.from_allot) AS shared_before,
@@ -586,51 +597,32 @@ BEGIN
                CASE WHEN g <= r.from_allot THEN r.partner_id ELSE '00000000-0000-0000-0000-000000000000'::uuid END AS owner,
                CASE WHEN g <= r.from_allot THEN r.allot_before + g ELSE r.shared_before + g - r.from_allot END AS n
           FROM ranked r CROSS JOIN LATERAL generate_series(1, r.quantity) AS g
-    ),
-    picked AS (
-        SELECT s.*, p.id AS ticket_id FROM slots s JOIN tessera_ballot_pool p ON p.owner = s.owner AND p.n = s.n
-    ),
-    held AS (
-        UPDATE tickets t SET status = 'HELD'
-          FROM picked k
-         WHERE t.campaign_id = p_campaign_id AND t.id = k.ticket_id AND t.status IN ('AVAILABLE', 'ALLOTTED')
-        RETURNING t.id
-    ),
-    allocated AS (
-        INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, metadata, status,
-                                 expires_at, request_index, from_allotment, ballot_entry_id)
-        SELECT p_campaign_id, k.ticket_id, k.partner_id, e.holder, e.metadata, 'HELD',
-               p_expires, k.request_index, k.from_allotment, k.entry_id
-          FROM picked k JOIN ballot_entries e ON e.campaign_id = p_campaign_id AND e.id = k.entry_id
-         ORDER BY k.rank, k.request_index
-        RETURNING id, campaign_id, partner_id, status, expires_at
-    ),
-    counted AS (
-        INSERT INTO campaign_counters AS c (campaign_id, slot, allocated, held)
-        SELECT p_campaign_id, pg_backend_pid(), 0, count(*) FROM allocated
-        ON CONFLICT (campaign_id, slot) DO UPDATE SET held = c.held + EXCLUDED.held
-    ),
-    counted_partners AS (
-        INSERT INTO partner_counters AS c (campaign_id, partner_id, slot, active, held)
-        SELECT p_campaign_id, a.partner_id, pg_backend_pid(), 0, count(*) FROM allocated a GROUP BY a.partner_id
-        ON CONFLICT (campaign_id, partner_id, slot) DO UPDATE SET held = c.held + EXCLUDED.held
-    ),
-    counted_quotas AS (
-        UPDATE partner_quotas q SET live = q.live + x.n
-          FROM (SELECT a.partner_id, count(*) AS n FROM allocated a GROUP BY a.partner_id) x
-         WHERE q.campaign_id = p_campaign_id AND q.partner_id = x.partner_id
-    ),
-    evented AS (
-        INSERT INTO webhook_events (type, campaign_id, partner_id, allocation_id, expires_at)
-        SELECT 'HOLD_CREATED', a.campaign_id, a.partner_id, a.id, a.expires_at
-          FROM allocated a
-         WHERE EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.enabled)
     )
-    SELECT (SELECT count(*) FROM held), (SELECT count(*) FROM allocated) INTO taken, made;
+    SELECT array_agg(s.entry_id ORDER BY s.rank, s.request_index), array_agg(s.partner_id ORDER BY s.rank, s.request_index),
+           array_agg(p.id ORDER BY s.rank, s.request_index), array_agg(s.from_allotment ORDER BY s.rank, s.request_index)
+      INTO v_entries, v_partners, v_tickets, v_from
+      FROM slots s JOIN tessera_ballot_pool p ON p.owner = s.owner AND p.n = s.n;
 
-    IF taken <> wanted OR made <> wanted THEN
-        RAISE EXCEPTION 'ballot holds: % tickets wanted, % taken, % allocations made', wanted, taken, made
-              USING ERRCODE = 'P0001';
+    UPDATE tickets t SET status = 'HELD'
+     WHERE t.campaign_id = p_campaign_id AND t.id = ANY(v_tickets) AND t.status IN ('AVAILABLE', 'ALLOTTED');
+    GET DIAGNOSTICS taken = ROW_COUNT;
+    IF taken <> wanted THEN
+        RAISE EXCEPTION 'ballot holds: % tickets wanted, % taken', wanted, taken USING ERRCODE = 'P0001';
+    END IF;
+
+    -- One winner (a run of one entry in the arrays) at a time.
+    n := cardinality(v_entries);
+    WHILE i <= n LOOP
+        j := i;
+        WHILE j < n AND v_entries[j + 1] = v_entries[i] LOOP j := j + 1; END LOOP;
+        SELECT e.holder, e.metadata INTO v_holder, v_metadata FROM ballot_entries e WHERE e.campaign_id = p_campaign_id AND e.id = v_entries[i];
+        made := made + (SELECT count(*) FROM tessera_record_allocations(p_campaign_id, v_partners[i], v_holder, v_metadata, NULL, NULL, 'HELD',
+                                                                        p_expires, v_tickets[i:j], v_from[i:j], NULL, v_entries[i], true));
+        i := j + 1;
+    END LOOP;
+
+    IF made <> wanted THEN
+        RAISE EXCEPTION 'ballot holds: % tickets wanted, % allocations made', wanted, made USING ERRCODE = 'P0001';
     END IF;
     RETURN made;
 END
@@ -843,35 +835,12 @@ CREATE OR REPLACE FUNCTION public.tessera_claim_campaign_group(p_campaign_id uui
  RETURNS TABLE(ord integer, verdict text, prior_campaign_id uuid, prior_allocation_id uuid, id uuid, sequence bigint, allocated_at timestamp with time zone, ticket_id bigint, ticket_code text, campaign_name text, campaign_status campaign_status, campaign_opens_at timestamp with time zone, campaign_closes_at timestamp with time zone, campaign_per_holder_limit integer, campaign_created_at timestamp with time zone)
  LANGUAGE plpgsql
 AS $function$
-#variable_conflict use_column
 DECLARE
-    v_lock INTEGER;
-    v_i INTEGER;
+    v_n INTEGER := cardinality(p_partner_ids);
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(1, hashtext(p_campaign_id::text));
-    PERFORM tessera_lock_idempotency_keys(p_partner_ids, p_idempotency_keys);
-    IF EXISTS (SELECT 1 FROM campaigns c WHERE c.id = p_campaign_id AND c.per_holder_limit IS NOT NULL) THEN
-        FOR v_lock IN SELECT DISTINCT hashtext(p_campaign_id::text || ':' || h.partner_id::text || ':' || h.holder)
-                        FROM unnest(p_partner_ids, p_holders) AS h(partner_id, holder)
-                       ORDER BY 1 LOOP
-            PERFORM pg_advisory_xact_lock(3, v_lock);
-        END LOOP;
-    END IF;
-    PERFORM 1 FROM partner_quotas q
-      WHERE q.campaign_id = p_campaign_id AND q.partner_id = ANY(p_partner_ids)
-      ORDER BY q.partner_id
-        FOR UPDATE;
-
-    -- One pick start for the group, as the group statement has per campaign: each request takes the
-    -- next AVAILABLE ticket after the previous one's.
-    FOR v_i IN 1 .. cardinality(p_partner_ids) LOOP
-        RETURN QUERY
-            SELECT v_i, o.verdict, o.prior_campaign_id, o.prior_allocation_id, o.id, o.sequence, o.allocated_at,
-                   o.ticket_id, o.ticket_code, o.campaign_name, o.campaign_status, o.campaign_opens_at,
-                   o.campaign_closes_at, o.campaign_per_holder_limit, o.campaign_created_at
-              FROM tessera_claim_one(p_campaign_id, p_partner_ids[v_i], p_holders[v_i], p_metadata[v_i],
-                                     p_idempotency_keys[v_i], p_request_hashes[v_i], p_start) o;
-    END LOOP;
+    RETURN QUERY
+        SELECT * FROM tessera_claim_group(array_fill(p_campaign_id, ARRAY[v_n]), p_partner_ids, p_holders, p_metadata,
+                                          p_idempotency_keys, p_request_hashes, array_fill(p_start, ARRAY[v_n]));
 END
 $function$;
 
@@ -884,10 +853,10 @@ DECLARE
     live INTEGER;
     q partner_quotas%ROWTYPE;
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(1, hashtext(p_campaign_id::text));
+    PERFORM tessera_lock('campaign', p_campaign_id::text, true);
 
     IF p_idempotency_key IS NOT NULL THEN
-        PERFORM pg_advisory_xact_lock(2, hashtext(p_partner_id::text || ':' || p_idempotency_key));
+        PERFORM tessera_lock('idempotency_key', p_partner_id::text || ':' || p_idempotency_key);
         IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
             -- One PostgreSQL: the key's claim in any campaign.
             SELECT 'PRIOR', a.campaign_id, a.id INTO verdict, prior_campaign_id, prior_allocation_id
@@ -923,7 +892,7 @@ BEGIN
     END IF;
 
     IF p_quantity > 0 AND c.per_holder_limit IS NOT NULL THEN
-        PERFORM pg_advisory_xact_lock(3, hashtext(p_campaign_id::text || ':' || p_partner_id::text || ':' || p_holder));
+        PERFORM tessera_lock('holder', p_campaign_id::text || ':' || p_partner_id::text || ':' || p_holder);
         SELECT count(*) INTO live
           FROM allocations a
          WHERE a.campaign_id = p_campaign_id AND a.partner_id = p_partner_id AND a.holder = p_holder
@@ -952,132 +921,46 @@ BEGIN
 END
 $function$;
 
-CREATE OR REPLACE FUNCTION public.tessera_claim_group(uuid[], uuid[], text[], jsonb[], text[], text[], integer[], integer[], integer[])
- RETURNS TABLE(ord bigint, verdict text, id uuid, sequence bigint, allocated_at timestamp with time zone, ticket_id bigint, ticket_code text, campaign_name text, campaign_status campaign_status, campaign_opens_at timestamp with time zone, campaign_closes_at timestamp with time zone, campaign_per_holder_limit integer, campaign_created_at timestamp with time zone)
+CREATE OR REPLACE FUNCTION public.tessera_claim_group(p_campaign_ids uuid[], p_partner_ids uuid[], p_holders text[], p_metadata jsonb[], p_idempotency_keys text[], p_request_hashes text[], p_starts integer[])
+ RETURNS TABLE(ord integer, verdict text, prior_campaign_id uuid, prior_allocation_id uuid, id uuid, sequence bigint, allocated_at timestamp with time zone, ticket_id bigint, ticket_code text, campaign_name text, campaign_status campaign_status, campaign_opens_at timestamp with time zone, campaign_closes_at timestamp with time zone, campaign_per_holder_limit integer, campaign_created_at timestamp with time zone)
  LANGUAGE plpgsql
 AS $function$
 #variable_conflict use_column
+DECLARE
+    v_campaigns UUID[] := ARRAY(SELECT DISTINCT c FROM unnest(p_campaign_ids) c ORDER BY c);
+    v_campaign UUID;
+    v_holders TEXT[] := '{}';
+    v_i INTEGER;
 BEGIN
-  RETURN QUERY WITH input AS MATERIALIZED (
-  SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::jsonb[], $5::text[], $6::text[], $7::integer[], $8::integer[], $9::integer[])
-         WITH ORDINALITY AS r(campaign_id, partner_id, holder, metadata, idempotency_key, request_hash, holder_rank, partner_rank, start, ord)
-),
-locked AS MATERIALIZED (
-  SELECT count(CASE WHEN l.class = 1 THEN pg_advisory_xact_lock_shared(l.class, l.k)::text
-                    ELSE pg_advisory_xact_lock(l.class, l.k)::text END) AS n
-    FROM (SELECT DISTINCT class, k FROM (
-            SELECT 1 AS class, hashtext(i.campaign_id::text) AS k FROM input i
-            UNION ALL
-            SELECT 2, hashtext(i.partner_id::text || ':' || i.idempotency_key) FROM input i WHERE i.idempotency_key IS NOT NULL
-            UNION ALL
-            SELECT 3, hashtext(i.campaign_id::text || ':' || i.partner_id::text || ':' || i.holder)
-              FROM input i JOIN campaigns c ON c.id = i.campaign_id WHERE c.per_holder_limit IS NOT NULL
-          ) x ORDER BY class, k) l
-),
-quota_locked AS MATERIALIZED (
-  SELECT count(*) AS n FROM (
-    SELECT 1 FROM partner_quotas q
-     WHERE q.campaign_id = ANY(ARRAY(SELECT campaign_id FROM input)) AND q.partner_id = ANY(ARRAY(SELECT partner_id FROM input))
-       AND (SELECT n FROM locked) >= 0
-     ORDER BY q.campaign_id, q.partner_id
-       FOR UPDATE) s
-),
-gates AS MATERIALIZED (
-  SELECT i.*, g.verdict
-    FROM input i,
-         LATERAL tessera_claim_gate(i.campaign_id, i.partner_id, i.holder, i.idempotency_key, i.holder_rank, i.partner_rank) g
-   WHERE (SELECT n FROM quota_locked) >= 0
-   ORDER BY i.ord
-),
-passed AS MATERIALIZED (
-  SELECT g.*, row_number() OVER (PARTITION BY g.campaign_id ORDER BY g.ord) AS slot FROM gates g
-   WHERE g.verdict = 'OK'
-     -- a partner with tickets ALLOTTED to it draws on them first, in the second look
-     AND NOT EXISTS (SELECT 1 FROM tickets t WHERE t.campaign_id = g.campaign_id AND t.status = 'ALLOTTED' AND t.allotted_to = g.partner_id)
-),
-wanted AS MATERIALIZED (
-  SELECT p.campaign_id, count(*)::integer AS n, (array_agg(p.start ORDER BY p.ord))[1] AS start FROM passed p GROUP BY p.campaign_id
-),
-picked AS MATERIALIZED (
-  SELECT w.campaign_id, t.id, t.tid, row_number() OVER (PARTITION BY w.campaign_id) AS slot
-    FROM wanted w,
-         LATERAL (SELECT u.id, u.tid FROM (SELECT a.id, a.tid FROM (SELECT t1.id, t1.ctid AS tid FROM tickets t1
-                                                        WHERE t1.campaign_id = w.campaign_id AND t1.status = 'AVAILABLE' AND t1.pick_order >= w.start
-                                                        ORDER BY t1.pick_order LIMIT w.n FOR UPDATE SKIP LOCKED) a
-                                    UNION ALL
-                                    SELECT b.id, b.tid FROM (SELECT t2.id, t2.ctid AS tid FROM tickets t2
-                                                        WHERE t2.campaign_id = w.campaign_id AND t2.status = 'AVAILABLE' AND t2.pick_order < w.start
-                                                        ORDER BY t2.pick_order LIMIT w.n FOR UPDATE SKIP LOCKED) b) u
-                   LIMIT w.n) t
-),
--- The picked rows where they are (ctid: a row this statement has locked cannot move), then checked
--- by primary key and status. A scan by index here went wrong on a table never analyzed, right after
--- a load: the planner took an index on campaign_id alone and walked the campaign (20,000 tickets
--- read for 3; test/plan.test.ts). The status re-check is written IS NOT DISTINCT FROM (the same
--- test: status is never NULL) so that the AVAILABLE partial index does not qualify either.
-taken AS (
-  UPDATE tickets t SET status = 'ALLOCATED'
-   WHERE t.ctid = ANY(ARRAY(SELECT tid FROM picked))
-     AND t.campaign_id = ANY(ARRAY(SELECT DISTINCT campaign_id FROM picked))
-     AND t.id = ANY(ARRAY(SELECT id FROM picked))
-     AND t.status IS NOT DISTINCT FROM 'AVAILABLE'
-  RETURNING t.campaign_id, t.id, t.code
-),
-allocated AS (
-  INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, metadata, idempotency_key,
-                           request_hash, status)
-  -- (sequence and allocated_at: the row trigger tessera_number_allocation gives them to each row as
-  -- it is inserted, in this ORDER BY's order)
-  SELECT k.campaign_id, k.id, p.partner_id, p.holder, p.metadata, p.idempotency_key, p.request_hash, 'ACTIVE'
-    FROM taken k
-    JOIN picked pk ON pk.campaign_id = k.campaign_id AND pk.id = k.id
-    JOIN passed p ON p.campaign_id = pk.campaign_id AND p.slot = pk.slot
-   ORDER BY p.ord
-  RETURNING id, campaign_id, ticket_id, partner_id, status, sequence, allocated_at, expires_at
-),
+    PERFORM tessera_lock_each('campaign', v_campaigns::text[], true);
+    PERFORM tessera_lock_each('idempotency_key',
+                              ARRAY(SELECT k.partner_id::text || ':' || k.idempotency_key
+                                      FROM unnest(p_partner_ids, p_idempotency_keys) AS k(partner_id, idempotency_key)));
+    FOREACH v_campaign IN ARRAY v_campaigns LOOP
+        IF (SELECT c.per_holder_limit IS NOT NULL FROM campaigns c WHERE c.id = v_campaign) THEN
+            v_holders := v_holders || ARRAY(SELECT v_campaign::text || ':' || h.partner_id::text || ':' || h.holder
+                                              FROM unnest(p_campaign_ids, p_partner_ids, p_holders) AS h(campaign_id, partner_id, holder)
+                                             WHERE h.campaign_id = v_campaign);
+        END IF;
+    END LOOP;
+    PERFORM tessera_lock_each('holder', v_holders);
+    FOREACH v_campaign IN ARRAY v_campaigns LOOP
+        PERFORM 1 FROM partner_quotas q
+          WHERE q.campaign_id = v_campaign
+            AND q.partner_id = ANY(ARRAY(SELECT r.partner_id FROM unnest(p_campaign_ids, p_partner_ids) AS r(campaign_id, partner_id)
+                                          WHERE r.campaign_id = v_campaign))
+          ORDER BY q.partner_id
+            FOR UPDATE;
+    END LOOP;
 
-counted AS (
-  INSERT INTO campaign_counters AS c (campaign_id, slot, allocated, held)
-  SELECT a.campaign_id, pg_backend_pid(), count(*) FILTER (WHERE a.status = 'ACTIVE'), count(*) FILTER (WHERE a.status = 'HELD')
-    FROM allocated a GROUP BY a.campaign_id
-  ON CONFLICT (campaign_id, slot) DO UPDATE SET allocated = c.allocated + EXCLUDED.allocated, held = c.held + EXCLUDED.held
-),
-counted_partners AS (
-  INSERT INTO partner_counters AS c (campaign_id, partner_id, slot, active, held)
-  SELECT a.campaign_id, a.partner_id, pg_backend_pid(), count(*) FILTER (WHERE a.status = 'ACTIVE'), count(*) FILTER (WHERE a.status = 'HELD')
-    FROM allocated a GROUP BY a.campaign_id, a.partner_id
-  ON CONFLICT (campaign_id, partner_id, slot) DO UPDATE SET active = c.active + EXCLUDED.active, held = c.held + EXCLUDED.held
-),
-counted_minutes AS (
-  INSERT INTO minute_counters AS c (campaign_id, minute, slot, active)
-  SELECT a.campaign_id, date_trunc('minute', a.allocated_at, 'UTC'), pg_backend_pid(), count(*)
-    FROM allocated a WHERE a.status = 'ACTIVE' GROUP BY 1, 2
-  ON CONFLICT (campaign_id, minute, slot) DO UPDATE SET active = c.active + EXCLUDED.active
-),
-counted_quotas AS (
-  UPDATE partner_quotas q SET live = q.live + x.n
-    FROM (SELECT a.campaign_id, a.partner_id, count(*) AS n FROM allocated a GROUP BY 1, 2) x
-   WHERE q.campaign_id = x.campaign_id AND q.partner_id = x.partner_id
-),
-
-evented AS (
-  INSERT INTO webhook_events (type, campaign_id, partner_id, allocation_id, expires_at)
-  SELECT CASE WHEN a.status = 'HELD' THEN 'HOLD_CREATED' ELSE 'ALLOCATION_CREATED' END,
-         a.campaign_id, a.partner_id, a.id, a.expires_at
-    FROM allocated a
-   WHERE EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.enabled)
-)
-SELECT g.ord, g.verdict, a.id, a.sequence, a.allocated_at, k.id AS ticket_id, k.code AS ticket_code,
-       cp.name AS campaign_name, cp.status AS campaign_status, cp.opens_at AS campaign_opens_at,
-       cp.closes_at AS campaign_closes_at, cp.per_holder_limit AS campaign_per_holder_limit,
-       cp.created_at AS campaign_created_at
-  FROM gates g
-  LEFT JOIN passed p ON p.ord = g.ord
-  LEFT JOIN picked pk ON pk.campaign_id = p.campaign_id AND pk.slot = p.slot
-  LEFT JOIN allocated a ON a.campaign_id = pk.campaign_id AND a.ticket_id = pk.id
-  LEFT JOIN taken k ON k.campaign_id = a.campaign_id AND k.id = a.ticket_id
-  LEFT JOIN campaigns cp ON a.id IS NOT NULL AND cp.id = g.campaign_id
- ORDER BY g.ord;
+    FOR v_i IN 1 .. cardinality(p_campaign_ids) LOOP
+        RETURN QUERY
+            SELECT v_i, o.verdict, o.prior_campaign_id, o.prior_allocation_id, o.id, o.sequence, o.allocated_at,
+                   o.ticket_id, o.ticket_code, o.campaign_name, o.campaign_status, o.campaign_opens_at,
+                   o.campaign_closes_at, o.campaign_per_holder_limit, o.campaign_created_at
+              FROM tessera_claim_one(p_campaign_ids[v_i], p_partner_ids[v_i], p_holders[v_i], p_metadata[v_i],
+                                     p_idempotency_keys[v_i], p_request_hashes[v_i], p_starts[v_i]) o;
+    END LOOP;
 END
 $function$;
 
@@ -1086,15 +969,13 @@ CREATE OR REPLACE FUNCTION public.tessera_claim_one(p_campaign_id uuid, p_partne
  LANGUAGE plpgsql
 AS $function$
 #variable_conflict use_column
-DECLARE
-    v_slot INTEGER := pg_backend_pid();
 BEGIN
     ord := 1;
     SELECT g.verdict, g.prior_campaign_id, g.prior_allocation_id INTO verdict, prior_campaign_id, prior_allocation_id
       FROM tessera_claim_gate(p_campaign_id, p_partner_id, p_holder, p_idempotency_key, 1, 1) g;
     IF verdict <> 'OK' THEN RETURN NEXT; RETURN; END IF;
 
-    -- A partner with tickets set aside by an allotment draws on them first: the second look does that.
+    -- (2: a partner with allotted tickets draws on them first, in the second look)
     IF EXISTS (SELECT 1 FROM tickets t
                 WHERE t.campaign_id = p_campaign_id AND t.status = 'ALLOTTED' AND t.allotted_to = p_partner_id) THEN
         RETURN NEXT; RETURN;
@@ -1110,40 +991,15 @@ BEGIN
     END IF;
     IF ticket_id IS NULL THEN RETURN NEXT; RETURN; END IF;
 
-    -- The row is locked, and was AVAILABLE in its newest version when it was locked; the UPDATE
-    -- re-checks it all the same (docs/CORRECTNESS.md §1), and takes nothing if it no longer is.
-    -- It finds the row by primary key, and writes the re-check IS NOT DISTINCT FROM (the same test:
-    -- status is never NULL) so that the AVAILABLE partial index cannot serve it: with `=` that index
-    -- qualifies too, and on a table never analyzed — right after a load — the planner took it on
-    -- campaign_id alone and filtered the campaign's every ticket for the id (60,000 tickets: 30-40
-    -- ms a claim instead of 0.3; test/plan.test.ts checks it).
+    -- (4: by primary key, re-checked, never by the AVAILABLE index)
     UPDATE tickets t SET status = 'ALLOCATED'
      WHERE t.campaign_id = p_campaign_id AND t.id = ticket_id AND t.status IS NOT DISTINCT FROM 'AVAILABLE'
     RETURNING t.code INTO ticket_code;
     IF ticket_code IS NULL THEN ticket_id := NULL; RETURN NEXT; RETURN; END IF;
 
-    -- (sequence and allocated_at: the row trigger tessera_number_allocation gives them)
-    INSERT INTO allocations AS a (campaign_id, ticket_id, partner_id, holder, metadata, idempotency_key,
-                                  request_hash, status)
-    VALUES (p_campaign_id, ticket_id, p_partner_id, p_holder, p_metadata, p_idempotency_key,
-            p_request_hash, 'ACTIVE')
-    RETURNING a.id, a.sequence, a.allocated_at INTO id, sequence, allocated_at;
-
-    -- The counters, each in this backend's own slot (docs/PERFORMANCE.md, strategy C).
-    INSERT INTO campaign_counters AS c (campaign_id, slot, allocated, held) VALUES (p_campaign_id, v_slot, 1, 0)
-    ON CONFLICT (campaign_id, slot) DO UPDATE SET allocated = c.allocated + 1;
-    INSERT INTO partner_counters AS c (campaign_id, partner_id, slot, active, held) VALUES (p_campaign_id, p_partner_id, v_slot, 1, 0)
-    ON CONFLICT (campaign_id, partner_id, slot) DO UPDATE SET active = c.active + 1;
-    INSERT INTO minute_counters AS c (campaign_id, minute, slot, active)
-    VALUES (p_campaign_id, date_trunc('minute', allocated_at, 'UTC'), v_slot, 1)
-    ON CONFLICT (campaign_id, minute, slot) DO UPDATE SET active = c.active + 1;
-    -- (the gate locked the quota row, if the partner has one here, before the pick)
-    UPDATE partner_quotas q SET live = q.live + 1 WHERE q.campaign_id = p_campaign_id AND q.partner_id = p_partner_id;
-
-    IF EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.enabled) THEN
-        INSERT INTO webhook_events (type, campaign_id, partner_id, allocation_id, expires_at)
-        VALUES ('ALLOCATION_CREATED', p_campaign_id, p_partner_id, id, NULL);
-    END IF;
+    SELECT r.id, r.sequence, r.allocated_at INTO id, sequence, allocated_at
+      FROM tessera_record_allocations(p_campaign_id, p_partner_id, p_holder, p_metadata, p_idempotency_key, p_request_hash,
+                                      'ACTIVE', NULL, ARRAY[ticket_id], NULL, NULL, NULL, true) r;
 
     SELECT cp.name, cp.status, cp.opens_at, cp.closes_at, cp.per_holder_limit, cp.created_at
       INTO campaign_name, campaign_status, campaign_opens_at, campaign_closes_at, campaign_per_holder_limit, campaign_created_at
@@ -1158,7 +1014,7 @@ CREATE OR REPLACE FUNCTION public.tessera_claim_tickets(p_campaign_id uuid, p_pa
 AS $function$
 #variable_conflict use_column
 DECLARE
-    v_policy TEXT; -- (text: the function is also made on databases from before release policies)
+    v_policy TEXT;
     v_own_live BOOLEAN;
     v_own BIGINT[] := '{}';
     v_available BIGINT[] := '{}';
@@ -1173,11 +1029,9 @@ DECLARE
     v_codes TEXT[];
     v_status allocation_status := CASE WHEN p_hold_seconds IS NULL THEN 'ACTIVE' ELSE 'HELD' END;
     v_expires TIMESTAMPTZ;
-    v_slot INTEGER := pg_backend_pid();
-    v_listening BOOLEAN;
-    v_minute TIMESTAMPTZ;
-    v_in_minute INTEGER := 0;
+    v_from_allotment BOOLEAN[] := '{}';
     v_cp campaigns%ROWTYPE;
+    r RECORD;
     i INTEGER;
 BEGIN
     SELECT g.verdict, g.prior_campaign_id, g.prior_allocation_id INTO verdict, prior_campaign_id, prior_allocation_id
@@ -1338,58 +1192,26 @@ BEGIN
         RETURN;
     END IF;
 
-    -- The allocations, one per ticket taken in ticket id order (request_index), each with its counters
-    -- and event. (sequence and allocated_at: the row trigger tessera_number_allocation gives them.)
+    -- The allocations, one per ticket taken, in ticket id order (request_index), with their counters
+    -- and events.
     SELECT * INTO v_cp FROM campaigns cp WHERE cp.id = p_campaign_id;
     campaign_name := v_cp.name; campaign_status := v_cp.status; campaign_opens_at := v_cp.opens_at;
     campaign_closes_at := v_cp.closes_at; campaign_per_holder_limit := v_cp.per_holder_limit; campaign_created_at := v_cp.created_at;
     IF p_hold_seconds IS NOT NULL THEN v_expires := clock_timestamp() + make_interval(secs => p_hold_seconds); END IF;
-    v_listening := EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.enabled);
     FOR i IN 1 .. cardinality(v_taken) LOOP
-        INSERT INTO allocations AS a (campaign_id, ticket_id, partner_id, holder, metadata, idempotency_key,
-                                      request_hash, status, expires_at, request_index, from_allotment)
-        VALUES (p_campaign_id, v_taken[i], p_partner_id, p_holder, p_metadata, p_idempotency_key, p_request_hash,
-                v_status, v_expires, i - 1,
-                v_taken[i] = ANY(v_own) AND v_own_live
-                  OR COALESCE(v_expired_drawn[array_position(v_expired_tickets, v_taken[i])], false))
-        RETURNING a.id, a.campaign_id, a.ticket_id, a.partner_id, a.holder, a.metadata, a.idempotency_key, a.request_hash,
-                  a.status, a.sequence, a.allocated_at, a.expires_at, a.released_at, a.confirmed_at, a.request_index
-             INTO id, campaign_id, ticket_id, partner_id, holder, metadata, idempotency_key, request_hash,
-                  status, sequence, allocated_at, expires_at, released_at, confirmed_at, request_index;
-        ticket_code := v_codes[i];
-        IF v_listening THEN
-            INSERT INTO webhook_events (type, campaign_id, partner_id, allocation_id, expires_at)
-            VALUES (CASE WHEN v_status = 'HELD' THEN 'HOLD_CREATED' ELSE 'ALLOCATION_CREATED' END, p_campaign_id, p_partner_id, id, v_expires);
-        END IF;
-        -- The timeline counts ACTIVE allocations per minute they became ACTIVE: one upsert per minute.
-        IF v_status = 'ACTIVE' THEN
-            IF v_minute IS DISTINCT FROM date_trunc('minute', allocated_at, 'UTC') THEN
-                IF v_in_minute > 0 THEN
-                    INSERT INTO minute_counters AS c (campaign_id, minute, slot, active) VALUES (p_campaign_id, v_minute, v_slot, v_in_minute)
-                    ON CONFLICT (campaign_id, minute, slot) DO UPDATE SET active = c.active + EXCLUDED.active;
-                END IF;
-                v_minute := date_trunc('minute', allocated_at, 'UTC');
-                v_in_minute := 0;
-            END IF;
-            v_in_minute := v_in_minute + 1;
-        END IF;
+        v_from_allotment[i] := v_taken[i] = ANY(v_own) AND v_own_live
+                               OR COALESCE(v_expired_drawn[array_position(v_expired_tickets, v_taken[i])], false);
+    END LOOP;
+    campaign_id := p_campaign_id; partner_id := p_partner_id; holder := p_holder; metadata := p_metadata;
+    idempotency_key := p_idempotency_key; request_hash := p_request_hash; status := v_status;
+    released_at := NULL; confirmed_at := NULL;
+    FOR r IN SELECT * FROM tessera_record_allocations(p_campaign_id, p_partner_id, p_holder, p_metadata, p_idempotency_key,
+                                                      p_request_hash, v_status, v_expires, v_taken, v_from_allotment,
+                                                      NULL, NULL, true) LOOP
+        id := r.id; ticket_id := r.ticket_id; sequence := r.sequence; allocated_at := r.allocated_at;
+        expires_at := r.expires_at; request_index := r.request_index; ticket_code := v_codes[r.request_index + 1];
         RETURN NEXT;
     END LOOP;
-    IF v_in_minute > 0 THEN
-        INSERT INTO minute_counters AS c (campaign_id, minute, slot, active) VALUES (p_campaign_id, v_minute, v_slot, v_in_minute)
-        ON CONFLICT (campaign_id, minute, slot) DO UPDATE SET active = c.active + EXCLUDED.active;
-    END IF;
-
-    -- The counters, each in this backend's own slot (docs/PERFORMANCE.md, strategy C); the gate locked
-    -- the quota row, if the partner has one here, before the pick.
-    i := cardinality(v_taken);
-    INSERT INTO campaign_counters AS c (campaign_id, slot, allocated, held)
-    VALUES (p_campaign_id, v_slot, CASE WHEN v_status = 'ACTIVE' THEN i ELSE 0 END, CASE WHEN v_status = 'HELD' THEN i ELSE 0 END)
-    ON CONFLICT (campaign_id, slot) DO UPDATE SET allocated = c.allocated + EXCLUDED.allocated, held = c.held + EXCLUDED.held;
-    INSERT INTO partner_counters AS c (campaign_id, partner_id, slot, active, held)
-    VALUES (p_campaign_id, p_partner_id, v_slot, CASE WHEN v_status = 'ACTIVE' THEN i ELSE 0 END, CASE WHEN v_status = 'HELD' THEN i ELSE 0 END)
-    ON CONFLICT (campaign_id, partner_id, slot) DO UPDATE SET active = c.active + EXCLUDED.active, held = c.held + EXCLUDED.held;
-    UPDATE partner_quotas q SET live = q.live + i WHERE q.campaign_id = p_campaign_id AND q.partner_id = p_partner_id;
 END
 $function$;
 
@@ -1430,7 +1252,7 @@ DECLARE
 BEGIN
     -- The transition tables are read by queries of their own, into arrays, and the counters are
     -- written from those: on Citus the trigger runs on the shard, where a query that names a
-    -- distributed or reference table cannot also read a transition table (docs/SCALING.md, "Citus").
+    -- distributed or reference table cannot also read a transition table.
     SELECT array_agg(d) INTO deltas
       FROM (SELECT (campaign_id, partner_id, status, date_trunc('minute', COALESCE(confirmed_at, allocated_at), 'UTC'), 1)::tessera_allocation_delta AS d
               FROM rows_in WHERE status IN ('ACTIVE', 'HELD')
@@ -1520,7 +1342,7 @@ DECLARE
     limits JSONB;
     v_now TIMESTAMPTZ;
 BEGIN
-    PERFORM pg_advisory_xact_lock(1, hashtext(p_campaign_id::text));
+    PERFORM tessera_lock('campaign', p_campaign_id::text);
     SELECT * INTO c FROM campaigns WHERE id = p_campaign_id;
     IF NOT FOUND THEN
         RETURN 'CAMPAIGN_NOT_FOUND';
@@ -1602,7 +1424,7 @@ AS $function$
 DECLARE
     c campaigns%ROWTYPE;
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(1, hashtext(p_campaign_id::text));
+    PERFORM tessera_lock('campaign', p_campaign_id::text, true);
 
     SELECT * INTO c FROM campaigns WHERE id = p_campaign_id;
     IF NOT FOUND THEN
@@ -1616,7 +1438,7 @@ BEGIN
     END IF;
 
     IF p_idempotency_key IS NOT NULL THEN
-        PERFORM pg_advisory_xact_lock(2, hashtext(p_partner_id::text || ':' || p_idempotency_key));
+        PERFORM tessera_lock('idempotency_key', p_partner_id::text || ':' || p_idempotency_key);
         SELECT 'PRIOR', e.id, e.campaign_id, e.request_hash INTO verdict, entry_id, prior_campaign_id, prior_request_hash
           FROM ballot_entries e
          WHERE e.partner_id = p_partner_id AND e.idempotency_key = p_idempotency_key
@@ -1636,7 +1458,7 @@ BEGIN
         verdict := 'INVALID_INPUT'; RETURN NEXT; RETURN;
     END IF;
 
-    PERFORM pg_advisory_xact_lock(3, hashtext(p_campaign_id::text || ':' || p_partner_id::text || ':' || p_holder));
+    PERFORM tessera_lock('holder', p_campaign_id::text || ':' || p_partner_id::text || ':' || p_holder);
     SELECT 'ALREADY_ENTERED', e.id INTO verdict, entry_id
       FROM ballot_entries e
      WHERE e.campaign_id = p_campaign_id AND e.partner_id = p_partner_id AND e.holder = p_holder
@@ -1666,7 +1488,7 @@ BEGIN
          WHERE a.status = 'HELD' AND a.expires_at <= clock_timestamp()
          LIMIT 100
     LOOP
-        PERFORM pg_advisory_xact_lock_shared(1, hashtext(c::text));
+        PERFORM tessera_lock('campaign', c::text, true);
         -- tessera_returned_ticket's rule, in the statement (the policy never changes).
         policy := (SELECT cp.release_policy::text FROM campaigns cp WHERE cp.id = c);
         v_now := clock_timestamp();
@@ -1798,10 +1620,10 @@ DECLARE
     c campaigns%ROWTYPE;
     live INTEGER;
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(1, hashtext(p_campaign_id::text));
+    PERFORM tessera_lock('campaign', p_campaign_id::text, true);
 
     IF p_idempotency_key IS NOT NULL THEN
-        PERFORM pg_advisory_xact_lock(2, hashtext(p_partner_id::text || ':' || p_idempotency_key));
+        PERFORM tessera_lock('idempotency_key', p_partner_id::text || ':' || p_idempotency_key);
         SELECT 'PRIOR', w.id, w.campaign_id, w.request_hash INTO verdict, entry_id, prior_campaign_id, prior_request_hash
           FROM waitlist_entries w
          WHERE w.partner_id = p_partner_id AND w.idempotency_key = p_idempotency_key
@@ -1817,7 +1639,7 @@ BEGIN
         verdict := 'INVALID_INPUT'; RETURN NEXT; RETURN;
     END IF;
 
-    PERFORM pg_advisory_xact_lock(6, hashtext(p_campaign_id::text));
+    PERFORM tessera_lock('waitlist', p_campaign_id::text);
 
     SELECT 'ALREADY_ENTERED', w.id INTO verdict, entry_id
       FROM waitlist_entries w
@@ -1873,7 +1695,7 @@ BEGIN
          ORDER BY l.lapses_at
          LIMIT 100
     LOOP
-        PERFORM pg_advisory_xact_lock_shared(1, hashtext(r.campaign_id::text));
+        PERFORM tessera_lock('campaign', r.campaign_id::text, true);
         PERFORM 1 FROM allotments l
          WHERE l.campaign_id = r.campaign_id AND l.partner_id = r.partner_id
            AND l.lapsed_at IS NULL AND l.lapses_at <= clock_timestamp()
@@ -1952,7 +1774,7 @@ BEGIN
     END IF;
     campaign_id := c;
     released := 0;
-    PERFORM pg_advisory_xact_lock_shared(1, hashtext(c::text));
+    PERFORM tessera_lock('campaign', c::text, true);
     SELECT w.status::text INTO s FROM waitlist_entries w WHERE w.campaign_id = c AND w.id = p_entry_id FOR UPDATE;
     IF s = 'WAITING' THEN
         v_now := clock_timestamp();
@@ -1998,12 +1820,51 @@ BEGIN
 END
 $function$;
 
+CREATE OR REPLACE FUNCTION public.tessera_lock(p_class text, p_key text, p_shared boolean DEFAULT false)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    v_class INTEGER := CASE p_class
+        WHEN 'campaign' THEN 1
+        WHEN 'idempotency_key' THEN 2
+        WHEN 'holder' THEN 3
+        WHEN 'endpoint_owner' THEN 4
+        WHEN 'delivery_lease' THEN 5
+        WHEN 'waitlist' THEN 6
+        WHEN 'ballot_pass' THEN 7
+    END;
+BEGIN
+    IF v_class IS NULL THEN
+        RAISE EXCEPTION 'tessera_lock: no lock class %', p_class USING ERRCODE = 'P0001';
+    END IF;
+    IF p_shared THEN
+        PERFORM pg_advisory_xact_lock_shared(v_class, hashtext(p_key));
+    ELSE
+        PERFORM pg_advisory_xact_lock(v_class, hashtext(p_key));
+    END IF;
+END
+$function$;
+
 CREATE OR REPLACE FUNCTION public.tessera_lock_campaign_gate(p_campaign_id uuid)
  RETURNS void
  LANGUAGE plpgsql
 AS $function$
 BEGIN
-    PERFORM pg_advisory_xact_lock(1, hashtext(p_campaign_id::text));
+    PERFORM tessera_lock('campaign', p_campaign_id::text);
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.tessera_lock_each(p_class text, p_keys text[], p_shared boolean DEFAULT false)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    v_key TEXT;
+BEGIN
+    FOR v_key IN SELECT DISTINCT ON (hashtext(k), k) k FROM unnest(p_keys) k WHERE k IS NOT NULL ORDER BY hashtext(k), k LOOP
+        PERFORM tessera_lock(p_class, v_key, p_shared);
+    END LOOP;
 END
 $function$;
 
@@ -2011,15 +1872,10 @@ CREATE OR REPLACE FUNCTION public.tessera_lock_idempotency_keys(p_partner_ids uu
  RETURNS void
  LANGUAGE plpgsql
 AS $function$
-DECLARE
-    v_lock INTEGER;
 BEGIN
-    FOR v_lock IN SELECT DISTINCT hashtext(k.partner_id::text || ':' || k.idempotency_key)
-                    FROM unnest(p_partner_ids, p_idempotency_keys) AS k(partner_id, idempotency_key)
-                   WHERE k.idempotency_key IS NOT NULL
-                   ORDER BY 1 LOOP
-        PERFORM pg_advisory_xact_lock(2, v_lock);
-    END LOOP;
+    PERFORM tessera_lock_each('idempotency_key',
+                              ARRAY(SELECT k.partner_id::text || ':' || k.idempotency_key
+                                      FROM unnest(p_partner_ids, p_idempotency_keys) AS k(partner_id, idempotency_key)));
 END
 $function$;
 
@@ -2098,13 +1954,16 @@ DECLARE
     expires TIMESTAMPTZ;
     v_now TIMESTAMPTZ;
     offered INTEGER := 0;
+    v_taken BIGINT[];
+    v_codes TEXT[];
+    v_made JSONB;
 BEGIN
     SELECT * INTO cp FROM campaigns WHERE id = p_campaign_id;
     IF NOT FOUND OR cp.release_policy <> 'WAITLIST_FIRST' THEN
         RETURN 0;
     END IF;
-    PERFORM pg_advisory_xact_lock_shared(1, hashtext(p_campaign_id::text));
-    PERFORM pg_advisory_xact_lock(6, hashtext(p_campaign_id::text));
+    PERFORM tessera_lock('campaign', p_campaign_id::text, true);
+    PERFORM tessera_lock('waitlist', p_campaign_id::text);
 
     SELECT array_agg(x.id ORDER BY x.pick_order) INTO pool
       FROM (SELECT t.id, t.pick_order FROM tickets t
@@ -2142,41 +2001,26 @@ BEGIN
                 UPDATE tickets t SET status = 'HELD'
                  WHERE t.campaign_id = p_campaign_id AND t.id = ANY(give) AND t.status = 'RETURNED'
                 RETURNING t.id, t.code
-            ),
-            made AS (
-                INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, metadata, status,
-                                         expires_at, request_index, waitlist_entry_id)
-                SELECT p_campaign_id, h.id, e.partner_id, e.holder, e.metadata, 'HELD',
-                       expires, (row_number() OVER (ORDER BY h.id) - 1)::integer, e.id
-                  FROM offered_tickets h
-                RETURNING id, ticket_id, sequence, expires_at
-            ),
-            counted AS (
-                INSERT INTO campaign_counters AS c (campaign_id, slot, allocated, held)
-                SELECT p_campaign_id, pg_backend_pid(), 0, count(*) FROM made
-                ON CONFLICT (campaign_id, slot) DO UPDATE SET held = c.held + EXCLUDED.held
-            ),
-            counted_partners AS (
-                INSERT INTO partner_counters AS c (campaign_id, partner_id, slot, active, held)
-                SELECT p_campaign_id, e.partner_id, pg_backend_pid(), 0, count(*) FROM made
-                ON CONFLICT (campaign_id, partner_id, slot) DO UPDATE SET held = c.held + EXCLUDED.held
-            ),
-            counted_quota AS (
-                UPDATE partner_quotas q SET live = q.live + (SELECT count(*) FROM made)
-                 WHERE q.campaign_id = p_campaign_id AND q.partner_id = e.partner_id
             )
-            INSERT INTO webhook_events (type, campaign_id, partner_id, data, created_at)
-            SELECT 'WAITLIST_OFFERED', p_campaign_id, e.partner_id,
-                   jsonb_build_object(
-                     'entry', jsonb_build_object('id', e.id, 'campaignId', p_campaign_id, 'holder', e.holder),
-                     'allocations', (SELECT jsonb_agg(jsonb_build_object(
-                                        'id', m.id, 'campaignId', p_campaign_id, 'partnerId', e.partner_id,
-                                        'holder', e.holder, 'sequence', m.sequence, 'status', 'HELD',
-                                        'expiresAt', to_char(m.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-                                        'ticket', jsonb_build_object('code', h.code)) ORDER BY m.sequence)
-                                       FROM made m JOIN offered_tickets h ON h.id = m.ticket_id)),
-                   clock_timestamp()
-             WHERE EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.enabled);
+            SELECT array_agg(h.id ORDER BY h.id), array_agg(h.code ORDER BY h.id) INTO v_taken, v_codes FROM offered_tickets h;
+
+            -- Announced as one WAITLIST_OFFERED event below, not as HOLD_CREATED per allocation.
+            SELECT jsonb_agg(jsonb_build_object(
+                     'id', m.id, 'campaignId', p_campaign_id, 'partnerId', e.partner_id,
+                     'holder', e.holder, 'sequence', m.sequence, 'status', 'HELD',
+                     'expiresAt', to_char(m.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                     'ticket', jsonb_build_object('code', v_codes[m.request_index + 1])) ORDER BY m.sequence)
+              INTO v_made
+              FROM tessera_record_allocations(p_campaign_id, e.partner_id, e.holder, e.metadata, NULL, NULL, 'HELD', expires,
+                                              v_taken, NULL, e.id, NULL, false) m;
+
+            IF EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.enabled) THEN
+                INSERT INTO webhook_events (type, campaign_id, partner_id, data, created_at)
+                VALUES ('WAITLIST_OFFERED', p_campaign_id, e.partner_id,
+                        jsonb_build_object('entry', jsonb_build_object('id', e.id, 'campaignId', p_campaign_id, 'holder', e.holder),
+                                           'allocations', v_made),
+                        clock_timestamp());
+            END IF;
             offered := offered + 1;
         END LOOP;
     END IF;
@@ -2208,8 +2052,8 @@ BEGIN
         RETURN 0;
     END IF;
 
-    PERFORM pg_advisory_xact_lock_shared(1, hashtext(p_campaign_id::text));
-    PERFORM pg_advisory_xact_lock(7, hashtext(p_campaign_id::text));
+    PERFORM tessera_lock('campaign', p_campaign_id::text, true);
+    PERFORM tessera_lock('ballot_pass', p_campaign_id::text);
     SELECT * INTO c FROM campaigns WHERE id = p_campaign_id;
     IF c.status <> 'OPEN' OR (c.closes_at IS NOT NULL AND clock_timestamp() >= c.closes_at) THEN
         RETURN 0;
@@ -2333,6 +2177,64 @@ BEGIN
 END
 $function$;
 
+CREATE OR REPLACE FUNCTION public.tessera_record_allocations(p_campaign_id uuid, p_partner_id uuid, p_holder text, p_metadata jsonb, p_idempotency_key text, p_request_hash text, p_status allocation_status, p_expires_at timestamp with time zone, p_tickets bigint[], p_from_allotment boolean[], p_waitlist_entry_id uuid, p_ballot_entry_id uuid, p_events boolean)
+ RETURNS TABLE(id uuid, ticket_id bigint, request_index integer, sequence bigint, allocated_at timestamp with time zone, expires_at timestamp with time zone)
+ LANGUAGE plpgsql
+AS $function$
+#variable_conflict use_column
+DECLARE
+    v_n INTEGER := COALESCE(cardinality(p_tickets), 0);
+    v_slot INTEGER := pg_backend_pid();
+    v_events BOOLEAN;
+    v_active INTEGER := CASE WHEN p_status = 'ACTIVE' THEN 1 ELSE 0 END;
+    v_held INTEGER := CASE WHEN p_status = 'HELD' THEN 1 ELSE 0 END;
+    v_minute TIMESTAMPTZ;
+    v_in_minute INTEGER := 0;
+    i INTEGER;
+BEGIN
+    IF v_n = 0 THEN RETURN; END IF;
+    v_events := p_events AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.enabled);
+
+    FOR i IN 1 .. v_n LOOP
+        INSERT INTO allocations AS a (campaign_id, ticket_id, partner_id, holder, metadata, idempotency_key, request_hash,
+                                      status, expires_at, request_index, from_allotment, waitlist_entry_id, ballot_entry_id)
+        VALUES (p_campaign_id, p_tickets[i], p_partner_id, p_holder, p_metadata, p_idempotency_key, p_request_hash,
+                p_status, p_expires_at, i - 1, COALESCE(p_from_allotment[i], false), p_waitlist_entry_id, p_ballot_entry_id)
+        RETURNING a.id, a.ticket_id, a.request_index, a.sequence, a.allocated_at, a.expires_at
+             INTO id, ticket_id, request_index, sequence, allocated_at, expires_at;
+        IF v_events THEN
+            INSERT INTO webhook_events (type, campaign_id, partner_id, allocation_id, expires_at)
+            VALUES (CASE WHEN p_status = 'HELD' THEN 'HOLD_CREATED' ELSE 'ALLOCATION_CREATED' END, p_campaign_id, p_partner_id, id, p_expires_at);
+        END IF;
+        -- The timeline: ACTIVE allocations per minute they became ACTIVE, one upsert per minute.
+        IF v_active = 1 THEN
+            IF v_minute IS DISTINCT FROM date_trunc('minute', allocated_at, 'UTC') THEN
+                IF v_in_minute > 0 THEN
+                    INSERT INTO minute_counters AS c (campaign_id, minute, slot, active) VALUES (p_campaign_id, v_minute, v_slot, v_in_minute)
+                    ON CONFLICT (campaign_id, minute, slot) DO UPDATE SET active = c.active + EXCLUDED.active;
+                END IF;
+                v_minute := date_trunc('minute', allocated_at, 'UTC');
+                v_in_minute := 0;
+            END IF;
+            v_in_minute := v_in_minute + 1;
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+    IF v_in_minute > 0 THEN
+        INSERT INTO minute_counters AS c (campaign_id, minute, slot, active) VALUES (p_campaign_id, v_minute, v_slot, v_in_minute)
+        ON CONFLICT (campaign_id, minute, slot) DO UPDATE SET active = c.active + EXCLUDED.active;
+    END IF;
+
+    INSERT INTO campaign_counters AS c (campaign_id, slot, allocated, held)
+    VALUES (p_campaign_id, v_slot, v_active * v_n, v_held * v_n)
+    ON CONFLICT (campaign_id, slot) DO UPDATE SET allocated = c.allocated + EXCLUDED.allocated, held = c.held + EXCLUDED.held;
+    INSERT INTO partner_counters AS c (campaign_id, partner_id, slot, active, held)
+    VALUES (p_campaign_id, p_partner_id, v_slot, v_active * v_n, v_held * v_n)
+    ON CONFLICT (campaign_id, partner_id, slot) DO UPDATE SET active = c.active + EXCLUDED.active, held = c.held + EXCLUDED.held;
+    UPDATE partner_quotas q SET live = q.live + v_n WHERE q.campaign_id = p_campaign_id AND q.partner_id = p_partner_id;
+END
+$function$;
+
 CREATE OR REPLACE FUNCTION public.tessera_record_sold_out(p_campaign_id uuid)
  RETURNS void
  LANGUAGE plpgsql
@@ -2373,7 +2275,7 @@ BEGIN
     IF v_campaign IS NULL THEN
         RETURN;
     END IF;
-    PERFORM pg_advisory_xact_lock_shared(1, hashtext(v_campaign::text));
+    PERFORM tessera_lock('campaign', v_campaign::text, true);
     PERFORM tessera_record_sold_out(v_campaign);
     v_now := clock_timestamp();
     UPDATE allocations a
@@ -2610,7 +2512,7 @@ BEGIN
     IF NOT FOUND THEN
         verdict := 'ENTRY_NOT_FOUND'; RETURN NEXT; RETURN;
     END IF;
-    PERFORM pg_advisory_xact_lock_shared(1, hashtext(v_campaign::text));
+    PERFORM tessera_lock('campaign', v_campaign::text, true);
     SELECT e.status::text INTO v_status FROM ballot_entries e
      WHERE e.campaign_id = v_campaign AND e.id = p_entry_id FOR UPDATE;
     IF v_status = 'ENTERED' THEN

@@ -7,10 +7,10 @@ import { createLoaders } from './loaders';
 import type { LiveUpdates } from './live';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
-import { AllocationService } from './services/allocation';
+import { AllocationService } from './claim/service';
 import { BallotService } from './services/ballots';
 import { AllocationRecordService } from './services/allocationRecords';
-import { ClaimBatcher } from './services/claimBatcher';
+import { ClaimBatcher } from './claim/batcher';
 import { CampaignService } from './services/campaigns';
 import { CampaignQuotaService } from './services/campaignQuotas';
 import { CampaignRepairService } from './services/campaignRepair';
@@ -67,8 +67,6 @@ export function createServices(
     apiKeyCacheTtlMs?: number;
     claimBatchMax?: number;
     claimStatementsInFlight?: number;
-    /** Groups of any campaigns (one PostgreSQL), or of one campaign each, `claimStatementsInFlight` per campaign within this many in all (Citus). */
-    claimGroups?: { by: 'any' } | { by: 'campaign'; statementsInFlightTotal: number };
     metrics?: Metrics;
     live?: LiveUpdates;
     logger?: Logger;
@@ -80,12 +78,13 @@ export function createServices(
   const batcher = new ClaimBatcher(db, {
     maxBatch: options.claimBatchMax ?? 1,
     // Claim statements at once from this process: beyond this many, claims wait and go together.
-    // Each has its fixed costs (a round trip, the executor's start, a commit: claimTransaction.ts),
-    // so fewer in flight with more claims each does more: 2 in flight served 5.5–6.0k hot claims/s
-    // here against 4.4–4.6k with 5 (half the pool), and spread 4.7k against 3.9k
-    // (docs/BENCHMARKS.md). Never more than half the pool: the rest is for reads and second looks.
+    // Each has its fixed costs (a round trip, the executor's start, a commit), so fewer in flight
+    // with more claims each does more: 2 in flight served 5.5–6.0k hot claims/s here against
+    // 4.4–4.6k with 5 (half the pool), and spread 4.7k against 3.9k. Never more than half the pool:
+    // the rest is for reads and second looks.
     maxInFlight: Math.max(1, Math.min(options.claimStatementsInFlight ?? 2, Math.floor(db.options.poolSize / 2))),
-    ...(options.claimGroups?.by === 'campaign' ? { groupBy: 'campaign' as const, maxInFlightTotal: options.claimGroups.statementsInFlightTotal } : {}),
+    // Where the dialect groups per campaign, each campaign has maxInFlight, within half the pool in all.
+    maxInFlightTotal: Math.max(1, Math.floor(db.options.poolSize / 2)),
     maxWaitMs: db.options.poolTimeoutMs,
     maxWaiting: db.options.poolMaxWaiting,
     onBatch: (size) => options.metrics?.batchSize.observe(size),

@@ -16,6 +16,7 @@ import { appliedSummary, migrate } from './db/migrate';
 import { parseHosts } from './db/hosts';
 import { isTransientDbError } from './db/pgErrors';
 import { detectCitus } from './db/distribute';
+import { describeDialect, dialectOf, type Dialect } from './db/dialect';
 import { detectPooler, PoolerWithoutDirectUrlError, type Pooler } from './db/pooler';
 import { applySessionSettings, checkSessionSettings, refusal, RoleSettingsWriteError, type RoleSettings } from './db/sessionSettings';
 import { createLogger, drainStdout, type Logger } from './logger';
@@ -149,10 +150,9 @@ async function checkPool(pool: Pick<Pool, 'query'>, options: Database['options']
  * written once by the primary process. A role that may not write them is not yet a failure: they
  * may be set already (by an operator), which the check of the pool decides.
  */
-async function writeRoleSettings(config: Config, url: string, directUrl: string, logger: Logger): Promise<Written> {
-  const citus = await detectCitus(directUrl);
+async function writeRoleSettings(config: Config, url: string, directUrl: string, dialect: Dialect, logger: Logger): Promise<Written> {
   try {
-    const written = await applySessionSettings(directUrl, url, { ...config.database, citus });
+    const written = await applySessionSettings(directUrl, url, { ...config.database, dialect });
     logger.info({ role: written.role, database: written.database }, 'session settings written as role settings (behind PgBouncer)');
     return written;
   } catch (error) {
@@ -163,8 +163,9 @@ async function writeRoleSettings(config: Config, url: string, directUrl: string,
 }
 
 /** The check of checkPool on one pooled connection of the primary, before any worker is started. */
-async function checkBeforeWorkers(config: Config, url: string, pooler: Pooler, logger: Logger, written: Written): Promise<void> {
-  const options = { ...config.database, pooler, url, citus: await detectCitus(url) };
+async function checkBeforeWorkers(config: Config, url: string, dialect: Dialect, logger: Logger, written: Written): Promise<void> {
+  const pooler = dialect.pooler;
+  const options = { ...config.database, pooler, url, dialect };
   const pool = new Pool({ ...poolConfig(options), max: 1 });
   pool.on('error', () => undefined);
   try {
@@ -175,14 +176,13 @@ async function checkBeforeWorkers(config: Config, url: string, pooler: Pooler, l
 }
 
 /** One process serving HTTP and WebSocket, until SIGTERM/SIGINT. */
-async function serve(config: Config, logger: Logger, url: string, pooler: Pooler, startedAt: number, written?: Written): Promise<void> {
+async function serve(config: Config, logger: Logger, url: string, dialect: Dialect, startedAt: number, written?: Written): Promise<void> {
+  const pooler = dialect.pooler;
   // A dropped connection is expected (restarts, terminated backends): one line, not the client object.
   const onDatabaseError = (err: Error & { code?: string }) => logger.warn({ code: err.code, error: err.message }, 'database connection error');
   const onUnresponsive = (host: string, error: Error) =>
     logger.error({ host: host.replace(/\/\/[^@/]*@/, '//'), error: error.message }, 'the database server stopped answering: its connections are closed and new ones try the next host');
-  const citus = await detectCitus(url);
-  if (citus) logger.info('Citus coordinator: tables distributed by campaign, claims grouped per campaign (docs/SCALING.md, "Citus")');
-  const db = createDatabase({ ...config.database, pooler, url, citus, onError: onDatabaseError, onUnresponsive });
+  const db = createDatabase({ ...config.database, pooler, url, dialect, onError: onDatabaseError, onUnresponsive });
   try {
     await checkPool(db.pool, db.options, pooler, logger, written);
   } catch (error) {
@@ -249,12 +249,15 @@ async function main(): Promise<void> {
   const logger = createLogger({ env: config.env, level: process.env.LOG_LEVEL });
   const url = await databaseUrl(config, logger);
   const { pooler, directUrl } = await connections(config, url);
+  // What the database is, asked once; everything below is handed the answer.
+  const dialect = dialectOf((await detectCitus(directUrl)) ? 'citus' : 'postgresql', pooler);
+  logger.info({ database: dialect.kind, pooler: dialect.pooler }, `database: ${describeDialect(dialect)}`);
   // Under the migration lock: instances starting together apply them once, and none serves first.
-  const applied = await migrate(directUrl);
+  const applied = await migrate(directUrl, undefined, undefined, dialect.kind);
   if (applied.length > 0) logger.info(appliedSummary(applied), 'migrations applied');
-  const written = pooler === 'pgbouncer' && cluster.isPrimary ? await writeRoleSettings(config, url, directUrl, logger) : undefined;
+  const written = pooler === 'pgbouncer' && cluster.isPrimary ? await writeRoleSettings(config, url, directUrl, dialect, logger) : undefined;
   if (config.webConcurrency > 1 && cluster.isPrimary) {
-    if (pooler === 'pgbouncer') await checkBeforeWorkers(config, url, pooler, logger, written);
+    if (pooler === 'pgbouncer') await checkBeforeWorkers(config, url, dialect, logger, written);
     const embedded = started.embedded;
     await runPrimary(config, logger, url, pooler, {
       deadlineMarginMs: SHUTDOWN_DEADLINE_MARGIN_MS,
@@ -266,7 +269,7 @@ async function main(): Promise<void> {
     });
     return;
   }
-  await serve(config, logger, url, pooler, startedAt, written);
+  await serve(config, logger, url, dialect, startedAt, written);
 }
 
 main().catch(async (error: unknown) => {

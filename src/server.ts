@@ -88,10 +88,6 @@ export async function createServer(options: {
     apiKeyCacheTtlMs: config.apiKeyCacheTtlMs ?? 0,
     claimBatchMax: config.claimBatchMax ?? 1,
     claimStatementsInFlight: config.claimStatementsInFlight ?? 2,
-    // On Citus a group statement over several campaigns would span nodes: groups are of one campaign,
-    // each campaign with its own statements in flight, within half the pool in all, as one
-    // PostgreSQL's (the rest is for reads and second looks; docs/SCALING.md, "How groups map to shards").
-    claimGroups: db.options.citus ? { by: 'campaign', statementsInFlightTotal: Math.max(1, Math.floor(db.options.poolSize / 2)) } : { by: 'any' },
     webhooks,
     metrics,
     logger,

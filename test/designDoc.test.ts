@@ -32,12 +32,12 @@ function signatureInFile(): string {
   return `tessera_claim_gate(${columns(m[1]!)}) RETURNS TABLE(${columns(m[2]!)})`;
 }
 
-/** The locks a text takes or names, in order: advisory locks by class and mode, row locks by table. */
+/** The locks a text takes or names, in order: advisory locks (tessera_lock) by class and mode, row locks by table. */
 function lockKinds(text: string): string[] {
   const kinds: string[] = [];
-  const re = /pg_advisory_xact_lock(_shared)?\((\d+)|\bFROM\s+(\w+)[^;`]*?\bFOR\s+(UPDATE|NO KEY UPDATE|SHARE|KEY SHARE)\b/g;
+  const re = /tessera_lock\('(\w+)',[^;`]*?(, true)?\)|\bFROM\s+(\w+)[^;`]*?\bFOR\s+(UPDATE|NO KEY UPDATE|SHARE|KEY SHARE)\b/g;
   for (let m = re.exec(text); m; m = re.exec(text)) {
-    kinds.push(m[2] ? `advisory lock ${m[2]}, ${m[1] ? 'shared' : 'exclusive'}` : `row lock on ${m[3]}, FOR ${m[4]}`);
+    kinds.push(m[1] ? `${m[1]} lock, ${m[2] ? 'shared' : 'exclusive'}` : `row lock on ${m[3]}, FOR ${m[4]}`);
   }
   return kinds;
 }
@@ -54,9 +54,9 @@ test('docs/DESIGN.md lists the locks of tessera_claim_gate in the order its body
   const inCode = lockKinds(body);
   // The rule is really applied: the gate's four locks are found.
   expect(inCode).toEqual([
-    'advisory lock 1, shared',
-    'advisory lock 2, exclusive',
-    'advisory lock 3, exclusive',
+    'campaign lock, shared',
+    'idempotency_key lock, exclusive',
+    'holder lock, exclusive',
     'row lock on partner_quotas, FOR UPDATE',
   ]);
   expect(lockKinds(gateSection())).toEqual(inCode);

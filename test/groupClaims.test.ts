@@ -1,9 +1,10 @@
 // Group claims: concurrent claimTicket requests served by shared statements.
 // (Every race test in this suite runs with group claims on; these tests check the batching itself.)
 import { createDatabase } from '../src/db/client';
-import { ClaimBatcher } from '../src/services/claimBatcher';
+import { ClaimBatcher } from '../src/claim/batcher';
+import { dialectOf } from '../src/db/dialect';
 import { citusNodes } from './helpers/citus';
-import { ADMIN_KEY, assertPoolInvariants, CLAIM, startTestServer, TEST_DATABASE_CONFIG, type ClaimPayload, type TestServer } from './helpers/testServer';
+import { ADMIN_KEY, assertPoolInvariants, startTestServer, TEST_DATABASE_CONFIG, type TestServer } from './helpers/testServer';
 
 // On one PostgreSQL groups mix campaigns; on Citus (npm run test:citus) each group is of one
 // campaign, whose node runs it (docs/SCALING.md, "How groups map to shards").
@@ -16,8 +17,6 @@ beforeAll(async () => {
 });
 afterAll(() => server.stop());
 
-const claim = (key: string, input: Record<string, unknown>) => server.gql<ClaimPayload>(key, CLAIM, { input });
-
 async function batchesServed(): Promise<number> {
   const text = await (await fetch(server.url.replace('/graphql', '/metrics'))).text();
   return Number(/tessera_claim_batch_size_count (\d+)/.exec(text)?.[1] ?? 0);
@@ -28,11 +27,11 @@ test('a burst of claims is served by group statements, each allocation with its 
   const campaignId = await server.openCampaignWith(300);
   const before = await batchesServed();
   const results = await Promise.all(
-    Array.from({ length: 200 }, (_, i) => claim(partner.apiKey, { campaignId, holder: `g-${i}`, metadata: { i }, idempotencyKey: `group-${i}` })),
+    Array.from({ length: 200 }, (_, i) => server.claim(partner.apiKey, { campaignId, holder: `g-${i}`, metadata: { i }, idempotencyKey: `group-${i}` })),
   );
   expect(await batchesServed()).toBeGreaterThan(before);
   results.forEach((r, i) => {
-    const allocation = r.body.data!.claimTicket.allocation!;
+    const allocation = r.allocation!;
     expect(allocation).toMatchObject({ holder: `g-${i}`, metadata: { i }, idempotencyKey: `group-${i}` });
   });
   const { rows } = await server.sql.query('SELECT holder, metadata, idempotency_key FROM allocations WHERE campaign_id = $1', [campaignId]);
@@ -45,13 +44,13 @@ test('requests with one key in one burst get one allocation, never a second tick
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(100);
   const results = await Promise.all(
-    Array.from({ length: 60 }, (_, i) => claim(partner.apiKey, { campaignId, holder: `k-${i % 3}`, idempotencyKey: `shared-${i % 3}` })),
+    Array.from({ length: 60 }, (_, i) => server.claim(partner.apiKey, { campaignId, holder: `k-${i % 3}`, idempotencyKey: `shared-${i % 3}` })),
   );
-  expect(results.filter((r) => !r.body.data?.claimTicket.allocation).map((r) => r.body)).toEqual([]);
+  expect(results.filter((r) => !r.allocation).map((r) => r.error)).toEqual([]);
   const byKey = new Map<string, Set<string>>();
   results.forEach((r, i) => {
     const key = `shared-${i % 3}`;
-    byKey.set(key, (byKey.get(key) ?? new Set()).add(r.body.data!.claimTicket.allocation!.id));
+    byKey.set(key, (byKey.get(key) ?? new Set()).add(r.allocation!.id));
   });
   for (const ids of byKey.values()) expect(ids.size).toBe(1);
   const { rows } = await server.sql.query('SELECT count(*)::int AS n FROM allocations WHERE campaign_id = $1', [campaignId]);
@@ -62,9 +61,9 @@ test('requests with one key waiting for one campaign follow the first one: one s
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(10);
   // A database of the batcher's own, so that its statement count is only the batcher's.
-  const db = createDatabase({ ...TEST_DATABASE_CONFIG, url: server.databaseUrl, citus: onCitus });
+  const db = createDatabase({ ...TEST_DATABASE_CONFIG, url: server.databaseUrl, dialect: dialectOf(onCitus ? 'citus' : 'postgresql') });
   try {
-    const batcher = new ClaimBatcher(db, { maxBatch: 32, maxInFlight: 1, ...(onCitus ? { groupBy: 'campaign' as const } : {}), maxWaitMs: 60_000, maxWaiting: 0 });
+    const batcher = new ClaimBatcher(db, { maxBatch: 32, maxInFlight: 1, maxWaitMs: 60_000, maxWaiting: 0 });
     const request = { campaignId, partnerId: partner.id, holder: 'burst', metadata: null, idempotencyKey: 'burst', requestHash: 'same' };
     await db.prisma.$queryRaw`SELECT 1`; // connected: the count below is the claims' alone
     const before = db.statements.count;
@@ -92,14 +91,14 @@ test('holder limits and quotas stay exact when a batch holds many requests of on
     { c: campaignId, p: partner.id },
   );
   const results = await Promise.all([
-    ...Array.from({ length: 40 }, (_, i) => claim(partner.apiKey, { campaignId, holder: `h-${i % 4}` })),
-    ...Array.from({ length: 40 }, (_, i) => claim(other.apiKey, { campaignId, holder: `h-${i % 4}` })),
+    ...Array.from({ length: 40 }, (_, i) => server.claim(partner.apiKey, { campaignId, holder: `h-${i % 4}` })),
+    ...Array.from({ length: 40 }, (_, i) => server.claim(other.apiKey, { campaignId, holder: `h-${i % 4}` })),
   ]);
-  const capped = results.slice(0, 40).filter((r) => r.body.data!.claimTicket.allocation).length;
-  const free = results.slice(40).filter((r) => r.body.data!.claimTicket.allocation).length;
+  const capped = results.slice(0, 40).filter((r) => r.allocation).length;
+  const free = results.slice(40).filter((r) => r.allocation).length;
   expect(capped).toBe(7); // quota 7 < 4 holders x limit 2
   expect(free).toBe(8); // 4 holders x limit 2
-  const codes = results.slice(0, 40).map((r) => r.body.data!.claimTicket.error?.code ?? 'OK');
+  const codes = results.slice(0, 40).map((r) => r.error?.code ?? 'OK');
   expect(codes.filter((c) => c !== 'OK').every((c) => c === 'PARTNER_QUOTA_REACHED' || c === 'HOLDER_LIMIT_REACHED')).toBe(true);
   await assertPoolInvariants(server.sql, campaignId);
 });
@@ -107,9 +106,9 @@ test('holder limits and quotas stay exact when a batch holds many requests of on
 test('a pool smaller than the burst is sold out exactly: every ticket allocated once, the rest SOLD_OUT', async () => {
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(37);
-  const results = await Promise.all(Array.from({ length: 150 }, (_, i) => claim(partner.apiKey, { campaignId, holder: `s-${i}` })));
-  expect(results.filter((r) => r.body.data!.claimTicket.allocation)).toHaveLength(37);
-  expect(results.filter((r) => r.body.data!.claimTicket.error?.code === 'SOLD_OUT')).toHaveLength(113);
+  const results = await Promise.all(Array.from({ length: 150 }, (_, i) => server.claim(partner.apiKey, { campaignId, holder: `s-${i}` })));
+  expect(results.filter((r) => r.allocation)).toHaveLength(37);
+  expect(results.filter((r) => r.error?.code === 'SOLD_OUT')).toHaveLength(113);
   await assertPoolInvariants(server.sql, campaignId);
 });
 
@@ -118,9 +117,9 @@ test(onCitus ? 'claims for different campaigns go in groups of one campaign each
   const campaigns = await Promise.all(Array.from({ length: 8 }, () => server.openCampaignWith(15)));
   // 20 claims per campaign for 15 tickets each: every campaign sells out, none over-allocates.
   const results = await Promise.all(
-    campaigns.flatMap((campaignId, c) => Array.from({ length: 20 }, (_, i) => claim(partner.apiKey, { campaignId, holder: `x-${c}-${i}` }))),
+    campaigns.flatMap((campaignId, c) => Array.from({ length: 20 }, (_, i) => server.claim(partner.apiKey, { campaignId, holder: `x-${c}-${i}` }))),
   );
-  const codes = results.map((r) => r.body.data!.claimTicket.allocation?.id ?? r.body.data!.claimTicket.error!.code);
+  const codes = results.map((r) => r.allocation?.id ?? r.error!.code);
   expect(codes.filter((c) => c === 'SOLD_OUT')).toHaveLength(8 * 5);
   // Rows inserted by one statement share its transaction id: on one PostgreSQL some transaction
   // wrote allocations of several campaigns; on Citus none did, and some wrote several of one.

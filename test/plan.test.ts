@@ -1,5 +1,4 @@
-// The claim uses its partial index on purpose, whatever the statistics say (docs/PERFORMANCE.md
-// pitfall 2: with real statistics on one dominant campaign the planner once chose the primary key
+// The claim uses its partial index on purpose, whatever the statistics say (with real statistics on one dominant campaign the planner once chose the primary key
 // plus a filter that walked every allocated row). The claims are PL/pgSQL functions
 // (tessera_claim_tickets: holds, claimTickets, second looks; tessera_claim_one: the first look;
 // tessera_claim_group and tessera_claim_campaign_group: groups of first looks), so
@@ -7,8 +6,7 @@
 // loaded in the test's session, hands every nested statement's plan to the client as a NOTICE.
 import type { PoolClient } from 'pg';
 import { OPERATOR_PARTNER_ID } from '../src/auth';
-import { CLAIM_GROUP_CALL, claimGroupValues } from '../src/db/claimGroup';
-import { claimStatement } from '../src/db/claimTicket';
+import { claimStatement } from '../src/claim/secondLook';
 import { startTestServer, type TestServer } from './helpers/testServer';
 
 let server: TestServer;
@@ -119,8 +117,12 @@ test.each([
       text: 'SELECT * FROM tessera_claim_one($1::uuid, $2::uuid, $3::text, NULL::jsonb, NULL::text, NULL::text, $4::integer)',
       values: [campaignId, OPERATOR_PARTNER_ID, 'planner', 1_000_000_000],
     });
-    const group = [1, 2, 3].map((i) => ({ campaignId, partnerId: OPERATOR_PARTNER_ID, holder: `planner-${i}`, metadata: null, idempotencyKey: null, requestHash: null, holderRank: 1, partnerRank: i, start: 1_000_000_000 }));
-    calls.push({ label: 'group of 3', text: CLAIM_GROUP_CALL, values: claimGroupValues(group) });
+    const group = [1, 2, 3].map((i) => ({ campaignId, partnerId: OPERATOR_PARTNER_ID, holder: `planner-${i}` }));
+    calls.push({
+      label: 'group of 3',
+      text: 'SELECT * FROM tessera_claim_group($1::uuid[], $2::uuid[], $3::text[], $4::jsonb[], $5::text[], $6::text[], $7::integer[])',
+      values: [group.map((r) => r.campaignId), group.map((r) => r.partnerId), group.map((r) => r.holder), [null, null, null], [null, null, null], [null, null, null], [1_000_000_000, 1_000_000_000, 1_000_000_000]],
+    });
     calls.push({
       label: 'group of 3 of one campaign (Citus)',
       text: 'SELECT * FROM tessera_claim_campaign_group($1::uuid, $2::uuid[], $3::text[], $4::jsonb[], $5::text[], $6::text[], $7::integer)',

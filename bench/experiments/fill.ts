@@ -7,7 +7,6 @@
 // Bar: p50 at 99% fill ÷ p50 at 0% ≤ 1.25×.
 import type { Client } from 'pg';
 import { OPERATOR_PARTNER_ID } from '../../src/auth';
-import { COUNT_ALLOCATED } from '../../src/db/countAllocations';
 import { ADMIN_KEY, gql, httpLoad, type LoadResult } from '../harness';
 import { CLAIM, CLAIMED, vacuum, verify, type Experiment } from './context';
 import { fmt, ms, ratio, x, type Report } from './report';
@@ -47,9 +46,9 @@ export const fill: Experiment = {
 };
 
 /**
- * Allocates tickets in bulk (as the operator) until `share` of `total` are allocated, counted the
- * way claim statements count what they insert (COUNT_ALLOCATED of src/db/countAllocations.ts), so
- * the reads afterwards see the counters of a real fill.
+ * Allocates tickets in bulk (as the operator) until `share` of `total` are allocated, recorded as
+ * every claim records them (tessera_record_allocations), so the reads afterwards see the counters of
+ * a real fill.
  */
 async function fillTo(sql: Client, campaignId: string, share: number, total: number): Promise<void> {
   const target = Math.floor(share * total);
@@ -58,12 +57,9 @@ async function fillTo(sql: Client, campaignId: string, share: number, total: num
   await sql.query(
     `WITH picked AS MATERIALIZED (SELECT id FROM tickets WHERE campaign_id = $1 AND status = 'AVAILABLE' ORDER BY random() LIMIT $2),
           claimed AS (UPDATE tickets t SET status = 'ALLOCATED' FROM picked p
-                       WHERE t.campaign_id = $1 AND t.id = p.id AND t.status = 'AVAILABLE' RETURNING t.campaign_id, t.id),
-          allocated AS (INSERT INTO allocations (campaign_id, ticket_id, partner_id, holder, status)
-                        SELECT campaign_id, id, $3, 'bulk-fill', 'ACTIVE' FROM claimed
-                        RETURNING campaign_id, partner_id, status, allocated_at),
-          ${COUNT_ALLOCATED}
-     SELECT count(*) FROM allocated`,
+                       WHERE t.campaign_id = $1 AND t.id = p.id AND t.status = 'AVAILABLE' RETURNING t.id)
+     SELECT count(*) FROM tessera_record_allocations($1, $3, 'bulk-fill', NULL, NULL, NULL, 'ACTIVE', NULL,
+                                                     ARRAY(SELECT id FROM claimed), NULL, NULL, NULL, true)`,
     [campaignId, target - current, OPERATOR_PARTNER_ID],
   );
 }

@@ -1,15 +1,16 @@
--- The claim gate, called once at the start of every claim statement (src/db/claimTicket.ts, and per
--- request by the first look, src/db/claimOne.ts, and the group claim, src/db/claimGroup.ts).
+-- The claim gate, called once at the start of every claim: by the first look (tessera_claim_one, once
+-- per request of a group too), the second look (tessera_claim_tickets), waitlist offers and
+-- confirmations.
 --
 -- Why a function: it must take locks *before* it reads, and read with a snapshot taken *after*
 -- those locks. A VOLATILE function gets a fresh snapshot for each statement it runs (READ
 -- COMMITTED), which one plain SQL statement cannot do. It never touches a ticket row.
 --
--- Locks, always in this order (docs/CORRECTNESS.md §5), the advisory ones transaction-scoped (safe
--- behind PgBouncer, docs/CORRECTNESS.md §7):
+-- Locks, always in this order (tessera_lock names the classes), the advisory ones transaction-scoped
+-- (safe behind PgBouncer):
 --   1. the campaign gate, SHARED. closeCampaign takes it EXCLUSIVE: the lock manager queues new
 --      shared requests behind a waiting exclusive one, so a close waits only for the claims already
---      in flight and is never starved (docs/CORRECTNESS.md §4); a claim that queued behind it then
+--      in flight and is never starved; a claim that queued behind it then
 --      reads CLOSED. Shared holders never block each other: no hot row, no MultiXact.
 --   2. the (partner, idempotency key) lock, when a key is given: two requests with one key run one
 --      after the other, and the second finds the first's allocation (also across campaigns; on
@@ -29,9 +30,8 @@
 --
 -- With quantity 0 (confirmHold: a confirmation makes nothing newly live) only the campaign is
 -- checked — no holder or quota lock, so a confirmation never waits behind the partner's claims.
--- The holder and the quota get a quantity each: a group claim (src/db/claimGroup.ts) gives its k-th
--- request of one holder (of one partner) the quantity k, so that requests of one batch count each
--- other without having been inserted yet.
+-- The holder and the quota get a quantity each: a claim of n tickets asks for n of both; a
+-- confirmation asks for none.
 --
 -- Verdicts: OK, PRIOR (prior_allocation_id is this key's allocation), CAMPAIGN_NOT_FOUND,
 -- CAMPAIGN_NOT_OPEN (also: a claim on a BALLOT campaign), HOLDER_LIMIT_REACHED, PARTNER_QUOTA_REACHED.
@@ -50,10 +50,10 @@ DECLARE
     live INTEGER;
     q partner_quotas%ROWTYPE;
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(1, hashtext(p_campaign_id::text));
+    PERFORM tessera_lock('campaign', p_campaign_id::text, true);
 
     IF p_idempotency_key IS NOT NULL THEN
-        PERFORM pg_advisory_xact_lock(2, hashtext(p_partner_id::text || ':' || p_idempotency_key));
+        PERFORM tessera_lock('idempotency_key', p_partner_id::text || ':' || p_idempotency_key);
         IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
             -- One PostgreSQL: the key's claim in any campaign.
             SELECT 'PRIOR', a.campaign_id, a.id INTO verdict, prior_campaign_id, prior_allocation_id
@@ -89,7 +89,7 @@ BEGIN
     END IF;
 
     IF p_quantity > 0 AND c.per_holder_limit IS NOT NULL THEN
-        PERFORM pg_advisory_xact_lock(3, hashtext(p_campaign_id::text || ':' || p_partner_id::text || ':' || p_holder));
+        PERFORM tessera_lock('holder', p_campaign_id::text || ':' || p_partner_id::text || ':' || p_holder);
         SELECT count(*) INTO live
           FROM allocations a
          WHERE a.campaign_id = p_campaign_id AND a.partner_id = p_partner_id AND a.holder = p_holder

@@ -1,10 +1,10 @@
--- THE claim, in general (src/db/claimTicket.ts calls it, alone in its statement, in a transaction of
--- its own): passes the campaign gate, takes p_quantity tickets — the claimer's own allotted ones
+-- The claim in general, alone in its transaction: passes the campaign gate, takes p_quantity tickets — the claimer's own allotted ones
 -- first, then AVAILABLE ones, then tickets of lapsed allotments, then tickets whose hold expired —
--- marks them ALLOCATED (a claim) or HELD (a hold, p_hold_seconds long) and writes their
--- allocations, all or nothing. claimTicket's second look, holdTicket and claimTickets run it.
+-- marks them ALLOCATED (a claim) or HELD (a hold, p_hold_seconds long) and records their
+-- allocations (tessera_record_allocations), all or nothing. A claimTicket's second look, holdTicket
+-- and claimTickets run it.
 --
--- What it locks, in this order (one fixed order everywhere, docs/CORRECTNESS.md §5):
+-- What it locks, in this order (the one order of tessera_lock):
 --   1. tessera_claim_gate: advisory locks — the campaign gate (shared), the idempotency key, the
 --      holder — and the partner's quota row; then it reads the campaign and counts with a fresh
 --      snapshot. Nothing below runs unless the gate passed, so no ticket or hold is locked before.
@@ -24,17 +24,17 @@
 -- Why the pick starts at a random pick_order (tessera_random_pick_order gives every ticket one):
 --   - every claimer starting at the front of the AVAILABLE index would skip over the same locked
 --     rows and, as the pool fills, walk the same run of dead index entries left by earlier claims
---     until a VACUUM (docs/PERFORMANCE.md pitfall 1: 3,000 → 372 claims/s at 99% fill). From a random
+--     until a VACUUM (3,000 → 372 claims/s at 99% fill). From a random
 --     point the run of dead entries before a live one is ~1/(1-fill) entries, not fill×N;
 --   - pick_order is in no other index, so the planner has no alternative to the partial index
---     (pitfall 2) whatever the statistics say (test/plan.test.ts).
+--     whatever the statistics say (test/plan.test.ts).
 --
--- The wait (p_wait) is the second look that keeps SOLD_OUT honest (docs/CORRECTNESS.md §3): when
+-- The wait (p_wait) is the second look that keeps SOLD_OUT honest: when
 -- SKIP LOCKED found too few while tickets still look AVAILABLE, those are locked by claims in flight
 -- that may roll back; waiting for each takes what comes back. It never waits on a hold.
 --
 -- Each UPDATE re-checks the row's status: under READ COMMITTED a row that was waited for is re-checked
--- only against the WHERE of the statement that locks it (docs/CORRECTNESS.md §1). An expired hold
+-- only against the WHERE of the statement that locks it. An expired hold
 -- being taken over is ended first, so that the unique index of live allocations per ticket sees it
 -- gone before the new allocation is inserted.
 --
@@ -44,10 +44,7 @@
 -- stats and CAMPAIGN_SOLD_OUT use; `allotted_elsewhere`: other partners' live allotments hold
 -- tickets back).
 --
--- Why one statement after another, and every one naming the campaign: as tessera_claim_one, so that
--- on Citus the call runs whole on the node holding the campaign (src/db/distribute.ts, DELEGATED).
--- What it counts is what COUNT_ALLOCATED and ALLOCATION_EVENTS (src/db/countAllocations.ts,
--- src/db/webhookEvents.ts) count for the statements of many rows: keep the three in step.
+-- Every statement names the campaign, so on Citus the whole call runs on the node holding it.
 CREATE OR REPLACE FUNCTION "tessera_claim_tickets"(
     p_campaign_id UUID,
     p_partner_id UUID,
@@ -73,7 +70,7 @@ CREATE OR REPLACE FUNCTION "tessera_claim_tickets"(
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_policy TEXT; -- (text: the function is also made on databases from before release policies)
+    v_policy TEXT;
     v_own_live BOOLEAN;
     v_own BIGINT[] := '{}';
     v_available BIGINT[] := '{}';
@@ -88,11 +85,9 @@ DECLARE
     v_codes TEXT[];
     v_status allocation_status := CASE WHEN p_hold_seconds IS NULL THEN 'ACTIVE' ELSE 'HELD' END;
     v_expires TIMESTAMPTZ;
-    v_slot INTEGER := pg_backend_pid();
-    v_listening BOOLEAN;
-    v_minute TIMESTAMPTZ;
-    v_in_minute INTEGER := 0;
+    v_from_allotment BOOLEAN[] := '{}';
     v_cp campaigns%ROWTYPE;
+    r RECORD;
     i INTEGER;
 BEGIN
     SELECT g.verdict, g.prior_campaign_id, g.prior_allocation_id INTO verdict, prior_campaign_id, prior_allocation_id
@@ -253,57 +248,25 @@ BEGIN
         RETURN;
     END IF;
 
-    -- The allocations, one per ticket taken in ticket id order (request_index), each with its counters
-    -- and event. (sequence and allocated_at: the row trigger tessera_number_allocation gives them.)
+    -- The allocations, one per ticket taken, in ticket id order (request_index), with their counters
+    -- and events.
     SELECT * INTO v_cp FROM campaigns cp WHERE cp.id = p_campaign_id;
     campaign_name := v_cp.name; campaign_status := v_cp.status; campaign_opens_at := v_cp.opens_at;
     campaign_closes_at := v_cp.closes_at; campaign_per_holder_limit := v_cp.per_holder_limit; campaign_created_at := v_cp.created_at;
     IF p_hold_seconds IS NOT NULL THEN v_expires := clock_timestamp() + make_interval(secs => p_hold_seconds); END IF;
-    v_listening := EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.enabled);
     FOR i IN 1 .. cardinality(v_taken) LOOP
-        INSERT INTO allocations AS a (campaign_id, ticket_id, partner_id, holder, metadata, idempotency_key,
-                                      request_hash, status, expires_at, request_index, from_allotment)
-        VALUES (p_campaign_id, v_taken[i], p_partner_id, p_holder, p_metadata, p_idempotency_key, p_request_hash,
-                v_status, v_expires, i - 1,
-                v_taken[i] = ANY(v_own) AND v_own_live
-                  OR COALESCE(v_expired_drawn[array_position(v_expired_tickets, v_taken[i])], false))
-        RETURNING a.id, a.campaign_id, a.ticket_id, a.partner_id, a.holder, a.metadata, a.idempotency_key, a.request_hash,
-                  a.status, a.sequence, a.allocated_at, a.expires_at, a.released_at, a.confirmed_at, a.request_index
-             INTO id, campaign_id, ticket_id, partner_id, holder, metadata, idempotency_key, request_hash,
-                  status, sequence, allocated_at, expires_at, released_at, confirmed_at, request_index;
-        ticket_code := v_codes[i];
-        IF v_listening THEN
-            INSERT INTO webhook_events (type, campaign_id, partner_id, allocation_id, expires_at)
-            VALUES (CASE WHEN v_status = 'HELD' THEN 'HOLD_CREATED' ELSE 'ALLOCATION_CREATED' END, p_campaign_id, p_partner_id, id, v_expires);
-        END IF;
-        -- The timeline counts ACTIVE allocations per minute they became ACTIVE: one upsert per minute.
-        IF v_status = 'ACTIVE' THEN
-            IF v_minute IS DISTINCT FROM date_trunc('minute', allocated_at, 'UTC') THEN
-                IF v_in_minute > 0 THEN
-                    INSERT INTO minute_counters AS c (campaign_id, minute, slot, active) VALUES (p_campaign_id, v_minute, v_slot, v_in_minute)
-                    ON CONFLICT (campaign_id, minute, slot) DO UPDATE SET active = c.active + EXCLUDED.active;
-                END IF;
-                v_minute := date_trunc('minute', allocated_at, 'UTC');
-                v_in_minute := 0;
-            END IF;
-            v_in_minute := v_in_minute + 1;
-        END IF;
+        v_from_allotment[i] := v_taken[i] = ANY(v_own) AND v_own_live
+                               OR COALESCE(v_expired_drawn[array_position(v_expired_tickets, v_taken[i])], false);
+    END LOOP;
+    campaign_id := p_campaign_id; partner_id := p_partner_id; holder := p_holder; metadata := p_metadata;
+    idempotency_key := p_idempotency_key; request_hash := p_request_hash; status := v_status;
+    released_at := NULL; confirmed_at := NULL;
+    FOR r IN SELECT * FROM tessera_record_allocations(p_campaign_id, p_partner_id, p_holder, p_metadata, p_idempotency_key,
+                                                      p_request_hash, v_status, v_expires, v_taken, v_from_allotment,
+                                                      NULL, NULL, true) LOOP
+        id := r.id; ticket_id := r.ticket_id; sequence := r.sequence; allocated_at := r.allocated_at;
+        expires_at := r.expires_at; request_index := r.request_index; ticket_code := v_codes[r.request_index + 1];
         RETURN NEXT;
     END LOOP;
-    IF v_in_minute > 0 THEN
-        INSERT INTO minute_counters AS c (campaign_id, minute, slot, active) VALUES (p_campaign_id, v_minute, v_slot, v_in_minute)
-        ON CONFLICT (campaign_id, minute, slot) DO UPDATE SET active = c.active + EXCLUDED.active;
-    END IF;
-
-    -- The counters, each in this backend's own slot (docs/PERFORMANCE.md, strategy C); the gate locked
-    -- the quota row, if the partner has one here, before the pick.
-    i := cardinality(v_taken);
-    INSERT INTO campaign_counters AS c (campaign_id, slot, allocated, held)
-    VALUES (p_campaign_id, v_slot, CASE WHEN v_status = 'ACTIVE' THEN i ELSE 0 END, CASE WHEN v_status = 'HELD' THEN i ELSE 0 END)
-    ON CONFLICT (campaign_id, slot) DO UPDATE SET allocated = c.allocated + EXCLUDED.allocated, held = c.held + EXCLUDED.held;
-    INSERT INTO partner_counters AS c (campaign_id, partner_id, slot, active, held)
-    VALUES (p_campaign_id, p_partner_id, v_slot, CASE WHEN v_status = 'ACTIVE' THEN i ELSE 0 END, CASE WHEN v_status = 'HELD' THEN i ELSE 0 END)
-    ON CONFLICT (campaign_id, partner_id, slot) DO UPDATE SET active = c.active + EXCLUDED.active, held = c.held + EXCLUDED.held;
-    UPDATE partner_quotas q SET live = q.live + i WHERE q.campaign_id = p_campaign_id AND q.partner_id = p_partner_id;
 END
 $$;

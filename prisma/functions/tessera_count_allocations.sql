@@ -1,6 +1,6 @@
 -- Changes to allocations counted per campaign (allocated, held), per partner (active, held) and per
 -- minute they became ACTIVE (active), by a statement-level trigger reading the transition tables, in
--- the same transaction as the allocations (docs/CORRECTNESS.md §10). Once per statement: a sweep of
+-- the same transaction as the allocations. Once per statement: a sweep of
 -- 1,000 holds updates each counter once — per-row triggers would update one counter row once per
 -- allocation, and each update of a row within one transaction walks its earlier versions: quadratic.
 --
@@ -8,8 +8,8 @@
 -- — confirmations, releases, expiries, takeovers of expired holds, even a backdated allocated_at,
 -- all alike. The writes themselves: tessera_apply_allocation_delta.
 --
--- New allocations are counted by the claim statements that insert them, in the same statement
--- (src/db/countAllocations.ts): an AFTER INSERT trigger cost 0.19–0.24 ms of every claim.
+-- New allocations are counted where they are recorded (tessera_record_allocations), in the same
+-- transaction: an AFTER INSERT trigger cost 0.19–0.24 ms of every claim.
 --
 -- `void`: under the VOID release policy, every allocation that stops being live (released, or its
 -- hold ended by the sweeper — claims never take over a VOID campaign's expired holds) retires its
@@ -25,7 +25,7 @@ DECLARE
 BEGIN
     -- The transition tables are read by queries of their own, into arrays, and the counters are
     -- written from those: on Citus the trigger runs on the shard, where a query that names a
-    -- distributed or reference table cannot also read a transition table (docs/SCALING.md, "Citus").
+    -- distributed or reference table cannot also read a transition table.
     SELECT array_agg(d) INTO deltas
       FROM (SELECT (campaign_id, partner_id, status, date_trunc('minute', COALESCE(confirmed_at, allocated_at), 'UTC'), 1)::tessera_allocation_delta AS d
               FROM rows_in WHERE status IN ('ACTIVE', 'HELD')

@@ -3,9 +3,8 @@
 -- allocation dead (release, sweeper, takeover of an expired hold) can forget it. A campaign without
 -- quotas pays one primary-key probe of a small table per status change.
 --
--- Becoming live: only an insert makes an allocation live, and the claim statement that inserts it
--- adds it to `live` itself, in the same statement (src/db/countAllocations.ts; it already holds the
--- partner's quota row: tessera_claim_gate locks it). Stopping being live: an append-only credit row
+-- Becoming live: only an insert makes an allocation live, and tessera_record_allocations, which
+-- inserts it, adds it to `live` itself (the caller's gate already locked the partner's quota row). Stopping being live: an append-only credit row
 -- (inserts never wait), which the gate subtracts and tessera_expire_holds folds in.
 CREATE OR REPLACE FUNCTION "tessera_count_live"() RETURNS trigger
   LANGUAGE plpgsql

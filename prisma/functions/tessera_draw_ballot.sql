@@ -41,7 +41,7 @@ DECLARE
     limits JSONB;
     v_now TIMESTAMPTZ;
 BEGIN
-    PERFORM pg_advisory_xact_lock(1, hashtext(p_campaign_id::text));
+    PERFORM tessera_lock('campaign', p_campaign_id::text);
     SELECT * INTO c FROM campaigns WHERE id = p_campaign_id;
     IF NOT FOUND THEN
         RETURN 'CAMPAIGN_NOT_FOUND';

@@ -32,7 +32,7 @@ AS $$
 DECLARE
     c campaigns%ROWTYPE;
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(1, hashtext(p_campaign_id::text));
+    PERFORM tessera_lock('campaign', p_campaign_id::text, true);
 
     SELECT * INTO c FROM campaigns WHERE id = p_campaign_id;
     IF NOT FOUND THEN
@@ -46,7 +46,7 @@ BEGIN
     END IF;
 
     IF p_idempotency_key IS NOT NULL THEN
-        PERFORM pg_advisory_xact_lock(2, hashtext(p_partner_id::text || ':' || p_idempotency_key));
+        PERFORM tessera_lock('idempotency_key', p_partner_id::text || ':' || p_idempotency_key);
         SELECT 'PRIOR', e.id, e.campaign_id, e.request_hash INTO verdict, entry_id, prior_campaign_id, prior_request_hash
           FROM ballot_entries e
          WHERE e.partner_id = p_partner_id AND e.idempotency_key = p_idempotency_key
@@ -66,7 +66,7 @@ BEGIN
         verdict := 'INVALID_INPUT'; RETURN NEXT; RETURN;
     END IF;
 
-    PERFORM pg_advisory_xact_lock(3, hashtext(p_campaign_id::text || ':' || p_partner_id::text || ':' || p_holder));
+    PERFORM tessera_lock('holder', p_campaign_id::text || ':' || p_partner_id::text || ':' || p_holder);
     SELECT 'ALREADY_ENTERED', e.id INTO verdict, entry_id
       FROM ballot_entries e
      WHERE e.campaign_id = p_campaign_id AND e.partner_id = p_partner_id AND e.holder = p_holder

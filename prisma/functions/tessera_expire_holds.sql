@@ -30,7 +30,7 @@ BEGIN
          WHERE a.status = 'HELD' AND a.expires_at <= clock_timestamp()
          LIMIT 100
     LOOP
-        PERFORM pg_advisory_xact_lock_shared(1, hashtext(c::text));
+        PERFORM tessera_lock('campaign', c::text, true);
         -- tessera_returned_ticket's rule, in the statement (the policy never changes).
         policy := (SELECT cp.release_policy::text FROM campaigns cp WHERE cp.id = c);
         v_now := clock_timestamp();

@@ -33,10 +33,10 @@ DECLARE
     c campaigns%ROWTYPE;
     live INTEGER;
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(1, hashtext(p_campaign_id::text));
+    PERFORM tessera_lock('campaign', p_campaign_id::text, true);
 
     IF p_idempotency_key IS NOT NULL THEN
-        PERFORM pg_advisory_xact_lock(2, hashtext(p_partner_id::text || ':' || p_idempotency_key));
+        PERFORM tessera_lock('idempotency_key', p_partner_id::text || ':' || p_idempotency_key);
         SELECT 'PRIOR', w.id, w.campaign_id, w.request_hash INTO verdict, entry_id, prior_campaign_id, prior_request_hash
           FROM waitlist_entries w
          WHERE w.partner_id = p_partner_id AND w.idempotency_key = p_idempotency_key
@@ -52,7 +52,7 @@ BEGIN
         verdict := 'INVALID_INPUT'; RETURN NEXT; RETURN;
     END IF;
 
-    PERFORM pg_advisory_xact_lock(6, hashtext(p_campaign_id::text));
+    PERFORM tessera_lock('waitlist', p_campaign_id::text);
 
     SELECT 'ALREADY_ENTERED', w.id INTO verdict, entry_id
       FROM waitlist_entries w

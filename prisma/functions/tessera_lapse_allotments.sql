@@ -38,7 +38,7 @@ BEGIN
          ORDER BY l.lapses_at
          LIMIT 100
     LOOP
-        PERFORM pg_advisory_xact_lock_shared(1, hashtext(r.campaign_id::text));
+        PERFORM tessera_lock('campaign', r.campaign_id::text, true);
         PERFORM 1 FROM allotments l
          WHERE l.campaign_id = r.campaign_id AND l.partner_id = r.partner_id
            AND l.lapsed_at IS NULL AND l.lapses_at <= clock_timestamp()

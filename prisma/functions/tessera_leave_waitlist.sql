@@ -37,7 +37,7 @@ BEGIN
     END IF;
     campaign_id := c;
     released := 0;
-    PERFORM pg_advisory_xact_lock_shared(1, hashtext(c::text));
+    PERFORM tessera_lock('campaign', c::text, true);
     SELECT w.status::text INTO s FROM waitlist_entries w WHERE w.campaign_id = c AND w.id = p_entry_id FOR UPDATE;
     IF s = 'WAITING' THEN
         v_now := clock_timestamp();

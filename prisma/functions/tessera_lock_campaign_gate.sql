@@ -9,6 +9,6 @@ CREATE OR REPLACE FUNCTION "tessera_lock_campaign_gate"(p_campaign_id UUID) RETU
   LANGUAGE plpgsql VOLATILE
 AS $$
 BEGIN
-    PERFORM pg_advisory_xact_lock(1, hashtext(p_campaign_id::text));
+    PERFORM tessera_lock('campaign', p_campaign_id::text);
 END
 $$;

@@ -1,7 +1,6 @@
 -- Every new allocation is numbered and stamped here, by a BEFORE INSERT row trigger, whatever
--- inserts the row — the claim statements (tessera_claim_one, src/db/claimGroup.ts, claimTicket.ts),
--- waitlist offers (tessera_offer_returned), ballot holds (tessera_ballot_hold_winners), or an
--- operator's SQL: Allocation.sequence from its campaign's own sequence (tessera_next_sequence), and
+-- inserts the row — tessera_record_allocations, which every claim, waitlist offer and ballot hold
+-- calls, or an operator's SQL: Allocation.sequence from its campaign's own sequence (tessera_next_sequence), and
 -- allocatedAt from the clock right after it, so that the two orders agree as closely as two
 -- concurrent transactions allow. The statements leave both columns out; values given are replaced.
 --

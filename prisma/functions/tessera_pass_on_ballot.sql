@@ -34,8 +34,8 @@ BEGIN
         RETURN 0;
     END IF;
 
-    PERFORM pg_advisory_xact_lock_shared(1, hashtext(p_campaign_id::text));
-    PERFORM pg_advisory_xact_lock(7, hashtext(p_campaign_id::text));
+    PERFORM tessera_lock('campaign', p_campaign_id::text, true);
+    PERFORM tessera_lock('ballot_pass', p_campaign_id::text);
     SELECT * INTO c FROM campaigns WHERE id = p_campaign_id;
     IF c.status <> 'OPEN' OR (c.closes_at IS NOT NULL AND clock_timestamp() >= c.closes_at) THEN
         RETURN 0;

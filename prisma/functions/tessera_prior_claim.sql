@@ -1,8 +1,8 @@
--- Keyed claims' look at the partner's other campaigns, on Citus (src/db/claimTransaction.ts calls
+-- Keyed claims' look at the partner's other campaigns, on Citus (src/claim/transaction.ts calls
 -- it first, in the claims' transaction, on the coordinator, for one claim or a group of one
--- campaign's): takes the keys' locks — the gate's lock 2 (tessera_claim_gate), here on the
--- coordinator, where every keyed claim of the partner takes it — in key order, as a group takes them
--- (docs/CORRECTNESS.md §5), then returns, for each request whose key has its allocation in a
+-- campaign's): takes the keys' locks — the gate's idempotency_key locks (tessera_lock), here on the
+-- coordinator, where every keyed claim of the partner takes them — in key order, as a group takes
+-- them, then returns, for each request whose key has its allocation in a
 -- campaign other than p_campaign_id, that allocation (`ord`: the request's place in the arrays). The
 -- gate, run on the node holding p_campaign_id, looks in that campaign itself. Two requests with one
 -- key therefore run one after the other wherever their campaigns live, and the second finds the

@@ -1,6 +1,6 @@
 -- Where a ticket sits in its campaign's claim order: uniformly random, so that claimers start at a
 -- random point of the AVAILABLE index instead of all fighting over, and scanning the dead entries
--- at, its front (docs/PERFORMANCE.md, pitfall 1; see src/db/claimTicket.ts).
+-- at, its front (tessera_claim_tickets says why).
 CREATE OR REPLACE FUNCTION "tessera_random_pick_order"() RETURNS integer
   LANGUAGE sql VOLATILE PARALLEL SAFE
   AS $$ SELECT floor(random() * 2147483647)::integer $$;

@@ -37,7 +37,7 @@ BEGIN
     IF v_campaign IS NULL THEN
         RETURN;
     END IF;
-    PERFORM pg_advisory_xact_lock_shared(1, hashtext(v_campaign::text));
+    PERFORM tessera_lock('campaign', v_campaign::text, true);
     PERFORM tessera_record_sold_out(v_campaign);
     v_now := clock_timestamp();
     UPDATE allocations a

@@ -1,6 +1,6 @@
 -- What "sold out" means — the one definition, used everywhere: stats.soldOut and soldOutAt
 -- (tessera_campaign_counts, tessera_record_sold_out), CAMPAIGN_SOLD_OUT (tessera_stock_events), and
--- the claim's SOLD_OUT against ALL_HELD and ALL_ALLOTTED (src/db/claimTicket.ts).
+-- the claim's SOLD_OUT against ALL_HELD and ALL_ALLOTTED (tessera_claim_tickets).
 --
 -- A campaign is sold out when it has tickets and none is left that anyone could claim now or that
 -- could come back by itself: nothing available; nothing allotted (an allotment's unused tickets go

@@ -21,7 +21,7 @@ BEGIN
     IF NOT FOUND THEN
         verdict := 'ENTRY_NOT_FOUND'; RETURN NEXT; RETURN;
     END IF;
-    PERFORM pg_advisory_xact_lock_shared(1, hashtext(v_campaign::text));
+    PERFORM tessera_lock('campaign', v_campaign::text, true);
     SELECT e.status::text INTO v_status FROM ballot_entries e
      WHERE e.campaign_id = v_campaign AND e.id = p_entry_id FOR UPDATE;
     IF v_status = 'ENTERED' THEN

@@ -1,6 +1,6 @@
 // The campaign's row as the claim statements return it beside each allocation (so the response's
 // `campaign { … }` costs no second query), and its mapping to the model: one list for the single
-// claims (claimOne.ts, claimGroup.ts, claimTicket.ts).
+// claims (src/claim/firstLook.ts, src/claim/secondLook.ts).
 import { Prisma } from '../generated/prisma/client';
 import type { CampaignModel, CampaignStatus } from '../models';
 

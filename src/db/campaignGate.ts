@@ -3,7 +3,7 @@
 // claim may do — close, update, setting a quota — take it EXCLUSIVE, in a transaction with their
 // write: they wait for the statements already past the gate, and PostgreSQL's lock manager queues
 // every new shared request behind them (docs/CORRECTNESS.md §4: never starved). The key pairs with
-// tessera_claim_gate's `pg_advisory_xact_lock_shared(1, hashtext(campaign_id::text))`.
+// tessera_claim_gate's `tessera_lock('campaign', campaign_id::text, true)`.
 import type { Prisma } from '../generated/prisma/client';
 import type { Db } from './client';
 
@@ -15,7 +15,7 @@ import type { Db } from './client';
 // a close waits for a claim in flight).
 export function lockCampaignGate(db: Db, campaignId: string): [Prisma.PrismaPromise<number>, Prisma.PrismaPromise<number>] {
   return [
-    db.$executeRaw`SELECT pg_advisory_xact_lock(1, hashtext(${campaignId}::uuid::text))`,
+    db.$executeRaw`SELECT tessera_lock('campaign', ${campaignId}::uuid::text)`,
     db.$executeRaw`SELECT tessera_lock_campaign_gate(${campaignId}::uuid)`,
   ];
 }

@@ -5,6 +5,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import { Pool, type PoolConfig } from 'pg';
 import type { Config } from '../config';
 import { PrismaClient } from '../generated/prisma/client';
+import { dialectOf, type Dialect } from './dialect';
 import { HostSelector, parseHosts } from './hosts';
 import { startupOptions } from './sessionSettings';
 import { StallWatch } from './stallWatch';
@@ -17,6 +18,8 @@ export type Db = Pick<PrismaClient, '$queryRaw' | '$executeRaw'>;
 export interface Database {
   readonly prisma: PrismaClient;
   readonly options: DatabaseOptions;
+  /** What the database is (dialect.ts), decided once at start-up. */
+  readonly dialect: Dialect;
   readonly pool: Pool;
   /** Counts statements sent to PostgreSQL (the DataLoader test reads it). */
   readonly statements: { count: number };
@@ -36,9 +39,12 @@ export type DatabaseOptions = Config['database'] & {
   onError?: (error: Error) => void;
   /** Called once for each server the pool gives up on because it stopped answering (stallWatch.ts). */
   onUnresponsive?: (url: string, error: Error) => void;
-  /** The database is a Citus coordinator (src/db/distribute.ts): plans are Citus's to choose (sessionSettings.ts). */
-  citus?: boolean;
+  /** What the database is (dialect.ts); PostgreSQL, reached through `pooler`, when not given. */
+  dialect?: Dialect;
 };
+
+/** The dialect `options` give, or PostgreSQL through their pooler. */
+export const dialectOfOptions = (options: Pick<DatabaseOptions, 'dialect' | 'pooler'>): Dialect => options.dialect ?? dialectOf('postgresql', options.pooler ?? 'none');
 
 /** A query outstanding this long gets its server probed (stallWatch.ts); the probe gets PROBE_TIMEOUT_MS. */
 export const STALL_MS = 2_000;
@@ -72,6 +78,7 @@ function hostSelector(url: string): HostSelector | null {
 }
 
 export function createDatabase(options: DatabaseOptions): Database {
+  const dialect = dialectOfOptions(options);
   const onError = options.onError ?? (() => undefined);
   const hosts = hostSelector(options.url);
   const pool = new Pool(poolConfig(options, hosts));
@@ -102,7 +109,7 @@ export function createDatabase(options: DatabaseOptions): Database {
     // Not behind PgBouncer in transaction mode (1.18 has no prepared statements there: the next
     // transaction may run on another server connection); the claims then rely on their functions'
     // cached plans (docs/DESIGN.md).
-    ...(options.pooler === 'pgbouncer' ? {} : { statementNameGenerator: (query: { sql: string }) => `p${createHash('sha1').update(query.sql).digest('hex').slice(0, 20)}` }),
+    ...(!dialect.namedStatements ? {} : { statementNameGenerator: (query: { sql: string }) => `p${createHash('sha1').update(query.sql).digest('hex').slice(0, 20)}` }),
   });
   const prisma = new PrismaClient({
     adapter,
@@ -115,6 +122,7 @@ export function createDatabase(options: DatabaseOptions): Database {
   return {
     prisma,
     options,
+    dialect,
     pool,
     statements,
     unresponsive: () => stalls.unresponsive,

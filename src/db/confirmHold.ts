@@ -3,7 +3,7 @@
 import { Prisma } from '../generated/prisma/client';
 import type { Db } from './client';
 import { ALLOCATION_COLUMNS, toAllocation, type AllocationRow } from './allocationRow';
-import type { ClaimVerdict } from './claimTicket';
+import type { ClaimVerdict } from '../claim/secondLook';
 import type { AllocationModel } from '../models';
 
 export async function confirmHold(

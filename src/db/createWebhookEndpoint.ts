@@ -8,17 +8,11 @@ import type { Batchable } from './campaignGate';
 import { ENDPOINT_COLUMNS, type EndpointRow } from './webhookRows';
 
 /**
- * The advisory lock's class (its first key). Classes in use: 1 the campaign gate, 2 idempotency keys,
- * 3 holders (tessera_claim_gate, claimGroup.ts), 4 this, 5 the webhook leasers' turn (webhookDeliveries.ts).
- */
-const ENDPOINT_OWNER_LOCK = 4;
-
-/**
- * The statement that takes an owner's lock in a batch transaction: its endpoints of one mode (test
+ * The statement that takes an owner's lock (tessera_lock's endpoint_owner) in a batch transaction: its endpoints of one mode (test
  * or live) are counted, made and deleted (offboardPartner.ts) one transaction at a time.
  */
 export const lockEndpointOwner = (db: Batchable, partnerId: string | null, test: boolean) =>
-  db.$executeRaw`SELECT pg_advisory_xact_lock(${ENDPOINT_OWNER_LOCK}::integer, hashtext(COALESCE(${partnerId}::uuid::text, 'operator') || ${test ? ' test' : ''}::text))`;
+  db.$executeRaw`SELECT tessera_lock('endpoint_owner', COALESCE(${partnerId}::uuid::text, 'operator') || ${test ? ' test' : ''}::text)`;
 
 /**
  * The new endpoint, or null when its owner already has `limit` endpoints in its mode (deleted ones

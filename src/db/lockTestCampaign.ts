@@ -31,7 +31,7 @@ const PARTNER_ROWS = ['allocations', 'waitlist_entries', 'ballot_entries'] as co
 export async function lockTestCampaign(client: PoolClient, campaignId: string, partnerId: string | null): Promise<TestCampaignLock> {
   // The gate, as campaignGate.ts takes it: on the server Tessera talks to, then through the function
   // Citus delegates to the campaign's node.
-  await client.query('SELECT pg_advisory_xact_lock(1, hashtext($1::uuid::text))', [campaignId]);
+  await client.query("SELECT tessera_lock('campaign', $1::uuid::text)", [campaignId]);
   await client.query('SELECT tessera_lock_campaign_gate($1::uuid)', [campaignId]);
   const { rows } = await client.query<{ seconds: number }>('SELECT test_clock_seconds::int AS seconds FROM campaigns WHERE id = $1::uuid AND test FOR UPDATE', [campaignId]);
   if (rows.length === 0) return { verdict: 'NOT_FOUND' };

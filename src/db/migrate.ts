@@ -23,7 +23,7 @@ import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { postgreSplitterOptions, splitQuery } from 'dbgate-query-splitter';
 import type { Client } from 'pg';
-import { CLAIM_FUNCTIONS } from './claimFunctions';
+import type { DatabaseKind } from './dialect';
 import { distributeFunctions, distributeTables, isCitus, prepareCitusSession } from './distribute';
 import { connectClient } from './hosts';
 
@@ -75,19 +75,14 @@ export function readFunctions(dir = FUNCTIONS_DIR): Migration[] {
     });
 }
 
-/**
- * Every function the database must run: the files of prisma/functions/, then the functions made
- * from statements in src/db/ (claimFunctions.ts: the first look's), applied alike.
- */
+/** Every function the database must run: the files of prisma/functions/. */
 export function tesseraFunctions(dir = FUNCTIONS_DIR): Migration[] {
-  return [...readFunctions(dir), ...CLAIM_FUNCTIONS];
+  return readFunctions(dir);
 }
 
 /** How migrate() and pendingMigrations() name a function in their lists. */
 const FUNCTION_LABEL_PREFIX = 'prisma/functions/';
-const CODE_FUNCTION_LABEL_PREFIX = 'src/db/claimFunctions.ts: ';
-export const functionLabel = (name: string) =>
-  CLAIM_FUNCTIONS.some((f) => f.name === name) ? `${CODE_FUNCTION_LABEL_PREFIX}${name}` : `${FUNCTION_LABEL_PREFIX}${name}.sql`;
+export const functionLabel = (name: string) => `${FUNCTION_LABEL_PREFIX}${name}.sql`;
 
 /**
  * What migrate() applied, for the start-up log: how many migrations and the latest, how many function
@@ -95,7 +90,7 @@ export const functionLabel = (name: string) =>
  * thousands of characters long).
  */
 export function appliedSummary(applied: readonly string[]): { migrations: number; latest?: string; functions: number } {
-  const migrations = applied.filter((name) => !name.startsWith(FUNCTION_LABEL_PREFIX) && !name.startsWith(CODE_FUNCTION_LABEL_PREFIX));
+  const migrations = applied.filter((name) => !name.startsWith(FUNCTION_LABEL_PREFIX));
   return { migrations: migrations.length, latest: migrations.at(-1), functions: applied.length - migrations.length };
 }
 
@@ -130,14 +125,15 @@ interface AppliedRow {
  * Applies pending migrations, then the changed function files; returns what it applied: migration
  * names, then `prisma/functions/<name>.sql` for each function file.
  */
-export async function migrate(databaseUrl: string, dir = MIGRATIONS_DIR, functionsDir = FUNCTIONS_DIR): Promise<string[]> {
+export async function migrate(databaseUrl: string, dir = MIGRATIONS_DIR, functionsDir = FUNCTIONS_DIR, dialect?: DatabaseKind): Promise<string[]> {
   const migrations = readMigrations(dir);
   const functions = tesseraFunctions(functionsDir);
   // The first listed host that takes writes, when DATABASE_URL lists several (hosts.ts).
   const client = await connectClient(databaseUrl);
   try {
     await client.query('SELECT pg_advisory_lock($1)', [PRISMA_MIGRATE_LOCK_KEY]);
-    const citus = await isCitus(client);
+    // Told by the server (its dialect, decided at start-up), or asked when run on its own.
+    const citus = dialect === undefined ? await isCitus(client) : dialect === 'citus';
     if (citus) await prepareCitusSession(client);
     await client.query(CREATE_MIGRATIONS_TABLE);
     const { rows } = await client.query<AppliedRow>(

@@ -61,7 +61,7 @@ export async function purgeTestData(pool: Pool, before: Date): Promise<Purged> {
     // Every gate first, as campaignGate.ts takes one: on the server Tessera talks to, then through
     // the function Citus delegates to the campaign's node.
     for (const { id } of rows) {
-      await client.query('SELECT pg_advisory_xact_lock(1, hashtext($1::uuid::text))', [id]);
+      await client.query("SELECT tessera_lock('campaign', $1::uuid::text)", [id]);
       await client.query('SELECT tessera_lock_campaign_gate($1::uuid)', [id]);
     }
     const purged: Purged = { campaigns: 0, tickets: 0, allocations: 0, webhookDeliveries: 0 };

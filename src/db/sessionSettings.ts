@@ -29,9 +29,10 @@
 //     5 ms for 32 claims into 1.3–2.1 s. An OLTP statement never repays compiling it.
 import type { Pool, PoolClient } from 'pg';
 import type { Config } from '../config';
+import type { Dialect } from './dialect';
 import { connectClient, parseHosts } from './hosts';
 
-type Timeouts = Pick<Config['database'], 'statementTimeoutMs' | 'lockTimeoutMs' | 'idleInTransactionTimeoutMs'> & { citus?: boolean };
+type Timeouts = Pick<Config['database'], 'statementTimeoutMs' | 'lockTimeoutMs' | 'idleInTransactionTimeoutMs'> & { dialect?: Pick<Dialect, 'planCacheMode'> };
 
 /** Each setting with the value Tessera wants, as PostgreSQL's SHOW prints it after a SET in these units. */
 export function sessionSettings(o: Timeouts): Array<{ name: string; value: string }> {
@@ -40,9 +41,7 @@ export function sessionSettings(o: Timeouts): Array<{ name: string; value: strin
     { name: 'lock_timeout', value: `${o.lockTimeoutMs}ms` },
     { name: 'idle_in_transaction_session_timeout', value: `${o.idleInTransactionTimeoutMs}ms` },
     { name: 'default_transaction_isolation', value: 'read committed' },
-    // On Citus a generic plan cannot be routed (the shard is picked from the campaign id's value),
-    // and Citus makes its custom plans the cheaper choice by itself: PostgreSQL's default there.
-    { name: 'plan_cache_mode', value: o.citus ? 'auto' : 'force_generic_plan' },
+    { name: 'plan_cache_mode', value: o.dialect?.planCacheMode ?? 'force_generic_plan' },
     { name: 'jit', value: 'off' },
   ];
 }

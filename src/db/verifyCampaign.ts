@@ -165,7 +165,7 @@ export async function repairCampaign(pool: Pool, campaignId: string): Promise<{ 
   try {
     await client.query('BEGIN');
     // The gate, exclusive, where claims take it (campaignGate.ts says why two statements).
-    await client.query('SELECT pg_advisory_xact_lock(1, hashtext($1::uuid::text))', [campaignId]);
+    await client.query("SELECT tessera_lock('campaign', $1::uuid::text)", [campaignId]);
     await client.query('SELECT tessera_lock_campaign_gate($1::uuid)', [campaignId]);
     const before = await verifyCampaign(client, campaignId);
     const repaired = before.filter((d) => d.repairable);

@@ -13,15 +13,16 @@
 //
 // A revoked partner (revokeApiKey; rotateApiKey restores it) gets nothing: drainEvents routes no
 // event to its endpoints, and leaseDue says so of a delivery queued before the revocation, which the
-// dispatcher then fails unsent (docs/WEBHOOKS.md). Both read partners.revoked_at itself, not the
+// dispatcher then fails unsent. Both read partners.revoked_at itself, not the
 // key cache: a revocation holds from the next drain and the next lease on every instance.
 //
-// On Citus (src/db/distribute.ts: webhook_events distributed by campaign, webhook_deliveries a
-// reference table) two statements take another shape, found out once per pool (onCitus): the drain
+// Where the dialect's outbox is 'per-campaign' (Citus: webhook_events distributed by campaign,
+// webhook_deliveries a reference table) two statements take another shape: the drain
 // takes each campaign's events with a statement naming that campaign (a DELETE … FOR UPDATE over
 // every shard is refused), all in the one transaction; the lease picks its deliveries with a SELECT,
 // then leases them by id (Citus refuses clock_timestamp() in an UPDATE of a reference table, and
 // fails to run the picking CTEs inside one). Plain PostgreSQL keeps its one statement each.
+import type { Dialect } from './dialect';
 import { isTestCampaignId } from '../testMode';
 import { types, type CustomTypesConfig, type Pool, type PoolClient } from 'pg';
 import { inStatement, type Span } from '../tracing';
@@ -100,21 +101,6 @@ const toEvent = (r: RawEventRow): EventRow => ({
   created_at_exact: r.created_at,
 });
 
-const citusPools = new WeakMap<Pool, Promise<boolean>>();
-
-/** Whether `pool`'s database is a Citus coordinator: asked once per pool (a failed question is asked again). */
-function onCitus(pool: Pool): Promise<boolean> {
-  let known = citusPools.get(pool);
-  if (!known) {
-    known = pool
-      .query<{ citus: boolean }>("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS citus")
-      .then((r) => r.rows[0]!.citus);
-    citusPools.set(pool, known);
-    known.catch(() => citusPools.delete(pool));
-  }
-  return known;
-}
-
 /**
  * Whether `endpoint` receives `event`: its type is asked for, the event's campaign is of the
  * endpoint's mode (test or live), it is the operator's, the partner's own, or campaign-wide, and
@@ -152,14 +138,14 @@ function bodyOf(event: EventRow, allocation: AllocationFacts | undefined): strin
   return JSON.stringify({ id: event.id, type: event.type, createdAt: event.created_at.toISOString(), livemode: !isTestCampaignId(event.campaign_id), data });
 }
 
-/** Drains up to `limit` events into deliveries; returns how many events it took. */
-export async function drainEvents(pool: Pool, limit: number): Promise<number> {
-  const citus = await onCitus(pool);
+/** Drains up to `limit` events into deliveries, as the dialect's `outbox` says; returns how many events it took. */
+export async function drainEvents(pool: Pool, limit: number, outbox: Dialect['outbox'] = 'one-statement'): Promise<number> {
+  const citus = outbox === 'per-campaign';
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
-    // Citus: the campaigns with events (one read of every shard, unlocked), then each campaign's
-    // events by a statement routed to its shard. An event appended meanwhile waits for the next drain.
+    // Per campaign (Citus): the campaigns with events (one read of every shard, unlocked), then each
+    // campaign's events by a statement routed to its shard. An event appended meanwhile waits for the next drain.
     const campaigns = citus ? (await client.query<{ campaign_id: string }>('SELECT DISTINCT campaign_id FROM webhook_events')).rows : [];
     if (citus && campaigns.length === 0) return 0;
     await client.query('BEGIN');
@@ -298,21 +284,18 @@ UPDATE webhook_deliveries d
    AND d.status = 'PENDING' AND (d.lease_until IS NULL OR d.lease_until <= statement_timestamp())
 RETURNING d.id, d.endpoint_id, d.event_id, d.body, d.attempts, e.url, e.secret_sealed, e.enabled, e.test, p.revoked_at IS NOT NULL AS partner_revoked`;
 
-/** The advisory lock's class (createWebhookEndpoint.ts lists the classes in use): the leasers' turn. */
-const LEASE_LOCK = 5;
-
 /**
  * Leases up to `limit` due deliveries, none of an endpoint that already has `perEndpoint` live
  * leases (from any instance) beyond that cap.
  */
-export async function leaseDue(pool: Pool, o: { limit: number; perEndpoint: number; leaseMs: number }): Promise<LeasedDelivery[]> {
-  const citus = await onCitus(pool);
+export async function leaseDue(pool: Pool, o: { limit: number; perEndpoint: number; leaseMs: number; outbox?: Dialect['outbox'] }): Promise<LeasedDelivery[]> {
+  const citus = o.outbox === 'per-campaign';
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
     await client.query('BEGIN');
     // Taken before the statement, whose snapshot then holds every lease an earlier turn committed.
-    await client.query('SELECT pg_advisory_xact_lock($1::integer, 0)', [LEASE_LOCK]);
+    await client.query("SELECT tessera_lock('delivery_lease', '')");
     let leased: LeasedDelivery[];
     if (citus) {
       const { rows: picked } = await client.query<{ id: string }>(PICK_SQL, [o.limit, o.perEndpoint]);

@@ -11,7 +11,7 @@ import type { ClaimErrorCode } from '../generated/graphql';
 import type { LiveUpdates } from '../live';
 import type { AllocationModel, ConnectionModel } from '../models';
 import * as validate from '../validation';
-import type { ClaimResult } from './allocation';
+import type { ClaimResult } from '../claim/service';
 import { sequenceCursor } from './cursors';
 import type { RequestContext } from './requestContext';
 

@@ -142,10 +142,10 @@ export function startWebhookDispatcher(db: Database, logger: Logger, metrics: Me
 
   const tick = async () => {
     try {
-      while ((await drainEvents(db.pool, DRAIN_BATCH)) >= DRAIN_BATCH && !stopped);
+      while ((await drainEvents(db.pool, DRAIN_BATCH, db.dialect.outbox)) >= DRAIN_BATCH && !stopped);
       const room = MAX_IN_FLIGHT - count();
       if (room <= 0 || stopped) return;
-      for (const d of await leaseDue(db.pool, { limit: room, perEndpoint: PER_ENDPOINT, leaseMs: LEASE_MS })) start(d);
+      for (const d of await leaseDue(db.pool, { limit: room, perEndpoint: PER_ENDPOINT, leaseMs: LEASE_MS, outbox: db.dialect.outbox })) start(d);
       options.reachability?.answered();
     } catch (error) {
       if (!options.reachability?.failed(error, 'webhook dispatcher')) logger.warn({ error: (error as Error).message }, 'webhook dispatcher: tick failed; the next one retries');

@@ -11,6 +11,7 @@ import { createLogger, type Logger } from '../../src/logger';
 import { createServer, type TesseraServer } from '../../src/server';
 import { sweepOnce } from '../../src/sweeper';
 import { claimTicket, holdTicket, type AllocationAnswer, type AllocationInput } from './allocations';
+import { dialectOf } from '../../src/db/dialect';
 import { citusNodes, cloneCitusDatabase, dropCitusDatabase } from './citus';
 import { databaseUrl, RUN_ENV, SERVER_ENV, TEMPLATE_ENV, withClient } from './env';
 import { ADMIN_KEY, graphqlData, postGraphQL, type GraphQLResponse } from './graphql';
@@ -114,7 +115,7 @@ export async function startTestServer(
   const dbOptions: Config['database'] = { ...TEST_DATABASE_CONFIG, ...options.database, ...(poolerUrl ? { pooler: 'pgbouncer' as const } : {}) };
   const appUrl = poolerUrl ? databaseUrl(poolerUrl, decodeURIComponent(new URL(database.url).pathname.slice(1))) : database.url;
   if (poolerUrl) await applySessionSettings(database.url, appUrl, dbOptions);
-  const db = createDatabase({ ...dbOptions, url: appUrl, citus: citusNodes() !== null });
+  const db = createDatabase({ ...dbOptions, url: appUrl, dialect: dialectOf(citusNodes() !== null ? 'citus' : 'postgresql', dbOptions.pooler ?? 'none') });
   const logger = options.logger ?? createLogger({ env: 'test', level: process.env.TEST_LOG_LEVEL });
   const server: TesseraServer = await createServer({
     // Group claims on, as in production, unless TESSERA_TEST_CLAIM_BATCH_MAX says otherwise: every

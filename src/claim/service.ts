@@ -1,22 +1,21 @@
-// Claims, holds and releases. This service decides which claim statements a request runs, each in
-// a transaction of its own (db/claimTransaction.ts), and turns each outcome into a typed result.
-// A claimTicket's first look goes through the batcher (services/claimBatcher.ts): alone, it is one
-// call of tessera_claim_one (db/claimOne.ts); waiting with others, it shares the group statement
-// (db/claimGroup.ts; on Citus, its campaign's tessera_claim_campaign_group, db/claimOne.ts). What
-// the first look cannot decide goes to the single claim, tessera_claim_tickets (db/claimTicket.ts):
-// the second look, repeated here until its answer is definite — and the only look of a hold or a
-// claimTickets. On Citus, a keyed request's statement follows tessera_prior_claim in the same
-// transaction (db/claimTransaction.ts). Retries here never change what a request means: a
-// contended pool is asked again (waiting, then with a fresh snapshot), a key that raced in is
-// answered from the allocations the other request made, and a keyed claim whose connection died is
-// asked again so the key can answer it.
+// A claim, end to end: claimTicket, holdTicket and claimTickets. The service validates the request,
+// asks the database, and turns each outcome into a typed result; every decision is the database's.
+//
+//   claimTicket    the first look (batcher.ts → firstLook.ts: the gate, one AVAILABLE ticket, alone
+//                  or in a group of waiting requests); what it cannot decide goes to the second look
+//   holdTicket,    the second look only (secondLook.ts: tessera_claim_tickets, which also takes the
+//   claimTickets   claimer's allotted tickets, lapsed allotments' and expired holds')
+//
+// The second look is repeated here until its answer is definite (single(), below). Retries never
+// change what a request means: a contended pool is asked again (waiting, then with a fresh
+// snapshot), a key that raced in is answered from the allocations the other request made, and a
+// keyed claim whose connection died is asked again so the key can answer it.
 import { randomInt } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { inScope } from '../auth';
 import { isTestCampaignId } from '../testMode';
 import type { Database } from '../db/client';
-import { claimTicket, readClaim, type ClaimOutcome, type ClaimTicketParams } from '../db/claimTicket';
-import { keyCheckOf } from '../db/claimTransaction';
+import { claimTicket, readClaim, type ClaimOutcome, type ClaimTicketParams } from './secondLook';
 import { campaignMaxHoldSeconds } from '../db/extendHold';
 import { findAllocationsByKey } from '../db/findAllocations';
 import type { JsonValue } from '../db/json';
@@ -28,12 +27,12 @@ import type { LiveUpdates } from '../live';
 import type { Metrics } from '../metrics';
 import type { AllocationModel } from '../models';
 import * as validate from '../validation';
-import { ticketKey } from './allocationRecords';
-import type { ClaimBatcher } from './claimBatcher';
-import type { RefusalCounter } from './refusalCounter';
-import { fingerprint } from './fingerprint';
+import { ticketKey } from '../services/allocationRecords';
+import type { ClaimBatcher } from './batcher';
+import type { RefusalCounter } from '../services/refusalCounter';
+import { fingerprint } from '../services/fingerprint';
 import { ATTR, decideOutcome, inChild, rememberAllocation, type Span } from '../tracing';
-import type { RequestContext } from './requestContext';
+import type { RequestContext } from '../services/requestContext';
 
 export interface ClaimInput {
   campaignId: string;
@@ -80,7 +79,7 @@ export class AllocationService {
     private readonly metrics?: Metrics,
     /** Tells campaignStats subscribers that a campaign's figures moved. */
     private readonly live?: LiveUpdates,
-    /** Refusals per campaign and minute, for the timeline (off the claim path: refusalCounter.ts). */
+    /** Refusals per campaign and minute, for the timeline (off the claim path: services/refusalCounter.ts). */
     private readonly refusals?: RefusalCounter,
   ) {}
 
@@ -209,8 +208,8 @@ export class AllocationService {
         ? null
         : fingerprint(r.operation, { campaignId, holder: r.holder, metadata: r.metadata, quantity: r.quantity, ttlSeconds: r.ttlSeconds });
     if (r.operation === 'claimTicket') {
-      // The first look (alone or in a group: claimBatcher.ts); what it cannot decide goes to the
-      // single claim below, the second look.
+      // The first look (alone or in a group: batcher.ts); what it cannot decide goes to the
+      // second look below.
       const answer = await this.batcher.submit({ campaignId, partnerId, holder: r.holder, metadata: r.metadata, idempotencyKey: r.idempotencyKey, requestHash }, trace);
       switch (answer.kind) {
         case 'CLAIMED':
@@ -245,7 +244,7 @@ export class AllocationService {
    * or a multi-ticket claim — until its answer is definite:
    *   1. SKIP LOCKED: takes what is free (AVAILABLE tickets, then expired holds);
    *   2. if too few were free but more looked claimable — locked by claims in flight that may roll
-   *      back — it waits for exactly those rows (plain FOR UPDATE, docs/CORRECTNESS.md §3): each one
+   *      back — it waits for exactly those rows (plain FOR UPDATE): each one
    *      comes back (a rollback: it takes it) or turns out taken; then
    *   3. it looks once more with a fresh snapshot (what the waited-on claims gave back is invisible
    *      to the statement that waited). Found nothing free, and nothing locked: SOLD_OUT when the
@@ -268,7 +267,7 @@ export class AllocationService {
         const rows = await claimTicket(
           this.db.prisma,
           { ...r, campaignId, partnerId, requestHash, start: wait ? 0 : randomPickStart(), wait },
-          keyCheckOf(this.db.options),
+          this.db.dialect.keyCheck,
           trace,
         );
         outcome = readClaim(rows, campaignId);

@@ -1,20 +1,19 @@
-// THE claim: one call of the function tessera_claim_tickets (prisma/functions/tessera_claim_tickets.sql)
-// that passes the campaign gate, takes `quantity` tickets — the claimer's allotted ones, AVAILABLE
-// ones, those of lapsed allotments, or ones whose hold has expired — marks them ALLOCATED (a claim)
-// or HELD (a hold) and writes their allocations, all or nothing, run alone in a Prisma batch
-// transaction (claimTransaction.ts). claimTicket's second look, holdTicket and claimTickets all run
-// it; the caller (services/allocation.ts) decides what to do with each outcome. The function's
-// header says what it locks, in which order, and why the pick starts at a random point; its
-// statements each name the campaign, so on Citus the call runs whole on the node holding it.
+// The second look: one call of tessera_claim_tickets, alone in its transaction (transaction.ts). It
+// passes the campaign gate, takes `quantity` tickets — the claimer's allotted ones, AVAILABLE ones,
+// those of lapsed allotments, or ones whose hold has expired — marks them ALLOCATED (a claim) or
+// HELD (a hold) and records their allocations, all or nothing. A claimTicket that the first look
+// could not decide, every holdTicket and every claimTickets run it; the service (service.ts) decides
+// what to do with each outcome. The function's header says what it locks, in which order, and why
+// the pick starts at a random point.
 //
-// `wait` mode is the second look that keeps SOLD_OUT honest (docs/CORRECTNESS.md §3): when SKIP LOCKED
-// found too few while tickets still look AVAILABLE, those are locked by claims in flight that may
-// roll back. The same function with a plain FOR UPDATE, from the start of the index (one order for
-// every waiter: no deadlock), waits for each and takes what comes back. It never waits on a hold.
-import { inTransaction, type ClaimClient, type KeyCheck } from './claimTransaction';
-import type { JsonValue } from './json';
-import { toAllocation, type AllocationRow } from './allocationRow';
-import { campaignOf, type CampaignColumns } from './campaignColumns';
+// `wait` mode keeps SOLD_OUT honest: when SKIP LOCKED found too few while tickets still look
+// AVAILABLE, those are locked by claims in flight that may roll back. The same function with a plain
+// FOR UPDATE, from the start of the index (one order for every waiter: no deadlock), waits for each
+// and takes what comes back. It never waits on a hold.
+import { toAllocation, type AllocationRow } from '../db/allocationRow';
+import { campaignOf, type CampaignColumns } from '../db/campaignColumns';
+import type { ClaimRequest } from './firstLook';
+import { inTransaction, type ClaimClient, type KeyCheck } from './transaction';
 import type { AllocationModel, CampaignModel, TicketModel } from '../models';
 import type { Span } from '../tracing';
 
@@ -25,16 +24,6 @@ export type ClaimVerdict =
   | 'CAMPAIGN_NOT_OPEN'
   | 'HOLDER_LIMIT_REACHED'
   | 'PARTNER_QUOTA_REACHED';
-
-/** What every claim statement is asked, whatever else it takes (claimOne.ts and claimGroup.ts too). */
-export interface ClaimRequest {
-  campaignId: string;
-  partnerId: string;
-  holder: string;
-  metadata: JsonValue | null;
-  idempotencyKey: string | null;
-  requestHash: string | null;
-}
 
 export interface ClaimTicketParams extends ClaimRequest {
   /** ALLOCATED/ACTIVE for a claim; HELD with expires_at for a hold. */
@@ -76,7 +65,7 @@ export type ClaimOutcome =
   | { kind: 'CAMPAIGN_NOT_FOUND' | 'CAMPAIGN_NOT_OPEN' | 'HOLDER_LIMIT_REACHED' | 'PARTNER_QUOTA_REACHED' };
 
 /**
- * Runs the statement in its transaction (claimTransaction.ts; `keys`: see KeyCheck there). Its text
+ * Runs the statement in its transaction (transaction.ts; `keys`: see KeyCheck there). Its text
  * depends only on the kind and the wait mode; everything else is a parameter.
  */
 export function claimTicket(prisma: ClaimClient, p: ClaimTicketParams, keys: KeyCheck = 'in-gate', trace?: Span): Promise<ClaimedRow[]> {

@@ -1,36 +1,30 @@
-// Group claims, per process: claimTicket requests that arrive while the database is busy with other
-// claims share a statement and a commit, whichever campaign they are for.
+// Which claimTicket requests share a first look, per process. A request that arrives while fewer
+// than `maxInFlight` first looks are in flight goes at once, alone: no window, no added latency at
+// low load. Those that arrive while `maxInFlight` are in flight wait; as soon as one returns, the
+// waiting ones go together — up to `maxBatch` — as one call and one commit (firstLook.ts). Under
+// load the added wait is at most one statement.
 //
-// At most `maxInFlight` claim statements run at once. A request that arrives while fewer are in
-// flight goes at once, alone (db/claimOne.ts): no window, no added latency at low load. Those that
-// arrive while `maxInFlight` are in flight wait; as soon as one returns, the waiting ones go
-// together — up to `maxBatch` — as one group statement (db/claimGroup.ts). Under load the added wait
-// is at most one statement.
+// With the dialect's claimGroups 'campaign' (Citus) a group is of one campaign: each campaign then
+// has its own `maxInFlight` statements, within `maxInFlightTotal` for the process.
 //
-// On Citus a group is of one campaign (`groupBy: 'campaign'`): a statement over several campaigns
-// would span nodes (docs/SCALING.md, "How groups map to shards"). Each campaign then has its own
-// `maxInFlight` statements, within `maxInFlightTotal` for the process, and its waiting requests go
-// together as one call of tessera_claim_campaign_group (db/claimOne.ts).
-//
-// Requests with one idempotency key never share a statement (each would take its own ticket). One
-// that waits while a request with its key, for its campaign, goes in a group follows that request
-// instead of waiting for a statement of its own: when the leader claimed (or found its key's
-// allocation), the follower is answered PRIOR — its replay reads that allocation and compares its
-// own request with it (services/allocation.ts) — and otherwise the follower gets the second look,
-// as an undecided request does. A burst of one key's retries costs one statement, not one each.
+// Requests with one idempotency key never share a call (each would take its own ticket). One that
+// waits while a request with its key, for its campaign, goes in a group follows that request
+// instead of waiting for a call of its own: when the leader claimed (or found its key's allocation),
+// the follower is answered PRIOR — its replay reads that allocation and compares its own request
+// with it (service.ts) — and otherwise the follower gets the second look, as an undecided request
+// does. A burst of one key's retries costs one call, not one each.
 //
 // Nothing correctness depends on lives here: a group is only a way of sending claims. Every decision
-// is taken by the database, request by request, and whatever the first look cannot decide goes to the
-// single claim's second look (services/allocation.ts).
+// is taken by the database, request by request, and whatever the first look cannot decide goes to
+// the second look (service.ts).
 import { randomPickStart } from '../db/pickTickets';
-import { claimGroup, readGroup, type FirstLook, type GroupRequest } from '../db/claimGroup';
-import { claimCampaignGroup, claimOne, readOne } from '../db/claimOne';
-import { keyCheckOf } from '../db/claimTransaction';
 import type { Database } from '../db/client';
 import { isConnectionLost, isConnectTimeout } from '../db/pgErrors';
 import { ATTR, childSpan, failed, SpanKind, type Link, type Span } from '../tracing';
+import { firstLookAlone, firstLookTogether, type FirstLook, type FirstLookRequest } from './firstLook';
 
-export type Submitted = Omit<GroupRequest, 'holderRank' | 'partnerRank' | 'start'>;
+/** A request as the service submits it; the batcher gives it its pick start. */
+export type Submitted = Omit<FirstLookRequest, 'start'>;
 
 /**
  * The first look's answer, or: RETRY — the statement failed in a way the second look may repeat;
@@ -62,11 +56,9 @@ export class ClaimBatcher {
     private readonly options: {
       /** Most requests one group statement serves (CLAIM_BATCH_MAX); 1: every claim alone. */
       maxBatch: number;
-      /** Most claim statements at once from this process, or per campaign with groupBy 'campaign'. */
+      /** Most claim statements at once from this process, or per campaign where the dialect groups per campaign. */
       maxInFlight: number;
-      /** Groups of any campaigns (one PostgreSQL), or of one campaign each (Citus). */
-      groupBy?: 'any' | 'campaign';
-      /** With groupBy 'campaign': most claim statements at once from this process, all campaigns together. */
+      /** With the dialect's claimGroups 'campaign': most claim statements at once from this process, all campaigns together. */
       maxInFlightTotal?: number;
       /** Longest wait in the queue (the pool's acquire timeout: a claim waits no longer here than there). */
       maxWaitMs: number;
@@ -80,7 +72,7 @@ export class ClaimBatcher {
    * The first look of `request`. `trace` (tracing on): the claim's operation span, which gets its
    * time queued here, its group (id, size, a link to the group's statement span) and the first
    * look's answer — attributes of the span the claim already has, not a span of their own: a span
-   * costs the SDK more than the wait it would show (docs/OBSERVABILITY.md, "What tracing costs").
+   * costs the SDK more than the wait it would show.
    */
   submit(request: Submitted, trace?: Span): Promise<BatchAnswer> {
     return new Promise((resolve) => this.enqueue(request, resolve, trace));
@@ -111,11 +103,11 @@ export class ClaimBatcher {
   }
 
   private groupOf(request: Submitted): string {
-    return this.options.groupBy === 'campaign' ? request.campaignId : '';
+    return this.db.dialect.claimGroups === 'campaign' ? request.campaignId : '';
   }
 
   private canSend(group: string): boolean {
-    const total = this.options.groupBy === 'campaign' ? (this.options.maxInFlightTotal ?? this.options.maxInFlight) : this.options.maxInFlight;
+    const total = this.db.dialect.claimGroups === 'campaign' ? (this.options.maxInFlightTotal ?? this.options.maxInFlight) : this.options.maxInFlight;
     return this.inFlight < total && (this.inFlightOf.get(group) ?? 0) < this.options.maxInFlight;
   }
 
@@ -151,17 +143,14 @@ export class ClaimBatcher {
   private send(group: string, batch: Waiting[]): void {
     this.inFlight += 1;
     this.inFlightOf.set(group, (this.inFlightOf.get(group) ?? 0) + 1);
-    const requests = rank(batch.map((w) => w.request));
+    const requests = withStarts(batch.map((w) => w.request));
     if (batch.length > 1) this.options.onBatch?.(batch.length);
-    const keys = keyCheckOf(this.db.options);
-    const statement = requests.length === 1 ? 'claimOne' : this.options.groupBy === 'campaign' ? 'claimCampaignGroup' : 'claimGroup';
+    const statement = requests.length === 1 ? 'claimOne' : this.db.dialect.claimGroups === 'campaign' ? 'claimCampaignGroup' : 'claimGroup';
     const groupSpan = batch[0]!.span === undefined ? undefined : this.groupSpan(batch, statement);
-    const answered =
+    const answered: Promise<FirstLook[]> =
       requests.length === 1
-        ? claimOne(this.db.prisma, requests[0]!, keys).then((row) => [readOne(row, requests[0]!)])
-        : this.options.groupBy === 'campaign'
-          ? claimCampaignGroup(this.db.prisma, requests, keys).then((rows) => rows.map((row, i) => readOne(row, requests[i]!)))
-          : claimGroup(this.db.prisma, requests).then((rows) => readGroup(rows, requests));
+        ? firstLookAlone(this.db.prisma, this.db.dialect, requests[0]!).then((answer) => [answer])
+        : firstLookTogether(this.db.prisma, this.db.dialect, requests);
     answered
       .then((answers) => {
         batch.forEach((w, i) => {
@@ -197,7 +186,7 @@ export class ClaimBatcher {
   }
 
   /**
-   * Tracing on: the group's statement as one CLIENT span named by its src/db/ function (claimOne,
+   * Tracing on: the group's statement as one CLIENT span named by its call (claimOne,
    * claimGroup, claimCampaignGroup), under the first claim's operation span and linking every claim
    * that shares it (followers too); each claim's span gets the group's id (the statement span's id) and its time
    * queued. (Not a link back as well: a link per claim is serialized with every span, and the id
@@ -228,23 +217,12 @@ function followerAnswer(answer: FirstLook): BatchAnswer {
 /** A group's requests and the requests following them. */
 const withFollowers = (batch: readonly Waiting[]): Waiting[] => batch.flatMap((w) => [w, ...(w.followers ?? [])]);
 
-/**
- * The k-th request of a holder (of a partner) in a campaign in the group is checked with quantity k,
- * so that the group's requests count each other; one pick start per campaign.
- */
-function rank(requests: Submitted[]): GroupRequest[] {
-  const holders = new Map<string, number>();
-  const partners = new Map<string, number>();
+/** One pick start per campaign: the group's claims on a campaign take neighbouring tickets. */
+function withStarts(requests: Submitted[]): FirstLookRequest[] {
   const starts = new Map<string, number>();
   return requests.map((r) => {
-    const holderKey = `${r.campaignId}\u0000${r.partnerId}\u0000${r.holder}`;
-    const partnerKey = `${r.campaignId}\u0000${r.partnerId}`;
-    const holderRank = (holders.get(holderKey) ?? 0) + 1;
-    const partnerRank = (partners.get(partnerKey) ?? 0) + 1;
-    holders.set(holderKey, holderRank);
-    partners.set(partnerKey, partnerRank);
     let start = starts.get(r.campaignId);
     if (start === undefined) starts.set(r.campaignId, (start = randomPickStart()));
-    return { ...r, holderRank, partnerRank, start };
+    return { ...r, start };
   });
 }

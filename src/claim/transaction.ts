@@ -1,30 +1,24 @@
-// How every claim statement runs (claimOne.ts, claimGroup.ts, claimTicket.ts): raw SQL, alone in a
-// Prisma batch transaction, as the design says — which Prisma 7 sends as the statement alone on one
-// pooled connection, without BEGIN or COMMIT (a single statement is its own transaction in
-// PostgreSQL; seen statement by statement with tracing on, test/tracing.test.ts). The statement is the whole claim (gate, pick, take, allocations, counters, events), so the
-// transaction adds no decision of its own: it is the unit PgBouncer's transaction mode pools, and the
-// place a later step of the same claim would join. Straight to PostgreSQL the statement is a named
-// prepared statement of its connection (client.ts's statementNameGenerator); behind PgBouncer it is
-// planned at each call (docs/DESIGN.md, "The claim in $transaction", has the figures).
+// How every claim call runs: raw SQL, alone in a Prisma batch transaction — which Prisma sends as
+// the statement alone on one pooled connection, without BEGIN or COMMIT (a single statement is its
+// own transaction in PostgreSQL). The call is the whole claim, so the transaction adds no decision of
+// its own: it is the unit PgBouncer's transaction mode pools. Straight to PostgreSQL the statement
+// is a named prepared statement of its connection; behind PgBouncer the functions' cached plans
+// keep it cheap.
 //
-// One step joins it on Citus, for a claim with an idempotency key: a partner's key names one claim in
-// every campaign, and the campaigns' allocations live on different nodes, where the gate — run on the
-// node holding the claim's campaign — sees only that campaign's (tessera_claim_gate). So the
-// coordinator first takes the key's lock and looks in the other campaigns (tessera_prior_claim), in
-// the same transaction: a key used elsewhere answers PRIOR, as the gate does on one PostgreSQL.
+// One step joins it where the dialect's keyCheck is 'coordinator-first' (Citus), for a claim with
+// an idempotency key: a partner's key names one claim in every campaign, and the campaigns'
+// allocations live on different nodes, where the gate — run on the node holding the claim's
+// campaign — sees only that campaign's. So the coordinator first takes the key's lock and looks in
+// the other campaigns (tessera_prior_claim), in the same transaction: a key used elsewhere answers
+// PRIOR, as the gate does on one PostgreSQL.
 import type { PrismaClient } from '../generated/prisma/client';
+import type { Dialect } from '../db/dialect';
 import { inStatement, type Span } from '../tracing';
 
 export type ClaimClient = Pick<PrismaClient, '$transaction' | '$queryRawUnsafe'>;
 
-/**
- * Where a keyed claim's key is checked against the partner's other campaigns: `in-gate` (one
- * PostgreSQL: the gate looks in every campaign) or `coordinator-first` (Citus: see above).
- */
-export type KeyCheck = 'in-gate' | 'coordinator-first';
-
-/** The KeyCheck of a deployment: the coordinator's on Citus, the gate's elsewhere. */
-export const keyCheckOf = (options: { citus?: boolean }): KeyCheck => (options.citus ? 'coordinator-first' : 'in-gate');
+/** Where a keyed claim's key is checked against the partner's other campaigns (Dialect.keyCheck). */
+export type KeyCheck = Dialect['keyCheck'];
 
 export interface ClaimKey {
   keys: KeyCheck;
@@ -43,7 +37,7 @@ interface PriorElsewhere {
 /** The statement's row for a request whose key's claim is in another campaign: PRIOR, nothing else. */
 const priorRow = <T>(ord: number, prior: PriorElsewhere): T => ({ ord, verdict: 'PRIOR', id: null, prior_campaign_id: prior.prior_campaign_id, prior_allocation_id: prior.prior_allocation_id }) as T;
 
-// A claim's own limits are the statement timeouts of the session (sessionSettings.ts); these only
+// A claim's own limits are the statement timeouts of the session (db/sessionSettings.ts); these only
 // keep Prisma's defaults (2 s for a connection, 5 s in all) from cutting a slow claim short.
 const INTERACTIVE = { maxWait: 60_000, timeout: 120_000 };
 
@@ -67,7 +61,7 @@ async function priorsElsewhere(
   return new Map(rows.map((r) => [Number(r.ord), r]));
 }
 
-/** A claim statement: its name (the src/db/ function's: a span's name when tracing is on), text and values. */
+/** A claim statement: its name (a span's name when tracing is on), text and values. */
 export interface ClaimStatement {
   name: string;
   text: string;
@@ -92,7 +86,7 @@ export async function inTransaction<T>(prisma: ClaimClient, statement: ClaimStat
 }
 
 /**
- * A group of one campaign's requests (claimOne.ts, claimCampaignGroup): `statementFor` makes the
+ * A group of one campaign's requests (firstLook.ts): `statementFor` makes the
  * statement for some of them, whose rows answer them in order (`ord` from 1). With `coordinator-first`
  * keys, the requests whose key has its claim in another campaign are answered PRIOR here and left out
  * of the statement; rows come back renumbered in the requests' order.

@@ -1,0 +1,69 @@
+-- The first look for claimTicket requests that go together: one call, one transaction and one commit
+-- for the group, each request judged as if alone after the group's earlier ones. Argument i of every
+-- array is request i; row `ord` i answers it. p_starts: where each request's pick starts (one per
+-- campaign in practice, so the group's claims on a campaign take neighbouring tickets).
+--
+-- Locks first, for the whole group, in the one order of tessera_lock: the campaigns' gates (shared),
+-- the idempotency keys, the holders of campaigns with a per-holder limit — each class in key order —
+-- then the partners' quota rows, by campaign and partner. Then each request is tessera_claim_one,
+-- which takes the same locks again (re-entrant within the transaction), so two groups, or a group
+-- and a lone claim, never wait for each other in a cycle. Each request sees what the earlier ones
+-- did, so a holder limit or a quota the group reaches is final, as for a lone claim.
+--
+-- Every statement names one campaign: a group of one campaign's requests, called on the node holding
+-- it (tessera_claim_campaign_group on Citus), runs whole there.
+DROP FUNCTION IF EXISTS "tessera_claim_group"(UUID[], UUID[], TEXT[], JSONB[], TEXT[], TEXT[], INTEGER[], INTEGER[], INTEGER[]);
+CREATE OR REPLACE FUNCTION "tessera_claim_group"(
+    p_campaign_ids UUID[],
+    p_partner_ids UUID[],
+    p_holders TEXT[],
+    p_metadata JSONB[],
+    p_idempotency_keys TEXT[],
+    p_request_hashes TEXT[],
+    p_starts INTEGER[]
+) RETURNS TABLE (
+    ord INTEGER, verdict TEXT, prior_campaign_id UUID, prior_allocation_id UUID, id UUID, sequence BIGINT,
+    allocated_at TIMESTAMPTZ, ticket_id BIGINT, ticket_code TEXT, campaign_name TEXT, campaign_status campaign_status,
+    campaign_opens_at TIMESTAMPTZ, campaign_closes_at TIMESTAMPTZ, campaign_per_holder_limit INTEGER,
+    campaign_created_at TIMESTAMPTZ
+)
+  LANGUAGE plpgsql VOLATILE
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_campaigns UUID[] := ARRAY(SELECT DISTINCT c FROM unnest(p_campaign_ids) c ORDER BY c);
+    v_campaign UUID;
+    v_holders TEXT[] := '{}';
+    v_i INTEGER;
+BEGIN
+    PERFORM tessera_lock_each('campaign', v_campaigns::text[], true);
+    PERFORM tessera_lock_each('idempotency_key',
+                              ARRAY(SELECT k.partner_id::text || ':' || k.idempotency_key
+                                      FROM unnest(p_partner_ids, p_idempotency_keys) AS k(partner_id, idempotency_key)));
+    FOREACH v_campaign IN ARRAY v_campaigns LOOP
+        IF (SELECT c.per_holder_limit IS NOT NULL FROM campaigns c WHERE c.id = v_campaign) THEN
+            v_holders := v_holders || ARRAY(SELECT v_campaign::text || ':' || h.partner_id::text || ':' || h.holder
+                                              FROM unnest(p_campaign_ids, p_partner_ids, p_holders) AS h(campaign_id, partner_id, holder)
+                                             WHERE h.campaign_id = v_campaign);
+        END IF;
+    END LOOP;
+    PERFORM tessera_lock_each('holder', v_holders);
+    FOREACH v_campaign IN ARRAY v_campaigns LOOP
+        PERFORM 1 FROM partner_quotas q
+          WHERE q.campaign_id = v_campaign
+            AND q.partner_id = ANY(ARRAY(SELECT r.partner_id FROM unnest(p_campaign_ids, p_partner_ids) AS r(campaign_id, partner_id)
+                                          WHERE r.campaign_id = v_campaign))
+          ORDER BY q.partner_id
+            FOR UPDATE;
+    END LOOP;
+
+    FOR v_i IN 1 .. cardinality(p_campaign_ids) LOOP
+        RETURN QUERY
+            SELECT v_i, o.verdict, o.prior_campaign_id, o.prior_allocation_id, o.id, o.sequence, o.allocated_at,
+                   o.ticket_id, o.ticket_code, o.campaign_name, o.campaign_status, o.campaign_opens_at,
+                   o.campaign_closes_at, o.campaign_per_holder_limit, o.campaign_created_at
+              FROM tessera_claim_one(p_campaign_ids[v_i], p_partner_ids[v_i], p_holders[v_i], p_metadata[v_i],
+                                     p_idempotency_keys[v_i], p_request_hashes[v_i], p_starts[v_i]) o;
+    END LOOP;
+END
+$$;
