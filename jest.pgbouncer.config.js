@@ -2,9 +2,9 @@
  * The concurrency and fault suites through a real PgBouncer (npm run test:pgbouncer): PgBouncer 1.18
  * in transaction mode between every server under test and PostgreSQL (test/helpers/pgbouncer.ts),
  * while the tests' own assertions and faults (pg_terminate_backend, restarts) go to PostgreSQL
- * directly. The exactly-once race, the storm, the mixed stress and the chaos scenarios of
- * connections, a–f (test/chaos.test.ts says why; the failover drill starts PostgreSQL servers of its
- * own). One file at a time.
+ * directly. The suites tagged `// @dialects … pgbouncer` (jest.dialects.js): the dialects'
+ * conformance suite, the exactly-once race, the storm, the mixed stress and the chaos scenarios of
+ * connections. One file at a time.
  *
  * Without pgbouncer only test/pooler/pgbouncer.pooler.ts runs, and reports every suite skipped.
  */
@@ -24,12 +24,12 @@ const installed = ['/usr/sbin/pgbouncer', ...(process.env.PATH || '').split(path
   },
 );
 
-const SUITES = ['claim.race.test.ts', 'storm.test.ts', 'mixed.test.ts', 'chaos.test.ts'];
+const { suitesFor } = require('./jest.dialects');
 
 /** @type {import('jest').Config} */
 module.exports = {
   ...base,
-  testMatch: ['<rootDir>/test/pooler/pgbouncer.pooler.ts', ...(installed ? SUITES.map((file) => `<rootDir>/test/${file}`) : [])],
+  testMatch: ['<rootDir>/test/pooler/pgbouncer.pooler.ts', ...(installed ? suitesFor('pgbouncer') : [])],
   testPathIgnorePatterns: ['/node_modules/'],
   globalSetup: '<rootDir>/test/helpers/globalSetupPgbouncer.ts',
   globalTeardown: '<rootDir>/test/helpers/globalTeardownPgbouncer.ts',

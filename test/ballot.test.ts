@@ -1,3 +1,4 @@
+// @dialects postgresql citus
 // Ballot drops (src/db/ballots.ts, prisma/functions/tessera_draw_ballot.sql and its helpers): entries
 // (one per partner and holder, races included), the seed's commitment, the draw (once, atomic, the
 // contract's ranking and walk, recomputed here and by the published verifier), winners' holds, the

@@ -1,3 +1,4 @@
+// @dialects postgresql pgbouncer citus
 // The bounded subset of `npm run chaos` that runs in npm test: every fault scenario but the failover
 // drill (test/failover.test.ts runs that) at its quick size, against real Tessera processes, each
 // checked for zero invariant violations (the failover drill is a file of its own, so that Jest's two

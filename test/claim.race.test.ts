@@ -1,3 +1,4 @@
+// @dialects postgresql pgbouncer citus
 // The race: many parallel claims from several partners on a small pool, over HTTP, then the
 // database checked by SQL. Nothing over-, under- or double-allocated; every acknowledged claim stored.
 import { assertPoolInvariants, CLAIM, startTestServer, type ClaimPayload, type TestServer } from './helpers/testServer';

@@ -1,3 +1,4 @@
+// @dialects postgresql citus
 // closeCampaign is linearizable: once it has returned, no further claim commits — and it is not
 // starved by a storm of claims (docs/CORRECTNESS.md §4).
 import { closeRace } from './helpers/closeRace';

@@ -1,3 +1,4 @@
+// @dialects postgresql citus
 // Group claims: concurrent claimTicket requests served by shared statements.
 // (Every race test in this suite runs with group claims on; these tests check the batching itself.)
 import { createDatabase } from '../src/db/client';

@@ -1,3 +1,4 @@
+// @dialects postgresql pgbouncer citus
 // docs/CORRECTNESS.md §5: "mixed operations deadlock where each alone is fine". 64 clients, then 256,
 // run a random mix of claims, holds, confirmations, multi-ticket claims and releases against one
 // small pool — at least 3,000 requests — three partners, one of them under a quota, a per-holder

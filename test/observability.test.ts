@@ -1,3 +1,4 @@
+// @dialects postgresql citus
 // What operators see: one JSON log line per operation with a request id (never a key or metadata),
 // Prometheus metrics, and health endpoints.
 import { Writable } from 'node:stream';

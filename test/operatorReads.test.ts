@@ -1,3 +1,4 @@
+// @dialects postgresql citus
 // The reads the console is built on (issue 18): refused claims per bucket in Campaign.timeline, and
 // a campaign's allocations searched by holder or by ticket code.
 import { ADMIN_KEY, CLAIM, startTestServer, type TestServer } from './helpers/testServer';

@@ -1,3 +1,4 @@
+// @dialects postgresql citus
 // One meaning of sold out (issue 27; the definition: CampaignStats.soldOutAt in schema.graphql,
 // prisma/functions/tessera_campaign_counts.sql): nothing available, nothing allotted, nothing held
 // that could come back (a held ticket cannot come back under VOID). The claims' SOLD_OUT (against

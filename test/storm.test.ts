@@ -1,3 +1,4 @@
+// @dialects postgresql pgbouncer citus
 // What an independent checker does: a storm over HTTP — demand three times the pool, several
 // partners, idempotency keys (and retries of them), releases, stats reads, a close in the middle —
 // then every invariant checked through the API and in the database.

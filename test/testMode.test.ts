@@ -1,3 +1,4 @@
+// @dialects postgresql citus
 // Test mode (issue 31), first part: a partner's test key, test campaigns, and the wall between the
 // two modes. A live key must not tell a test campaign (or its allocation, entry) from one that does
 // not exist, nor a test key a live one — the whole answer compared, over HTTP and graphql-ws — and

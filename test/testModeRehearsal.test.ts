@@ -1,3 +1,4 @@
+// @dialects postgresql citus
 // Test mode's promise (issue 31), end to end: a partner rehearses the README's whole flow — claim,
 // retry with its key, hold, confirm, release, a waitlist offer, a ballot entry and its draw, webhook
 // deliveries checked with the README's own verifying snippet — with its test key, against test

@@ -1,3 +1,4 @@
+// @dialects postgresql citus
 // tickets.campaign_id → campaigns.id holds without a per-row foreign key (issue 30: the key's check,
 // one query per inserted ticket, was half a bulk load's time). The rule is now kept per statement
 // (prisma/functions/tessera_count_tickets.sql, tessera_ticket_campaign_key.sql); these are the

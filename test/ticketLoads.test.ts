@@ -1,3 +1,4 @@
+// @dialects postgresql citus
 // Loads stream their rows through COPY (issue 30: loads at COPY speed), and count what they skip as
 // before. generateTickets: the rows arrive in the order of every index they enter; a code that
 // collides with one already in the campaign makes the load run again with fresh codes, whole or not

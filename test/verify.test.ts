@@ -1,3 +1,4 @@
+// @dialects postgresql citus
 // Verify and repair (issue 19): verifyCampaign recomputes every counter and invariant from the
 // rows and reports each drift with its size; repairCampaign fixes the counters, under claims too,
 // and never "fixes" a row.

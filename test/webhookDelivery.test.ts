@@ -1,3 +1,4 @@
+// @dialects postgresql citus
 // Webhook delivery primitives (src/webhooks/): signing, secrets at rest, the URL and address policy,
 // one delivery attempt and the retry schedule. Deliveries go over real sockets to node:http receivers
 // on 127.0.0.1 (port 0); nothing on the network is mocked. Clocks and randomness are injected.

@@ -1,3 +1,4 @@
+// @dialects postgresql citus
 // Partner webhooks' API: endpoints (createWebhook, webhooks, deleteWebhook) and deliveries
 // (webhookDeliveries, redeliverWebhook), over real HTTP against a real database. Who may touch what,
 // the URL and event rules, the per-owner limit, the secret shown once and stored sealed, and the
