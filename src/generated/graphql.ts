@@ -14,7 +14,7 @@ export type Scalars = {
   Boolean: { input: boolean; output: boolean; }
   Int: { input: number; output: number; }
   Float: { input: number; output: number; }
-  /** An RFC 3339 timestamp with time zone, e.g. 2026-11-29T20:31:06.123Z. */
+  /** An RFC 3339 timestamp with time zone, as Tessera writes it: UTC with milliseconds (YYYY-MM-DDTHH:MM:SS.sssZ). */
   DateTime: { input: Date; output: Date; }
   /** Any JSON value. */
   JSON: { input: JsonValue; output: JsonValue; }
