@@ -1,10 +1,11 @@
+// @dialects postgresql citus
 // Allotments (src/db/allotments.ts): tickets set aside for one partner. Other partners can never take
 // them; the partner's claims draw on them first; remaining = size - used; at lapsesAt the unused ones
 // are claimable by anyone at once and the sweeper returns them to the pool exactly once, announcing
 // ALLOTMENT_LAPSED. After every test, total = allocated + held + allotted + available + void.
 import { sealSecret } from '../src/webhooks/secrets';
 import { newWebhookSecret } from '../src/webhooks/signature';
-import { assertPoolInvariants, ADMIN_KEY, CLAIM, startTestServer, TEST_WEBHOOK_KEY, type ClaimPayload, type TestServer } from './helpers/testServer';
+import { ADMIN_KEY, assertPoolInvariants, startTestServer, TEST_WEBHOOK_KEY, type TestServer } from './helpers/testServer';
 import { startReceiver, untilWebhooksSettled } from './helpers/receiver';
 import { ticketsLiveTwice } from './helpers/sql';
 import { sleep, until, untilSessionsWaitForLock } from './helpers/time';
@@ -45,8 +46,6 @@ async function read(key: string, campaignId: string) {
   expect(res.body.errors).toBeUndefined();
   return res.body.data!.campaign;
 }
-const claim = async (key: string, campaignId: string, holder: string) =>
-  (await server.gql<ClaimPayload>(key, CLAIM, { input: { campaignId, holder } })).body.data!.claimTicket;
 /** Live allocations whose ticket is set aside for another partner: must be none. */
 const outsiders = async (campaignId: string) =>
   (
@@ -66,7 +65,7 @@ test("an allotment sets tickets aside: the owner draws on them first, others can
   expect((await read(ADMIN_KEY, campaignId)).stats).toEqual({ total: 8, allocated: 0, held: 0, allotted: 3, available: 5, void: 0 });
 
   // The owner's first two claims come out of its allotment.
-  const drawn = [await claim(owner.apiKey, campaignId, 'o1'), await claim(owner.apiKey, campaignId, 'o2')];
+  const drawn = [await server.claim(owner.apiKey, { campaignId, holder: 'o1' }), await server.claim(owner.apiKey, { campaignId, holder: 'o2' })];
   const { rows } = await server.sql.query('SELECT from_allotment FROM allocations WHERE id = ANY($1::uuid[])', [drawn.map((d) => d.allocation!.id)]);
   expect(rows.map((r) => r.from_allotment)).toEqual([true, true]);
   expect((await read(owner.apiKey, campaignId)).allotments).toEqual([expect.objectContaining({ size: 3, used: 2, remaining: 1 })]);
@@ -74,7 +73,7 @@ test("an allotment sets tickets aside: the owner draws on them first, others can
   expect((await read(other.apiKey, campaignId)).allotments).toEqual([]);
 
   // The other partner takes the 5 of the pool, then is told the rest is allotted.
-  const others = await Promise.all(Array.from({ length: 6 }, (_, i) => claim(other.apiKey, campaignId, `x${i}`)));
+  const others = await Promise.all(Array.from({ length: 6 }, (_, i) => server.claim(other.apiKey, { campaignId, holder: `x${i}` })));
   expect(others.filter((c) => c.allocation).length).toBe(5);
   expect(others.filter((c) => c.error).map((c) => c.error!.code)).toEqual(['ALL_ALLOTTED']);
   expect(await outsiders(campaignId)).toEqual([]);
@@ -83,11 +82,11 @@ test("an allotment sets tickets aside: the owner draws on them first, others can
   // A drawn ticket released goes back to the allotment, not to the pool.
   await server.gql(owner.apiKey, 'mutation($id: ID!) { releaseAllocation(allocationId: $id) { error { code } } }', { id: drawn[0]!.allocation!.id });
   expect((await read(ADMIN_KEY, campaignId)).allotments).toEqual([expect.objectContaining({ size: 3, used: 1, remaining: 2 })]);
-  expect((await claim(other.apiKey, campaignId, 'x9')).error?.code).toBe('ALL_ALLOTTED');
-  expect((await claim(owner.apiKey, campaignId, 'o3')).allocation).not.toBeNull();
-  expect((await claim(owner.apiKey, campaignId, 'o4')).allocation).not.toBeNull();
+  expect((await server.claim(other.apiKey, { campaignId, holder: 'x9' })).error?.code).toBe('ALL_ALLOTTED');
+  expect((await server.claim(owner.apiKey, { campaignId, holder: 'o3' })).allocation).not.toBeNull();
+  expect((await server.claim(owner.apiKey, { campaignId, holder: 'o4' })).allocation).not.toBeNull();
   // Spent: the owner too now finds nothing (SOLD_OUT: nothing is allotted to anyone else).
-  expect((await claim(owner.apiKey, campaignId, 'o5')).error?.code).toBe('SOLD_OUT');
+  expect((await server.claim(owner.apiKey, { campaignId, holder: 'o5' })).error?.code).toBe('SOLD_OUT');
   const figures = await read(ADMIN_KEY, campaignId);
   expect(figures.allotments).toEqual([expect.objectContaining({ size: 3, used: 3, remaining: 0 })]);
   expect(figures.stats).toEqual({ total: 8, allocated: 8, held: 0, allotted: 0, available: 0, void: 0 });
@@ -98,8 +97,8 @@ test('setPartnerAllotment resizes within what is available and what is drawn, re
   const [owner, other] = await Promise.all([server.createPartner('resize'), server.createPartner('bystander')]);
   const campaignId = await server.openCampaignWith(10);
   await allot(campaignId, owner.id, 4);
-  await claim(owner.apiKey, campaignId, 'a');
-  await claim(owner.apiKey, campaignId, 'b'); // used 2
+  await server.claim(owner.apiKey, { campaignId, holder: 'a' });
+  await server.claim(owner.apiKey, { campaignId, holder: 'b' }); // used 2
   const grown = await allot(campaignId, owner.id, 7, new Date(Date.now() + 3_600_000).toISOString());
   expect(grown.body.data!.setPartnerAllotment.allotments).toEqual([expect.objectContaining({ size: 7, used: 2, remaining: 5, lapsesAt: expect.any(String) })]);
   expect((await read(ADMIN_KEY, campaignId)).stats).toMatchObject({ allocated: 2, allotted: 5, available: 3 });
@@ -133,7 +132,7 @@ test('setPartnerAllotment resizes within what is available and what is drawn, re
   expect((await read(ADMIN_KEY, campaignId)).stats).toMatchObject({ allocated: 2, allotted: 0, available: 8 });
   const stillDrawn = await server.sql.query('SELECT count(*)::int AS n FROM allocations WHERE campaign_id = $1 AND from_allotment', [campaignId]);
   expect(stillDrawn.rows[0].n).toBe(0);
-  expect((await claim(other.apiKey, campaignId, 'c')).allocation).not.toBeNull();
+  expect((await server.claim(other.apiKey, { campaignId, holder: 'c' })).allocation).not.toBeNull();
 
   await server.gql(ADMIN_KEY, 'mutation($id: ID!) { closeCampaign(id: $id) { campaign { id } } }', { id: campaignId });
   const closed = await allot(campaignId, owner.id, 1);
@@ -150,7 +149,7 @@ test('100 claims by three partners against two allotments and a general pool: no
   const answers = await Promise.all(
     Array.from({ length: 100 }, (_, i) => {
       const p = partners[i % 3]!;
-      return claim(p.apiKey, campaignId, `h${i}`).then((answer) => ({ partner: p.id, answer }));
+      return server.claim(p.apiKey, { campaignId, holder: `h${i}` }).then((answer) => ({ partner: p.id, answer }));
     }),
   );
   const won = (id: string) => answers.filter((x) => x.partner === id && x.answer.allocation).length;
@@ -192,7 +191,7 @@ test('a lapse racing 50 claims returns each ticket exactly once: nothing before 
     const answers = await Promise.all(
       Array.from({ length: 50 }, async (_, i) => {
         await sleep(i * 30);
-        return claim(other.apiKey, campaignId, `w${i}`);
+        return server.claim(other.apiKey, { campaignId, holder: `w${i}` });
       }),
     );
     const taken = answers.filter((x) => x.allocation);
@@ -223,12 +222,12 @@ test("an allotment's lapse is exact without the sweeper: from lapsesAt the remai
   const [owner, other] = await Promise.all([server.createPartner('slow'), server.createPartner('quick')]);
   const campaignId = await server.openCampaignWith(4);
   await allot(campaignId, owner.id, 4, new Date(Date.now() + 60_000).toISOString());
-  expect((await claim(other.apiKey, campaignId, 'q')).error?.code).toBe('ALL_ALLOTTED');
+  expect((await server.claim(other.apiKey, { campaignId, holder: 'q' })).error?.code).toBe('ALL_ALLOTTED');
   // Lapsed now (the sweeper may not have run yet): the figures and the claims follow at once.
   await setTimes(server.sql, 'allotments', { lapses_at: "clock_timestamp() - interval '1 millisecond'" }, 'campaign_id = $1', [campaignId]);
   expect((await read(ADMIN_KEY, campaignId)).stats).toMatchObject({ allotted: 0, available: 4 });
   expect((await read(ADMIN_KEY, campaignId)).allotments).toEqual([expect.objectContaining({ remaining: 0 })]);
-  expect((await claim(other.apiKey, campaignId, 'q')).allocation).not.toBeNull();
+  expect((await server.claim(other.apiKey, { campaignId, holder: 'q' })).allocation).not.toBeNull();
   await assertPoolInvariants(server.sql, campaignId);
 });
 
@@ -237,10 +236,10 @@ test('quota and holder limit still cap an allotment owner: what it cannot claim 
   const campaignId = await server.openCampaignWith(10, { perHolderLimit: 2 });
   await allot(campaignId, owner.id, 6);
   await server.gql(ADMIN_KEY, 'mutation($c: ID!, $p: ID!) { setPartnerQuota(campaignId: $c, partnerId: $p, quota: 4) { campaign { id } } }', { c: campaignId, p: owner.id });
-  const one = await Promise.all([1, 2, 3].map(() => claim(owner.apiKey, campaignId, 'same-holder')));
+  const one = await Promise.all([1, 2, 3].map(() => server.claim(owner.apiKey, { campaignId, holder: 'same-holder' })));
   expect(one.filter((x) => x.allocation).length).toBe(2);
   expect(one.filter((x) => x.error).map((x) => x.error!.code)).toEqual(['HOLDER_LIMIT_REACHED']);
-  const more = await Promise.all(['p', 'q', 'r'].map((h) => claim(owner.apiKey, campaignId, h)));
+  const more = await Promise.all(['p', 'q', 'r'].map((h) => server.claim(owner.apiKey, { campaignId, holder: h })));
   expect(more.filter((x) => x.allocation).length).toBe(2);
   expect(more.filter((x) => x.error).map((x) => x.error!.code)).toEqual(['PARTNER_QUOTA_REACHED']);
   const figures = await read(ADMIN_KEY, campaignId);
@@ -256,7 +255,7 @@ test('under VOID a drawn ticket that comes back is retired and the allotment shr
   await server.loadTickets(voiding, 5);
   await server.openCampaign(voiding);
   await allot(voiding, owner.id, 3);
-  const drawn = await claim(owner.apiKey, voiding, 'v1');
+  const drawn = await server.claim(owner.apiKey, { campaignId: voiding, holder: 'v1' });
   await server.gql(owner.apiKey, 'mutation($id: ID!) { releaseAllocation(allocationId: $id) { error { code } } }', { id: drawn.allocation!.id });
   const after = await read(ADMIN_KEY, voiding);
   expect(after.allotments).toEqual([expect.objectContaining({ size: 2, used: 0, remaining: 2 })]);
@@ -289,7 +288,7 @@ test("an owner's claim that finds its allotted tickets locked by a transaction i
   try {
     await other.query('BEGIN');
     await other.query("SELECT id FROM tickets WHERE campaign_id = $1 AND status = 'ALLOTTED' FOR UPDATE", [campaignId]);
-    const pending = claim(owner.apiKey, campaignId, 'o');
+    const pending = server.claim(owner.apiKey, { campaignId, holder: 'o' });
     await untilSessionsWaitForLock(server.sql, 1);
     await other.query('ROLLBACK'); // the ticket comes back: the waiting claim must take it, not answer SOLD_OUT
     expect((await pending).allocation).not.toBeNull();

@@ -2,7 +2,7 @@
 // allocations and away from the admin operations; a partner's key is stored only as its SHA-256.
 import { createHash, randomBytes } from 'node:crypto';
 import { allocationWithTicket } from './helpers/sql';
-import { ADMIN_KEY, CLAIM, startTestServer, type ClaimPayload, type GraphQLResponse, type TestServer } from './helpers/testServer';
+import { ADMIN_KEY, allocated, CLAIM, startTestServer, type ClaimPayload, type GraphQLResponse, type TestServer } from './helpers/testServer';
 
 let server: TestServer;
 let partnerA: { id: string; apiKey: string };
@@ -35,13 +35,6 @@ async function post(headers: Record<string, string>, query: string, variables?: 
     body: JSON.stringify({ query, variables }),
   });
   return { status: res.status, headers: res.headers, body: (await res.json()) as GraphQLResponse['body'] };
-}
-
-async function claimAs(key: string, holder: string, campaign = campaignId): Promise<string> {
-  const res = await server.gql<ClaimPayload>(key, CLAIM, { input: { campaignId: campaign, holder } });
-  expect(res.body.errors).toBeUndefined();
-  expect(res.body.data!.claimTicket.error).toBeNull();
-  return res.body.data!.claimTicket.allocation!.id;
 }
 
 const allocationRow = (id: string) => allocationWithTicket(server.sql, id);
@@ -114,7 +107,7 @@ describe('authentication', () => {
 
   test('a partner key works until the partner is revoked, then answers UNAUTHENTICATED', async () => {
     const partner = await server.createPartner('Soon revoked');
-    await claimAs(partner.apiKey, 'before-revocation');
+    allocated(await server.claim(partner.apiKey, { campaignId, holder: 'before-revocation' }));
     await server.sql.query('UPDATE partners SET revoked_at = now() WHERE id = $1', [partner.id]);
     const res = await server.gql<ClaimPayload>(partner.apiKey, CLAIM, { input: { campaignId, holder: 'after-revocation' } });
     expect(res.status).toBe(401);
@@ -168,7 +161,7 @@ describe('admin operations', () => {
 
 describe("partners and each other's allocations", () => {
   test("a partner reading another partner's allocation is FORBIDDEN", async () => {
-    const id = await claimAs(partnerB.apiKey, 'b-private');
+    const id = allocated(await server.claim(partnerB.apiKey, { campaignId, holder: 'b-private' })).id;
     const res = await server.gql(partnerA.apiKey, ALLOCATION, { id });
     expect(res.body.errors).toHaveLength(1);
     expect(res.body.errors![0]!.extensions?.code).toBe('FORBIDDEN');
@@ -177,7 +170,7 @@ describe("partners and each other's allocations", () => {
   });
 
   test('a partner reads its own allocation and the admin reads anyone’s', async () => {
-    const id = await claimAs(partnerB.apiKey, 'b-own');
+    const id = allocated(await server.claim(partnerB.apiKey, { campaignId, holder: 'b-own' })).id;
     for (const key of [partnerB.apiKey, ADMIN_KEY]) {
       const res = await server.gql(key, ALLOCATION, { id });
       expect(res.body.errors).toBeUndefined();
@@ -187,8 +180,8 @@ describe("partners and each other's allocations", () => {
 
   test('campaign.allocations lists only the calling partner’s allocations, with a matching totalCount, while the admin sees all', async () => {
     const campaign = await server.openCampaignWith(10, { name: 'Shared' });
-    const mine = [await claimAs(partnerA.apiKey, 'a1', campaign), await claimAs(partnerA.apiKey, 'a2', campaign), await claimAs(partnerA.apiKey, 'a3', campaign)];
-    const theirs = [await claimAs(partnerB.apiKey, 'b1', campaign), await claimAs(partnerB.apiKey, 'b2', campaign)];
+    const mine = [allocated(await server.claim(partnerA.apiKey, { campaignId: campaign, holder: 'a1' })).id, allocated(await server.claim(partnerA.apiKey, { campaignId: campaign, holder: 'a2' })).id, allocated(await server.claim(partnerA.apiKey, { campaignId: campaign, holder: 'a3' })).id];
+    const theirs = [allocated(await server.claim(partnerB.apiKey, { campaignId: campaign, holder: 'b1' })).id, allocated(await server.claim(partnerB.apiKey, { campaignId: campaign, holder: 'b2' })).id];
 
     const list = async (key: string) => {
       const res = await server.gql(key, CAMPAIGN_ALLOCATIONS, { id: campaign, first: 100 });
@@ -211,7 +204,7 @@ describe("partners and each other's allocations", () => {
   });
 
   test("partner A releasing partner B's allocation gets ALLOCATION_NOT_FOUND and the allocation stays ACTIVE", async () => {
-    const id = await claimAs(partnerB.apiKey, 'b-keep');
+    const id = allocated(await server.claim(partnerB.apiKey, { campaignId, holder: 'b-keep' })).id;
     const res = await server.gql(partnerA.apiKey, RELEASE, { id });
     expect(res.body.errors).toBeUndefined();
     expect(res.body.data!.releaseAllocation).toEqual({
@@ -222,14 +215,14 @@ describe("partners and each other's allocations", () => {
   });
 
   test("partner A's refusal for B's allocation is the same as for an allocation that does not exist", async () => {
-    const id = await claimAs(partnerB.apiKey, 'b-probe');
+    const id = allocated(await server.claim(partnerB.apiKey, { campaignId, holder: 'b-probe' })).id;
     const foreign = await server.gql(partnerA.apiKey, RELEASE, { id });
     const unknown = await server.gql(partnerA.apiKey, RELEASE, { id: '00000000-0000-4000-8000-000000000000' });
     expect(foreign.body).toEqual(unknown.body);
   });
 
   test('a partner releases its own allocation', async () => {
-    const id = await claimAs(partnerA.apiKey, 'a-release');
+    const id = allocated(await server.claim(partnerA.apiKey, { campaignId, holder: 'a-release' })).id;
     const res = await server.gql(partnerA.apiKey, RELEASE, { id });
     expect(res.body.data!.releaseAllocation.error).toBeNull();
     expect(res.body.data!.releaseAllocation.allocation).toMatchObject({ id, status: 'RELEASED' });
@@ -237,7 +230,7 @@ describe("partners and each other's allocations", () => {
   });
 
   test("the admin releases any partner's allocation", async () => {
-    const id = await claimAs(partnerB.apiKey, 'b-admin-release');
+    const id = allocated(await server.claim(partnerB.apiKey, { campaignId, holder: 'b-admin-release' })).id;
     const res = await server.gql(ADMIN_KEY, RELEASE, { id });
     expect(res.body.errors).toBeUndefined();
     expect(res.body.data!.releaseAllocation.error).toBeNull();

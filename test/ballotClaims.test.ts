@@ -1,3 +1,4 @@
+// @dialects postgresql citus
 // Claims on a BALLOT campaign (issue 27): claimTicket, claimTickets and holdTicket keep the contract's
 // code, CAMPAIGN_NOT_OPEN, but say why — the campaign gives its tickets by ballot: enterBallot —
 // instead of "draft, closed, or outside its window", which is not true of an open ballot. Whether the
@@ -5,10 +6,7 @@
 // campaign's status; a FIRST_COME campaign that is not open keeps the old message.
 import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/testServer';
 
-const ERROR = 'error { code message }';
-const CLAIM = `mutation($input: ClaimTicketInput!) { claimTicket(input: $input) { allocation { id } ${ERROR} } }`;
-const HOLD = `mutation($input: HoldTicketInput!) { holdTicket(input: $input) { allocation { id } ${ERROR} } }`;
-const CLAIM_MANY = `mutation($input: ClaimTicketsInput!) { claimTickets(input: $input) { allocations { id } ${ERROR} } }`;
+const CLAIM_MANY = 'mutation($input: ClaimTicketsInput!) { claimTickets(input: $input) { allocations { id } error { code message } } }';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -18,12 +16,12 @@ afterAll(() => server.stop());
 
 type Refusal = { code: string; message: string } | null;
 async function attempts(key: string, campaignId: string): Promise<Refusal[]> {
-  const claim = await server.gql(key, CLAIM, { input: { campaignId, holder: 'c' } });
-  const hold = await server.gql(key, HOLD, { input: { campaignId, holder: 'h', ttlSeconds: 60 } });
+  const claim = await server.claim(key, { campaignId, holder: 'c' });
+  const hold = await server.hold(key, { campaignId, ttlSeconds: 60 });
   const many = await server.gql(key, CLAIM_MANY, { input: { campaignId, holder: 'm', quantity: 2 } });
   // Concurrent claims: some share group statements, whose refusals come from the first look.
-  const burst = await Promise.all(Array.from({ length: 12 }, (_, i) => server.gql(key, CLAIM, { input: { campaignId, holder: `b${i}` } })));
-  return [claim.body.data!.claimTicket.error, hold.body.data!.holdTicket.error, many.body.data!.claimTickets.error, ...burst.map((b) => b.body.data!.claimTicket.error)];
+  const burst = await Promise.all(Array.from({ length: 12 }, (_, i) => server.claim(key, { campaignId, holder: `b${i}` })));
+  return [claim.error, hold.error, many.body.data!.claimTickets.error, ...burst.map((b) => b.error)];
 }
 
 test('an open BALLOT campaign answers every claim and hold CAMPAIGN_NOT_OPEN, saying to enter the ballot, and allocates nothing', async () => {
@@ -34,7 +32,7 @@ test('an open BALLOT campaign answers every claim and hold CAMPAIGN_NOT_OPEN, sa
     expect(error!.message).not.toMatch(/draft|closed|window/i);
   }
   // The admin key's claims too.
-  expect((await server.gql(ADMIN_KEY, CLAIM, { input: { campaignId, holder: 'admin' } })).body.data!.claimTicket.error.message).toContain('enterBallot');
+  expect((await server.claim(ADMIN_KEY, { campaignId, holder: 'admin' })).error?.message).toContain('enterBallot');
   const { rows } = await server.sql.query('SELECT count(*)::int AS n FROM allocations WHERE campaign_id = $1', [campaignId]);
   expect(rows[0].n).toBe(0);
 });
@@ -46,13 +44,13 @@ test('a BALLOT campaign that is a draft or closed says the same: it never takes 
   const closedBallot = await server.openCampaignWith(2, { mode: 'BALLOT' });
   await server.gql(ADMIN_KEY, 'mutation($id: ID!) { closeCampaign(id: $id) { campaign { id } } }', { id: closedBallot });
   for (const campaignId of [draftBallot, closedBallot]) {
-    const error = (await server.gql(partner.apiKey, CLAIM, { input: { campaignId, holder: 'x' } })).body.data!.claimTicket.error;
+    const { error } = await server.claim(partner.apiKey, { campaignId, holder: 'x' });
     expect(error).toEqual({ code: 'CAMPAIGN_NOT_OPEN', message: expect.stringContaining('enterBallot') });
   }
   const draft = await server.createCampaign();
   await server.loadTickets(draft, 2);
-  const error = (await server.gql(partner.apiKey, CLAIM, { input: { campaignId: draft, holder: 'x' } })).body.data!.claimTicket.error;
-  expect(error.code).toBe('CAMPAIGN_NOT_OPEN');
-  expect(error.message).toMatch(/draft, closed, or outside/);
-  expect(error.message).not.toContain('enterBallot');
+  const refused = (await server.claim(partner.apiKey, { campaignId: draft, holder: 'x' })).error!;
+  expect(refused.code).toBe('CAMPAIGN_NOT_OPEN');
+  expect(refused.message).toMatch(/draft, closed, or outside/);
+  expect(refused.message).not.toContain('enterBallot');
 });

@@ -1,6 +1,6 @@
 // The operator's flow: create a campaign, load or generate its tickets, open it, close it; reading
 // campaigns and their allocations page by page; releasing an allocation back into the pool.
-import { ADMIN_KEY, assertPoolInvariants, CLAIM, startTestServer, type ClaimPayload, type TestServer } from './helpers/testServer';
+import { ADMIN_KEY, assertPoolInvariants, startTestServer, type TestServer } from './helpers/testServer';
 
 let server: TestServer;
 let partner: { id: string; apiKey: string };
@@ -49,10 +49,6 @@ async function ok<T = Record<string, any>>(query: string, variables?: Record<str
   expect(res.body.errors).toBeUndefined();
   expect(res.status).toBe(200);
   return res.body.data!;
-}
-
-async function claim(campaignId: string, holder: string): Promise<ClaimPayload['claimTicket']> {
-  return (await ok<ClaimPayload>(CLAIM, { input: { campaignId, holder } }, partner.apiKey)).claimTicket;
 }
 
 async function campaignRow(id: string): Promise<{ status: string; opened_at: Date | null; closed_at: Date | null }> {
@@ -109,7 +105,7 @@ describe('loading tickets', () => {
   test('tickets can be loaded into an OPEN campaign and are claimable', async () => {
     const id = await server.openCampaignWith(0, { name: 'Loaded while open' });
     expect((await ok(LOAD, { id, codes: ['LATE-1'] })).loadTickets.loaded).toBe(1);
-    expect((await claim(id, 'late-holder')).allocation!.ticket.code).toBe('LATE-1');
+    expect((await server.claim(partner.apiKey, { campaignId: id, holder: 'late-holder' })).allocation!.ticket.code).toBe('LATE-1');
   });
 
   test('generateTickets makes 1000 unique codes that all start with the prefix', async () => {
@@ -174,7 +170,7 @@ describe('opening and closing', () => {
 
   test('closing keeps the allocations already made', async () => {
     const id = await server.openCampaignWith(3, { name: 'Closed with claims' });
-    const granted = await claim(id, 'early');
+    const granted = await server.claim(partner.apiKey, { campaignId: id, holder: 'early' });
     await ok(CLOSE, { id });
     const { rows } = await server.sql.query('SELECT status FROM allocations WHERE id = $1', [granted.allocation!.id]);
     expect(rows[0].status).toBe('ACTIVE');
@@ -185,23 +181,23 @@ describe('claims outside an open window', () => {
   test('a claim on a DRAFT campaign is refused with CAMPAIGN_NOT_OPEN', async () => {
     const id = await server.createCampaign({ name: 'Draft claim' });
     await server.loadTickets(id, 2);
-    expect(await claim(id, 'too-early')).toEqual({ allocation: null, error: { code: 'CAMPAIGN_NOT_OPEN', message: expect.any(String) } });
+    expect(await server.claim(partner.apiKey, { campaignId: id, holder: 'too-early' })).toEqual({ allocation: null, error: { code: 'CAMPAIGN_NOT_OPEN', message: expect.any(String) } });
   });
 
   test('a claim on a CLOSED campaign is refused with CAMPAIGN_NOT_OPEN', async () => {
     const id = await server.openCampaignWith(2, { name: 'Closed claim' });
     await ok(CLOSE, { id });
-    expect((await claim(id, 'too-late')).error?.code).toBe('CAMPAIGN_NOT_OPEN');
+    expect((await server.claim(partner.apiKey, { campaignId: id, holder: 'too-late' })).error?.code).toBe('CAMPAIGN_NOT_OPEN');
   });
 
   test('a claim on an OPEN campaign before its opensAt is refused with CAMPAIGN_NOT_OPEN', async () => {
     const id = await server.openCampaignWith(2, { name: 'Future', opensAt: new Date(Date.now() + HOUR).toISOString() });
-    expect((await claim(id, 'impatient')).error?.code).toBe('CAMPAIGN_NOT_OPEN');
+    expect((await server.claim(partner.apiKey, { campaignId: id, holder: 'impatient' })).error?.code).toBe('CAMPAIGN_NOT_OPEN');
   });
 
   test('a claim on an OPEN campaign after its closesAt is refused with CAMPAIGN_NOT_OPEN', async () => {
     const id = await server.openCampaignWith(2, { name: 'Past', closesAt: new Date(Date.now() - HOUR).toISOString() });
-    expect((await claim(id, 'straggler')).error?.code).toBe('CAMPAIGN_NOT_OPEN');
+    expect((await server.claim(partner.apiKey, { campaignId: id, holder: 'straggler' })).error?.code).toBe('CAMPAIGN_NOT_OPEN');
   });
 
   test('a claim inside the opensAt/closesAt window is granted', async () => {
@@ -210,13 +206,13 @@ describe('claims outside an open window', () => {
       opensAt: new Date(Date.now() - HOUR).toISOString(),
       closesAt: new Date(Date.now() + HOUR).toISOString(),
     });
-    expect((await claim(id, 'on-time')).allocation?.status).toBe('ACTIVE');
+    expect((await server.claim(partner.apiKey, { campaignId: id, holder: 'on-time' })).allocation?.status).toBe('ACTIVE');
   });
 
   test('refused claims leave the pool untouched', async () => {
     const id = await server.createCampaign({ name: 'Untouched' });
     await server.loadTickets(id, 3);
-    await claim(id, 'nobody');
+    await server.claim(partner.apiKey, { campaignId: id, holder: 'nobody' });
     const stats = await assertPoolInvariants(server.sql, id);
     expect(stats).toMatchObject({ total: 3, allocated: 0, available: 3 });
   });
@@ -225,8 +221,8 @@ describe('claims outside an open window', () => {
 describe('stats', () => {
   test('stats count allocated, held and available tickets that add up to total, with fillRate = allocated / total', async () => {
     const id = await server.openCampaignWith(8, { name: 'Stats' });
-    await claim(id, 's1');
-    await claim(id, 's2');
+    await server.claim(partner.apiKey, { campaignId: id, holder: 's1' });
+    await server.claim(partner.apiKey, { campaignId: id, holder: 's2' });
     const hold = await server.gql(partner.apiKey, 'mutation($input: HoldTicketInput!) { holdTicket(input: $input) { allocation { id } error { code } } }', {
       input: { campaignId: id, holder: 'held', ttlSeconds: 3600 },
     });
@@ -239,8 +235,8 @@ describe('stats', () => {
 
   test('a sold-out campaign has fillRate 1', async () => {
     const id = await server.openCampaignWith(2, { name: 'Sold out' });
-    await claim(id, 'x1');
-    await claim(id, 'x2');
+    await server.claim(partner.apiKey, { campaignId: id, holder: 'x1' });
+    await server.claim(partner.apiKey, { campaignId: id, holder: 'x2' });
     expect((await ok(CAMPAIGN, { id })).campaign.stats).toEqual({ total: 2, allocated: 2, held: 0, available: 0, fillRate: 1 });
   });
 });
@@ -345,7 +341,7 @@ describe('campaign.allocations', () => {
     campaignId = await server.openCampaignWith(10, { name: 'Allocations paged' });
     claimed = [];
     for (let i = 0; i < 7; i += 1) {
-      const { allocation } = await claim(campaignId, `paged-${i}`);
+      const { allocation } = await server.claim(partner.apiKey, { campaignId, holder: `paged-${i}` });
       claimed.push({ id: allocation!.id, sequence: allocation!.sequence });
     }
   });
@@ -399,7 +395,7 @@ describe('campaign.allocations', () => {
 describe('releaseAllocation', () => {
   test('a release returns the ticket to the pool: ticket AVAILABLE, allocation RELEASED with releasedAt, stats updated', async () => {
     const id = await server.openCampaignWith(2, { name: 'Release' });
-    const { allocation } = await claim(id, 'releaser');
+    const { allocation } = await server.claim(partner.apiKey, { campaignId: id, holder: 'releaser' });
     const released = (await ok(RELEASE, { id: allocation!.id })).releaseAllocation;
     expect(released.error).toBeNull();
     expect(released.allocation).toMatchObject({
@@ -424,7 +420,7 @@ describe('releaseAllocation', () => {
 
   test('releasing the same allocation twice answers it unchanged, without an error', async () => {
     const id = await server.openCampaignWith(2, { name: 'Release twice' });
-    const { allocation } = await claim(id, 'twice');
+    const { allocation } = await server.claim(partner.apiKey, { campaignId: id, holder: 'twice' });
     const first = (await ok(RELEASE, { id: allocation!.id })).releaseAllocation;
     const second = (await ok(RELEASE, { id: allocation!.id })).releaseAllocation;
     expect(second.error).toBeNull();
@@ -435,10 +431,10 @@ describe('releaseAllocation', () => {
 
   test('a released ticket can be claimed again', async () => {
     const id = await server.openCampaignWith(1, { name: 'Reclaim' });
-    const first = await claim(id, 'first-holder');
-    expect((await claim(id, 'waiting')).error?.code).toBe('SOLD_OUT');
+    const first = await server.claim(partner.apiKey, { campaignId: id, holder: 'first-holder' });
+    expect((await server.claim(partner.apiKey, { campaignId: id, holder: 'waiting' })).error?.code).toBe('SOLD_OUT');
     await ok(RELEASE, { id: first.allocation!.id });
-    const again = await claim(id, 'second-holder');
+    const again = await server.claim(partner.apiKey, { campaignId: id, holder: 'second-holder' });
     expect(again.error).toBeNull();
     expect(again.allocation!.ticket.code).toBe(first.allocation!.ticket.code);
     expect(again.allocation!.id).not.toBe(first.allocation!.id);

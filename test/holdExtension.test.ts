@@ -1,11 +1,12 @@
+// @dialects postgresql citus
 // extendHold and a campaign's maxHoldSeconds (src/db/extendHold.ts): expiresAt = max(expiresAt, now +
 // ttlSeconds) on a hold that has not expired, never past allocatedAt + maxHoldSeconds, checked and
 // written in one step against the database clock — so a race with the hold's expiry (the sweeper,
 // or a claim taking over its ticket) never extends an expired hold.
-import { assertPoolInvariants, ADMIN_KEY, CLAIM, startTestServer, type TestServer } from './helpers/testServer';
+import { ADMIN_KEY, assertPoolInvariants, startTestServer, type TestServer } from './helpers/testServer';
 import { ticketsLiveTwice } from './helpers/sql';
 import { connectSocket, runOverSocket } from './helpers/ws';
-import { expireHolds, setHoldExpiry } from './helpers/time';
+import { expireHolds, setHoldExpiry, sleep } from './helpers/time';
 import { setTimes } from './helpers/setTimes';
 
 let server: TestServer;
@@ -14,9 +15,6 @@ beforeAll(async () => {
 });
 afterAll(() => server.stop());
 
-const HOLD = `mutation Hold($input: HoldTicketInput!) {
-  holdTicket(input: $input) { allocation { id status allocatedAt expiresAt } error { code message } }
-}`;
 const EXTEND = `mutation Extend($id: ID!, $ttl: Int!) {
   extendHold(allocationId: $id, ttlSeconds: $ttl) { allocation { id status allocatedAt expiresAt ticket { status } } error { code message } }
 }`;
@@ -26,11 +24,6 @@ interface Answer {
   error: null | { code: string; message: string };
 }
 
-async function hold(key: string, campaignId: string, ttlSeconds = 60, holder = 'h'): Promise<Answer> {
-  const res = await server.gql<{ holdTicket: Answer }>(key, HOLD, { input: { campaignId, holder, ttlSeconds } });
-  expect(res.body.errors).toBeUndefined();
-  return res.body.data!.holdTicket;
-}
 async function extend(key: string, id: string, ttl: number): Promise<Answer> {
   const res = await server.gql<{ extendHold: Answer }>(key, EXTEND, { id, ttl });
   expect(res.body.errors).toBeUndefined();
@@ -42,7 +35,7 @@ const ms = (iso: string | null) => new Date(iso!).getTime();
 test('extendHold moves expiresAt to now + ttlSeconds, and never earlier than it was', async () => {
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(2);
-  const held = (await hold(partner.apiKey, campaignId, 60)).allocation!;
+  const held = (await server.hold(partner.apiKey, { campaignId, ttlSeconds: 60 })).allocation!;
   const longer = await extend(partner.apiKey, held.id, 600);
   expect(longer.error).toBeNull();
   expect(longer.allocation).toMatchObject({ id: held.id, status: 'HELD', ticket: { status: 'HELD' } });
@@ -61,12 +54,12 @@ test("maxHoldSeconds caps every extension from the hold's creation, and holdTick
   const read = await server.gql(ADMIN_KEY, 'query($id: ID!) { campaign(id: $id) { maxHoldSeconds } }', { id: campaignId });
   expect(read.body.data!.campaign.maxHoldSeconds).toBe(100);
 
-  const tooLong = await hold(partner.apiKey, campaignId, 101);
+  const tooLong = await server.hold(partner.apiKey, { campaignId, ttlSeconds: 101 });
   expect(tooLong.error?.code).toBe('INVALID_INPUT');
   expect(tooLong.error?.message).toContain('maxHoldSeconds');
   expect((await server.sql.query('SELECT count(*)::int AS n FROM allocations WHERE campaign_id = $1', [campaignId])).rows[0].n).toBe(0);
 
-  const held = (await hold(partner.apiKey, campaignId, 60)).allocation!;
+  const held = (await server.hold(partner.apiKey, { campaignId, ttlSeconds: 60 })).allocation!;
   const before = await expiryInDb(held.id);
   const past = await extend(partner.apiKey, held.id, 101);
   expect(past).toEqual({ allocation: null, error: { code: 'HOLD_EXTENSION_LIMIT', message: expect.stringContaining('maxHoldSeconds') } });
@@ -83,7 +76,7 @@ test("maxHoldSeconds caps every extension from the hold's creation, and holdTick
   // Without a cap, extensions add up past a day (each one at most a day).
   const open = await server.openCampaignWith(1);
   expect((await server.gql(ADMIN_KEY, 'query($id: ID!) { campaign(id: $id) { maxHoldSeconds } }', { id: open })).body.data!.campaign.maxHoldSeconds).toBeNull();
-  const long = (await hold(partner.apiKey, open, 86_400)).allocation!;
+  const long = (await server.hold(partner.apiKey, { campaignId: open, ttlSeconds: 86_400 })).allocation!;
   await setTimes(server.sql, 'allocations', { expires_at: "clock_timestamp() + interval '1 hour'", allocated_at: "allocated_at - interval '2 days'" }, 'id = $1', [long.id]);
   const onward = await extend(partner.apiKey, long.id, 86_400);
   expect(onward.error).toBeNull();
@@ -108,7 +101,7 @@ test("refusals: expired, confirmed, released, another partner's, unknown, bad tt
   const partner = await server.createPartner();
   const other = await server.createPartner();
   const campaignId = await server.openCampaignWith(5);
-  const [expired, confirmed, released, mine] = await Promise.all([1, 2, 3, 4].map((i) => hold(partner.apiKey, campaignId, 60, `r${i}`)));
+  const [expired, confirmed, released, mine] = await Promise.all([1, 2, 3, 4].map((i) => server.hold(partner.apiKey, { campaignId, holder: `r${i}`, ttlSeconds: 60 })));
   await expireHolds(server.sql, [expired!.allocation!.id]);
   const lapsedAt = await expiryInDb(expired!.allocation!.id);
   expect(await extend(partner.apiKey, expired!.allocation!.id, 600)).toMatchObject({ allocation: null, error: { code: 'HOLD_EXPIRED' } });
@@ -137,7 +130,7 @@ test("refusals: expired, confirmed, released, another partner's, unknown, bad tt
 test('over graphql-ws, which serves subscriptions only, extendHold is refused and changes nothing', async () => {
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(1);
-  const held = (await hold(partner.apiKey, campaignId, 60)).allocation!;
+  const held = (await server.hold(partner.apiKey, { campaignId, ttlSeconds: 60 })).allocation!;
   const before = await expiryInDb(held.id);
   const socket = connectSocket(server.url, partner.apiKey);
   try {
@@ -153,7 +146,7 @@ test('over graphql-ws, which serves subscriptions only, extendHold is refused an
 test('extendHold racing expiry — the sweeper and claims taking over — never extends an expired hold', async () => {
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(40);
-  const holds = await Promise.all(Array.from({ length: 40 }, (_, i) => hold(partner.apiKey, campaignId, 60, `x${i}`)));
+  const holds = await Promise.all(Array.from({ length: 40 }, (_, i) => server.hold(partner.apiKey, { campaignId, holder: `x${i}`, ttlSeconds: 60 })));
   const ids = holds.map((h) => h.allocation!.id);
   // Hold i is extended 10·i ms from now and lapses a little before or after that (-20 to +400 ms),
   // while 40 claims run to take over what has lapsed and the sweeper ends the rest every 50 ms.
@@ -161,14 +154,14 @@ test('extendHold racing expiry — the sweeper and claims taking over — never 
   const [extensions] = await Promise.all([
     Promise.all(
       ids.map(async (id, i) => {
-        await new Promise((resolve) => setTimeout(resolve, 10 * i));
+        await sleep(10 * i);
         return extend(partner.apiKey, id, 300);
       }),
     ),
     Promise.all(
       Array.from({ length: 40 }, async (_, i) => {
-        await new Promise((resolve) => setTimeout(resolve, 10 * i));
-        return server.gql(partner.apiKey, CLAIM, { input: { campaignId, holder: `c${i}` } });
+        await sleep(10 * i);
+        return server.claim(partner.apiKey, { campaignId, holder: `c${i}` });
       }),
     ),
   ]);

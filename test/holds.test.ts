@@ -1,7 +1,8 @@
+// @dialects postgresql citus
 // Holds are leases (docs/CORRECTNESS.md §9): holdTicket takes a ticket out of the pool until expiresAt;
 // confirmHold makes it ACTIVE while the hold lasts; an expired hold's ticket is back in the pool
 // from that instant — in every read and for every claim — with or without the sweeper.
-import { assertPoolInvariants, ADMIN_KEY, CLAIM, startTestServer, type ClaimPayload, type TestServer } from './helpers/testServer';
+import { ADMIN_KEY, assertPoolInvariants, startTestServer, type AllocationAnswer, type TestServer } from './helpers/testServer';
 import { allocationWithTicket, ticketsLiveTwice } from './helpers/sql';
 import { expireHolds, setHoldExpiry, sleep, until } from './helpers/time';
 
@@ -11,12 +12,6 @@ beforeAll(async () => {
 });
 afterAll(() => server.stop());
 
-const HOLD = `mutation Hold($input: HoldTicketInput!) {
-  holdTicket(input: $input) {
-    allocation { id status expiresAt sequence holder ticket { id code status } }
-    error { code message }
-  }
-}`;
 const CONFIRM = `mutation Confirm($id: ID!) {
   confirmHold(allocationId: $id) {
     allocation { id status expiresAt sequence ticket { id code status } }
@@ -34,20 +29,10 @@ interface HoldAnswer {
   error: null | { code: string; message: string };
 }
 
-async function hold(key: string, input: Record<string, unknown>): Promise<HoldAnswer> {
-  const res = await server.gql<{ holdTicket: HoldAnswer }>(key, HOLD, { input: { holder: 'h', ttlSeconds: 60, ...input } });
-  if (res.body.errors?.length) throw new Error(`holdTicket failed: ${JSON.stringify(res.body.errors)}`);
-  return res.body.data!.holdTicket;
-}
 async function confirm(key: string, id: string): Promise<HoldAnswer> {
   const res = await server.gql<{ confirmHold: HoldAnswer }>(key, CONFIRM, { id });
   if (res.body.errors?.length) throw new Error(`confirmHold failed: ${JSON.stringify(res.body.errors)}`);
   return res.body.data!.confirmHold;
-}
-async function claim(key: string, input: Record<string, unknown>): Promise<ClaimPayload['claimTicket']> {
-  const res = await server.gql<ClaimPayload>(key, CLAIM, { input: { holder: 'h', ...input } });
-  if (res.body.errors?.length) throw new Error(`claimTicket failed: ${JSON.stringify(res.body.errors)}`);
-  return res.body.data!.claimTicket;
 }
 async function stats(campaignId: string): Promise<{ total: number; allocated: number; held: number; available: number }> {
   const res = await server.gql(ADMIN_KEY, STATS, { id: campaignId });
@@ -64,7 +49,7 @@ test('holdTicket answers a HELD allocation that expires ttlSeconds from now, and
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(5);
   const before = Date.now();
-  const held = await hold(partner.apiKey, { campaignId, holder: 'alice', ttlSeconds: 120 });
+  const held = await server.hold(partner.apiKey, { campaignId, holder: 'alice', ttlSeconds: 120 });
   const after = Date.now();
   expect(held.error).toBeNull();
   expect(held.allocation).toMatchObject({ status: 'HELD', holder: 'alice', ticket: { status: 'HELD' } });
@@ -79,8 +64,8 @@ test('holdTicket answers a HELD allocation that expires ttlSeconds from now, and
 test('a held ticket counts as held in the stats, neither available nor allocated', async () => {
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(5);
-  await hold(partner.apiKey, { campaignId });
-  await claim(partner.apiKey, { campaignId });
+  await server.hold(partner.apiKey, { campaignId });
+  await server.claim(partner.apiKey, { campaignId });
   const s = await stats(campaignId);
   expect(s).toEqual({ total: 5, allocated: 1, held: 1, available: 3 });
   expect(s.allocated + s.held + s.available).toBe(s.total);
@@ -89,7 +74,7 @@ test('a held ticket counts as held in the stats, neither available nor allocated
 test('confirmHold before expiry makes the allocation ACTIVE and its ticket ALLOCATED', async () => {
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(3);
-  const held = (await hold(partner.apiKey, { campaignId })).allocation!;
+  const held = (await server.hold(partner.apiKey, { campaignId })).allocation!;
   const confirmed = await confirm(partner.apiKey, held.id);
   expect(confirmed.error).toBeNull();
   expect(confirmed.allocation).toMatchObject({ id: held.id, status: 'ACTIVE', sequence: held.sequence, ticket: { code: held.ticket.code, status: 'ALLOCATED' } });
@@ -101,7 +86,7 @@ test('confirmHold before expiry makes the allocation ACTIVE and its ticket ALLOC
 test('confirming a hold moves it from held to allocated in the stats', async () => {
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(3);
-  const held = (await hold(partner.apiKey, { campaignId })).allocation!;
+  const held = (await server.hold(partner.apiKey, { campaignId })).allocation!;
   expect(await stats(campaignId)).toEqual({ total: 3, allocated: 0, held: 1, available: 2 });
   await confirm(partner.apiKey, held.id);
   expect(await stats(campaignId)).toEqual({ total: 3, allocated: 1, held: 0, available: 2 });
@@ -110,7 +95,7 @@ test('confirming a hold moves it from held to allocated in the stats', async () 
 test('confirming a hold twice answers the same ACTIVE allocation, without an error', async () => {
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(3);
-  const held = (await hold(partner.apiKey, { campaignId })).allocation!;
+  const held = (await server.hold(partner.apiKey, { campaignId })).allocation!;
   const first = await confirm(partner.apiKey, held.id);
   const second = await confirm(partner.apiKey, held.id);
   expect(second.error).toBeNull();
@@ -128,7 +113,7 @@ describe('a hold that expired before its confirmation', () => {
   beforeAll(async () => {
     partner = await server.createPartner();
     campaignId = await server.openCampaignWith(1);
-    held = (await hold(partner.apiKey, { campaignId })).allocation!;
+    held = (await server.hold(partner.apiKey, { campaignId })).allocation!;
     await expireHolds(server.sql, [held.id]);
     confirmed = await confirm(partner.apiKey, held.id);
   });
@@ -146,7 +131,7 @@ describe('a hold that expired before its confirmation', () => {
   });
 
   test('a new claim gets exactly that ticket', async () => {
-    const claimed = await claim(partner.apiKey, { campaignId, holder: 'next' });
+    const claimed = await server.claim(partner.apiKey, { campaignId, holder: 'next' });
     expect(claimed.error).toBeNull();
     expect(claimed.allocation!.ticket.code).toBe(held.ticket.code);
     expect(await dbAllocation(held.id)).toEqual({ status: 'EXPIRED', ticket_status: 'ALLOCATED' });
@@ -157,7 +142,7 @@ describe('a hold that expired before its confirmation', () => {
 test('confirmHold of a claimed (never held) allocation answers NOT_HELD and changes nothing', async () => {
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(3);
-  const claimed = (await claim(partner.apiKey, { campaignId })).allocation!;
+  const claimed = (await server.claim(partner.apiKey, { campaignId })).allocation!;
   expect(await confirm(partner.apiKey, claimed.id)).toMatchObject({ allocation: null, error: { code: 'NOT_HELD' } });
   expect(await dbAllocation(claimed.id)).toEqual({ status: 'ACTIVE', ticket_status: 'ALLOCATED' });
 });
@@ -165,7 +150,7 @@ test('confirmHold of a claimed (never held) allocation answers NOT_HELD and chan
 test('confirmHold of a released hold answers NOT_HELD and leaves the ticket in the pool', async () => {
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(3);
-  const held = (await hold(partner.apiKey, { campaignId })).allocation!;
+  const held = (await server.hold(partner.apiKey, { campaignId })).allocation!;
   await server.gql(partner.apiKey, RELEASE, { id: held.id });
   expect(await confirm(partner.apiKey, held.id)).toMatchObject({ allocation: null, error: { code: 'NOT_HELD' } });
   expect(await dbAllocation(held.id)).toEqual({ status: 'RELEASED', ticket_status: 'AVAILABLE' });
@@ -183,7 +168,7 @@ test("confirmHold of another partner's hold answers ALLOCATION_NOT_FOUND and lea
   const owner = await server.createPartner('Owner');
   const other = await server.createPartner('Other');
   const campaignId = await server.openCampaignWith(3);
-  const held = (await hold(owner.apiKey, { campaignId })).allocation!;
+  const held = (await server.hold(owner.apiKey, { campaignId })).allocation!;
   expect(await confirm(other.apiKey, held.id)).toMatchObject({ allocation: null, error: { code: 'ALLOCATION_NOT_FOUND' } });
   expect(await dbAllocation(held.id)).toEqual({ status: 'HELD', ticket_status: 'HELD' });
 });
@@ -191,22 +176,22 @@ test("confirmHold of another partner's hold answers ALLOCATION_NOT_FOUND and lea
 test('a claim on a pool whose only ticket is held answers ALL_HELD, not SOLD_OUT', async () => {
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(1);
-  await hold(partner.apiKey, { campaignId });
-  expect(await claim(partner.apiKey, { campaignId, holder: 'late' })).toMatchObject({ allocation: null, error: { code: 'ALL_HELD' } });
+  await server.hold(partner.apiKey, { campaignId });
+  expect(await server.claim(partner.apiKey, { campaignId, holder: 'late' })).toMatchObject({ allocation: null, error: { code: 'ALL_HELD' } });
 });
 
 test('once the only held ticket is confirmed, a claim answers SOLD_OUT', async () => {
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(1);
-  const held = (await hold(partner.apiKey, { campaignId })).allocation!;
+  const held = (await server.hold(partner.apiKey, { campaignId })).allocation!;
   await confirm(partner.apiKey, held.id);
-  expect(await claim(partner.apiKey, { campaignId, holder: 'late' })).toMatchObject({ allocation: null, error: { code: 'SOLD_OUT' } });
+  expect(await server.claim(partner.apiKey, { campaignId, holder: 'late' })).toMatchObject({ allocation: null, error: { code: 'SOLD_OUT' } });
 });
 
 test.each([0, -1, 86_401])('holdTicket with ttlSeconds %p answers INVALID_INPUT and holds nothing', async (ttlSeconds) => {
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(2);
-  expect(await hold(partner.apiKey, { campaignId, ttlSeconds })).toMatchObject({ allocation: null, error: { code: 'INVALID_INPUT' } });
+  expect(await server.hold(partner.apiKey, { campaignId, ttlSeconds })).toMatchObject({ allocation: null, error: { code: 'INVALID_INPUT' } });
   const { rows } = await server.sql.query('SELECT count(*)::int AS n FROM allocations WHERE campaign_id = $1', [campaignId]);
   expect(rows[0].n).toBe(0);
 });
@@ -214,16 +199,16 @@ test.each([0, -1, 86_401])('holdTicket with ttlSeconds %p answers INVALID_INPUT 
 test('holdTicket accepts the bounds of ttlSeconds, 1 and 86400', async () => {
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(2);
-  expect((await hold(partner.apiKey, { campaignId, ttlSeconds: 86_400 })).allocation?.status).toBe('HELD');
-  expect((await hold(partner.apiKey, { campaignId, ttlSeconds: 1 })).allocation).not.toBeNull();
+  expect((await server.hold(partner.apiKey, { campaignId, ttlSeconds: 86_400 })).allocation?.status).toBe('HELD');
+  expect((await server.hold(partner.apiKey, { campaignId, ttlSeconds: 1 })).allocation).not.toBeNull();
 });
 
 test('holdTicket with a key already used answers the same hold, and holds no second ticket', async () => {
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(5);
   const input = { campaignId, holder: 'keyed', ttlSeconds: 300, idempotencyKey: 'hold-key-1' };
-  const first = await hold(partner.apiKey, input);
-  const again = await hold(partner.apiKey, input);
+  const first = await server.hold(partner.apiKey, input);
+  const again = await server.hold(partner.apiKey, input);
   expect(again.error).toBeNull();
   expect(again.allocation).toMatchObject({ id: first.allocation!.id, status: 'HELD', ticket: { code: first.allocation!.ticket.code } });
   expect(await stats(campaignId)).toMatchObject({ held: 1, available: 4 });
@@ -232,8 +217,8 @@ test('holdTicket with a key already used answers the same hold, and holds no sec
 test('holdTicket with a key already used for another ttlSeconds answers IDEMPOTENCY_KEY_REUSED', async () => {
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(5);
-  await hold(partner.apiKey, { campaignId, holder: 'keyed', ttlSeconds: 300, idempotencyKey: 'hold-key-2' });
-  const reused = await hold(partner.apiKey, { campaignId, holder: 'keyed', ttlSeconds: 600, idempotencyKey: 'hold-key-2' });
+  await server.hold(partner.apiKey, { campaignId, holder: 'keyed', ttlSeconds: 300, idempotencyKey: 'hold-key-2' });
+  const reused = await server.hold(partner.apiKey, { campaignId, holder: 'keyed', ttlSeconds: 600, idempotencyKey: 'hold-key-2' });
   expect(reused).toMatchObject({ allocation: null, error: { code: 'IDEMPOTENCY_KEY_REUSED' } });
   expect(await stats(campaignId)).toMatchObject({ held: 1, available: 4 });
 });
@@ -241,8 +226,8 @@ test('holdTicket with a key already used for another ttlSeconds answers IDEMPOTE
 test('a key used by holdTicket is refused by claimTicket as IDEMPOTENCY_KEY_REUSED', async () => {
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(5);
-  await hold(partner.apiKey, { campaignId, holder: 'keyed', idempotencyKey: 'hold-then-claim' });
-  const claimed = await claim(partner.apiKey, { campaignId, holder: 'keyed', idempotencyKey: 'hold-then-claim' });
+  await server.hold(partner.apiKey, { campaignId, holder: 'keyed', idempotencyKey: 'hold-then-claim' });
+  const claimed = await server.claim(partner.apiKey, { campaignId, holder: 'keyed', idempotencyKey: 'hold-then-claim' });
   expect(claimed).toMatchObject({ allocation: null, error: { code: 'IDEMPOTENCY_KEY_REUSED' } });
   expect(await stats(campaignId)).toMatchObject({ held: 1, allocated: 0 });
 });
@@ -251,14 +236,14 @@ test('holdTicket on a DRAFT campaign answers CAMPAIGN_NOT_OPEN, on an unknown on
   const partner = await server.createPartner();
   const draft = await server.createCampaign();
   await server.loadTickets(draft, 2);
-  expect((await hold(partner.apiKey, { campaignId: draft })).error?.code).toBe('CAMPAIGN_NOT_OPEN');
-  expect((await hold(partner.apiKey, { campaignId: '00000000-0000-4000-8000-000000000003' })).error?.code).toBe('CAMPAIGN_NOT_FOUND');
+  expect((await server.hold(partner.apiKey, { campaignId: draft })).error?.code).toBe('CAMPAIGN_NOT_OPEN');
+  expect((await server.hold(partner.apiKey, { campaignId: '00000000-0000-4000-8000-000000000003' })).error?.code).toBe('CAMPAIGN_NOT_FOUND');
 });
 
 test('confirmHold after closeCampaign answers CAMPAIGN_NOT_OPEN and leaves the hold unconfirmed', async () => {
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(3);
-  const held = (await hold(partner.apiKey, { campaignId })).allocation!;
+  const held = (await server.hold(partner.apiKey, { campaignId })).allocation!;
   await server.gql(ADMIN_KEY, 'mutation($id: ID!) { closeCampaign(id: $id) { campaign { status } } }', { id: campaignId });
   expect(await confirm(partner.apiKey, held.id)).toMatchObject({ allocation: null, error: { code: 'CAMPAIGN_NOT_OPEN' } });
   expect((await dbAllocation(held.id)).status).toBe('HELD');
@@ -267,12 +252,12 @@ test('confirmHold after closeCampaign answers CAMPAIGN_NOT_OPEN and leaves the h
 test('releaseAllocation of a hold returns its ticket to the pool', async () => {
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(1);
-  const held = (await hold(partner.apiKey, { campaignId })).allocation!;
+  const held = (await server.hold(partner.apiKey, { campaignId })).allocation!;
   const released = await server.gql(partner.apiKey, RELEASE, { id: held.id });
   expect(released.body.data!.releaseAllocation).toMatchObject({ allocation: { status: 'RELEASED', ticket: { status: 'AVAILABLE' } }, error: null });
   expect(await dbAllocation(held.id)).toEqual({ status: 'RELEASED', ticket_status: 'AVAILABLE' });
   expect(await stats(campaignId)).toEqual({ total: 1, allocated: 0, held: 0, available: 1 });
-  const claimed = await claim(partner.apiKey, { campaignId, holder: 'next' });
+  const claimed = await server.claim(partner.apiKey, { campaignId, holder: 'next' });
   expect(claimed.allocation?.ticket.code).toBe(held.ticket.code);
   await assertPoolInvariants(server.sql, campaignId);
 });
@@ -280,7 +265,7 @@ test('releaseAllocation of a hold returns its ticket to the pool', async () => {
 test('the hold sweeper writes EXPIRED into the database and returns the ticket by itself', async () => {
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(2);
-  const held = (await hold(partner.apiKey, { campaignId })).allocation!;
+  const held = (await server.hold(partner.apiKey, { campaignId })).allocation!;
   await expireHolds(server.sql, [held.id]);
   // Nothing but the sweeper writes here: it comes by on its own interval (every second).
   const row = await until(
@@ -309,16 +294,16 @@ function answers(all: readonly { allocation?: unknown; error?: { code: string; m
 describe('forty parallel holds on a pool of ten, then expired', () => {
   let campaignId: string;
   let holds: HoldAnswer[];
-  let claims: ClaimPayload['claimTicket'][];
+  let claims: AllocationAnswer[];
 
   beforeAll(async () => {
     const partners = await Promise.all([server.createPartner('R1'), server.createPartner('R2')]);
     campaignId = await server.openCampaignWith(10);
-    holds = await Promise.all(Array.from({ length: 40 }, (_, i) => hold(partners[i % 2]!.apiKey, { campaignId, holder: `hold-${i}`, ttlSeconds: 60 })));
+    holds = await Promise.all(Array.from({ length: 40 }, (_, i) => server.hold(partners[i % 2]!.apiKey, { campaignId, holder: `hold-${i}`, ttlSeconds: 60 })));
     const heldIds = holds.filter((h) => h.allocation).map((h) => h.allocation!.id);
     // Every hold expires (by the database's clock), then forty claims race.
     await expireHolds(server.sql, heldIds);
-    claims = await Promise.all(Array.from({ length: 40 }, (_, i) => claim(partners[i % 2]!.apiKey, { campaignId, holder: `claim-${i}` })));
+    claims = await Promise.all(Array.from({ length: 40 }, (_, i) => server.claim(partners[i % 2]!.apiKey, { campaignId, holder: `claim-${i}` })));
     expect(heldIds).toHaveLength(10);
   });
 
@@ -350,7 +335,7 @@ describe('forty parallel holds on a pool of ten, then expired', () => {
 test('confirmations racing their holds’ expiry, the sweeper and takeovers: every ACTIVE answer stays ACTIVE, no ticket twice', async () => {
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(20);
-  const holds = await Promise.all(Array.from({ length: 20 }, (_, i) => hold(partner.apiKey, { campaignId, holder: `edge-${i}`, ttlSeconds: 60 })));
+  const holds = await Promise.all(Array.from({ length: 20 }, (_, i) => server.hold(partner.apiKey, { campaignId, holder: `edge-${i}`, ttlSeconds: 60 })));
   const ids = holds.map((h) => h.allocation!.id);
   // Real time on purpose: the holds lapse 40-800 ms from now (by the database's clock, in a
   // shuffled order) while the confirmations go out over 0-114 ms, with claims taking over whatever
@@ -363,7 +348,7 @@ test('confirmations racing their holds’ expiry, the sweeper and takeovers: eve
   );
   const [confirmations] = await Promise.all([
     Promise.all(ids.map((id, i) => sleep(i * 6).then(() => confirm(partner.apiKey, id)))),
-    Promise.all(Array.from({ length: 20 }, (_, i) => sleep(i * 6).then(() => claim(partner.apiKey, { campaignId, holder: `taker-${i}` })))),
+    Promise.all(Array.from({ length: 20 }, (_, i) => sleep(i * 6).then(() => server.claim(partner.apiKey, { campaignId, holder: `taker-${i}` })))),
   ]);
   for (const [i, answer] of confirmations.entries()) {
     const row = await dbAllocation(ids[i]!);
@@ -379,34 +364,26 @@ test('confirmations racing their holds’ expiry, the sweeper and takeovers: eve
 });
 
 // The sweeper "is not needed for correctness" (src/sweeper.ts): an expired hold is over from the
-// instant it expires. Here the sweeper is stopped — its statement replaced by a no-op in this
-// database only — so every read and every claim has to see the expiry by itself.
+// instant it expires. Here a server runs no sweeper (holdSweepIntervalMs 0), and nothing else
+// sweeps its database, so every read and every claim has to see the expiry by itself.
 describe('without the sweeper', () => {
   let quiet: TestServer;
   beforeAll(async () => {
-    quiet = await startTestServer({ database: { poolSize: 10 } });
-    const { rows } = await quiet.sql.query(`SELECT to_regprocedure('tessera_expire_holds(integer)') IS NOT NULL AS present`);
-    if (!rows[0].present) throw new Error('tessera_expire_holds(integer) is gone: update how this test stops the sweeper');
-    await quiet.sql.query(`CREATE OR REPLACE FUNCTION tessera_expire_holds(p_batch INTEGER) RETURNS INTEGER LANGUAGE sql AS 'SELECT 0'`);
+    quiet = await startTestServer({ database: { poolSize: 10 }, config: { holdSweepIntervalMs: 0 } });
   });
   afterAll(() => quiet.stop());
-
-  const quietHold = async (key: string, input: Record<string, unknown>) =>
-    (await quiet.gql<{ holdTicket: HoldAnswer }>(key, HOLD, { input: { holder: 'h', ttlSeconds: 60, ...input } })).body.data!.holdTicket;
-  const quietClaim = async (key: string, input: Record<string, unknown>) =>
-    (await quiet.gql<ClaimPayload>(key, CLAIM, { input: { holder: 'h', ...input } })).body.data!.claimTicket;
 
   test('an expired hold reads as EXPIRED, its ticket as AVAILABLE, and a claim takes that ticket', async () => {
     const partner = await quiet.createPartner();
     const campaignId = await quiet.openCampaignWith(1);
-    const held = (await quietHold(partner.apiKey, { campaignId })).allocation!;
+    const held = (await quiet.hold(partner.apiKey, { campaignId })).allocation!;
     await expireHolds(quiet.sql, [held.id]);
     expect((await quiet.sql.query('SELECT status::text FROM allocations WHERE id = $1', [held.id])).rows[0].status).toBe('HELD');
     const read = await quiet.gql(partner.apiKey, ALLOCATION, { id: held.id });
     expect(read.body.data!.allocation).toMatchObject({ status: 'EXPIRED', ticket: { status: 'AVAILABLE' } });
     const s = await quiet.gql(ADMIN_KEY, STATS, { id: campaignId });
     expect(s.body.data!.campaign.stats).toEqual({ total: 1, allocated: 0, held: 0, available: 1 });
-    const claimed = await quietClaim(partner.apiKey, { campaignId, holder: 'next' });
+    const claimed = await quiet.claim(partner.apiKey, { campaignId, holder: 'next' });
     expect(claimed.allocation?.ticket.code).toBe(held.ticket.code);
     expect((await quiet.sql.query('SELECT status::text FROM allocations WHERE id = $1', [held.id])).rows[0].status).toBe('EXPIRED');
     await assertPoolInvariants(quiet.sql, campaignId);
@@ -418,7 +395,7 @@ describe('without the sweeper', () => {
   test('releasing a hold that has already expired answers it as EXPIRED, not RELEASED', async () => {
     const partner = await quiet.createPartner();
     const campaignId = await quiet.openCampaignWith(2);
-    const held = (await quietHold(partner.apiKey, { campaignId })).allocation!;
+    const held = (await quiet.hold(partner.apiKey, { campaignId })).allocation!;
     await expireHolds(quiet.sql, [held.id]);
     const released = await quiet.gql(partner.apiKey, RELEASE, { id: held.id });
     expect(released.body.data!.releaseAllocation).toMatchObject({ allocation: { id: held.id, status: 'EXPIRED' }, error: null });
@@ -431,9 +408,9 @@ describe('without the sweeper', () => {
   test('an expired hold no longer counts against perHolderLimit', async () => {
     const partner = await quiet.createPartner();
     const campaignId = await quiet.openCampaignWith(5, { perHolderLimit: 1 });
-    const held = (await quietHold(partner.apiKey, { campaignId, holder: 'once' })).allocation!;
+    const held = (await quiet.hold(partner.apiKey, { campaignId, holder: 'once' })).allocation!;
     await expireHolds(quiet.sql, [held.id]);
-    const claimed = await quietClaim(partner.apiKey, { campaignId, holder: 'once' });
+    const claimed = await quiet.claim(partner.apiKey, { campaignId, holder: 'once' });
     expect(claimed.error).toBeNull();
     expect(claimed.allocation?.status).toBe('ACTIVE');
   });

@@ -1,9 +1,10 @@
+// @dialects postgresql citus
 // Partner quotas: setPartnerQuota caps a partner's live (HELD or ACTIVE) allocations in a campaign,
 // exactly, also under parallel claims; the counter behind it (partner_quotas.live) never drifts
 // from the allocations it counts (docs/CORRECTNESS.md §10).
 import { deadlocks, quotaCounters } from './helpers/sql';
-import { ADMIN_KEY, CLAIM, startTestServer, type ClaimPayload, type TestServer } from './helpers/testServer';
-import { expireHolds, until, untilSessionsWaitForLock } from './helpers/time';
+import { ADMIN_KEY, CLAIM, startTestServer, type AllocationAnswer, type TestServer } from './helpers/testServer';
+import { expireHolds, untilSessionsWaitForLock } from './helpers/time';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -17,9 +18,6 @@ const SET_QUOTA = `mutation SetPartnerQuota($campaignId: ID!, $partnerId: ID!, $
   }
 }`;
 const PARTNER_STATS = 'query($id: ID!) { campaign(id: $id) { partnerStats { partner { id } allocated held quota } } }';
-const HOLD = `mutation Hold($input: HoldTicketInput!) {
-  holdTicket(input: $input) { allocation { id status expiresAt ticket { code } } error { code } }
-}`;
 const CLAIM_MANY = `mutation ClaimTickets($input: ClaimTicketsInput!) {
   claimTickets(input: $input) { allocations { id ticket { code } } error { code } }
 }`;
@@ -39,16 +37,6 @@ function on(s: TestServer) {
       const res = await s.gql<{ setPartnerQuota: { campaign: { partnerStats: PartnerStatsRow[] } } }>(ADMIN_KEY, SET_QUOTA, { campaignId, partnerId, quota });
       if (res.body.errors?.length) throw new Error(`setPartnerQuota failed: ${JSON.stringify(res.body.errors)}`);
       return res.body.data!.setPartnerQuota.campaign.partnerStats;
-    },
-    async claim(key: string, input: Record<string, unknown>): Promise<ClaimPayload['claimTicket']> {
-      const res = await s.gql<ClaimPayload>(key, CLAIM, { input: { holder: 'h', ...input } });
-      if (res.body.errors?.length) throw new Error(`claimTicket failed: ${JSON.stringify(res.body.errors)}`);
-      return res.body.data!.claimTicket;
-    },
-    async hold(key: string, input: Record<string, unknown>) {
-      const res = await s.gql(key, HOLD, { input: { holder: 'h', ttlSeconds: 60, ...input } });
-      if (res.body.errors?.length) throw new Error(`holdTicket failed: ${JSON.stringify(res.body.errors)}`);
-      return res.body.data!.holdTicket as { allocation: null | { id: string; status: string; expiresAt: string; ticket: { code: string } }; error: null | { code: string } };
     },
     async claimMany(key: string, input: Record<string, unknown>) {
       const res = await s.gql(key, CLAIM_MANY, { input: { holder: 'h', ...input } });
@@ -83,37 +71,26 @@ const liveOf = async (s: TestServer, campaignId: string, partnerId: string) =>
   ).rows[0].n as number;
 const statsOf = (rows: PartnerStatsRow[], partnerId: string) => rows.find((r) => r.partner.id === partnerId);
 
-/** Makes the sweeper's statement a no-op in this server's database (only there). */
-async function stopSweeper(s: TestServer): Promise<void> {
-  const { rows } = await s.sql.query(`SELECT to_regprocedure('tessera_expire_holds(integer)') IS NOT NULL AS present`);
-  if (!rows[0].present) throw new Error('tessera_expire_holds(integer) is gone: update how this test stops the sweeper');
-  await s.sql.query(`CREATE OR REPLACE FUNCTION tessera_expire_holds(p_batch INTEGER) RETURNS INTEGER LANGUAGE sql AS 'SELECT 0'`);
-}
-
-/** Waits for the sweeper (on its own interval, every second) to have ended these holds. */
-async function waitForSweep(s: TestServer, allocationIds: string[], timeoutMs = 5_000) {
-  await until(
-    async () => {
-      const { rows } = await s.sql.query(`SELECT count(*)::int AS n FROM allocations WHERE id = ANY($1::uuid[]) AND status = 'HELD'`, [allocationIds]);
-      return rows[0].n === 0;
-    },
-    { message: 'the sweeper to expire the holds', timeoutMs, intervalMs: 100 },
-  );
+/** A sweep, now, and these holds are ended by it (or were before). */
+async function sweepEnds(s: TestServer, allocationIds: string[]) {
+  await s.sweep();
+  const { rows } = await s.sql.query(`SELECT count(*)::int AS n FROM allocations WHERE id = ANY($1::uuid[]) AND status = 'HELD'`, [allocationIds]);
+  expect(rows[0].n).toBe(0);
 }
 
 describe('a quota of 5 for partner A, with 30 parallel claims by A and 30 by B (no quota)', () => {
   let a: Partner;
   let b: Partner;
   let campaignId: string;
-  let byA: ClaimPayload['claimTicket'][];
-  let byB: ClaimPayload['claimTicket'][];
+  let byA: AllocationAnswer[];
+  let byB: AllocationAnswer[];
 
   beforeAll(async () => {
     [a, b] = await Promise.all([server.createPartner('A'), server.createPartner('B')]);
     campaignId = await server.openCampaignWith(100);
     await t().setQuota(campaignId, a.id, 5);
-    const claimsA = Array.from({ length: 30 }, (_, i) => t().claim(a.apiKey, { campaignId, holder: `a-${i}` }));
-    const claimsB = Array.from({ length: 30 }, (_, i) => t().claim(b.apiKey, { campaignId, holder: `b-${i}` }));
+    const claimsA = Array.from({ length: 30 }, (_, i) => server.claim(a.apiKey, { campaignId, holder: `a-${i}` }));
+    const claimsB = Array.from({ length: 30 }, (_, i) => server.claim(b.apiKey, { campaignId, holder: `b-${i}` }));
     [byA, byB] = await Promise.all([Promise.all(claimsA), Promise.all(claimsB)]);
   });
 
@@ -143,8 +120,8 @@ describe('a quota of 5 for partner A, with 30 parallel claims by A and 30 by B (
     const mine = byA.find((r) => r.allocation)!.allocation!;
     const released = await server.gql(a.apiKey, RELEASE, { id: mine.id });
     expect(released.body.data!.releaseAllocation.allocation.status).toBe('RELEASED');
-    expect((await t().claim(a.apiKey, { campaignId, holder: 'again' })).allocation).not.toBeNull();
-    expect((await t().claim(a.apiKey, { campaignId, holder: 'again-2' })).error?.code).toBe('PARTNER_QUOTA_REACHED');
+    expect((await server.claim(a.apiKey, { campaignId, holder: 'again' })).allocation).not.toBeNull();
+    expect((await server.claim(a.apiKey, { campaignId, holder: 'again-2' })).error?.code).toBe('PARTNER_QUOTA_REACHED');
     await t().expectCountersExact(campaignId);
   });
 });
@@ -153,17 +130,17 @@ test('parallel releases and claims by a partner under a quota keep the counter e
   const a = await server.createPartner('A');
   const campaignId = await server.openCampaignWith(60);
   await t().setQuota(campaignId, a.id, 10);
-  const first = await Promise.all(Array.from({ length: 10 }, (_, i) => t().claim(a.apiKey, { campaignId, holder: `x-${i}` })));
+  const first = await Promise.all(Array.from({ length: 10 }, (_, i) => server.claim(a.apiKey, { campaignId, holder: `x-${i}` })));
   const ids = first.map((r) => r.allocation!.id);
   await Promise.all([
     ...ids.slice(0, 6).map((id) => server.gql(a.apiKey, RELEASE, { id })),
-    ...Array.from({ length: 20 }, (_, i) => t().claim(a.apiKey, { campaignId, holder: `y-${i}` })),
-    ...Array.from({ length: 5 }, (_, i) => t().hold(a.apiKey, { campaignId, holder: `z-${i}` })),
+    ...Array.from({ length: 20 }, (_, i) => server.claim(a.apiKey, { campaignId, holder: `y-${i}` })),
+    ...Array.from({ length: 5 }, (_, i) => server.hold(a.apiKey, { campaignId, holder: `z-${i}` })),
   ]);
   expect(await liveOf(server, campaignId, a.id)).toBeLessThanOrEqual(10);
   await t().expectCountersExact(campaignId);
   // Whatever the interleaving, the partner can top up to exactly its quota and no further.
-  await Promise.all(Array.from({ length: 10 }, (_, i) => t().claim(a.apiKey, { campaignId, holder: `w-${i}` })));
+  await Promise.all(Array.from({ length: 10 }, (_, i) => server.claim(a.apiKey, { campaignId, holder: `w-${i}` })));
   expect(await liveOf(server, campaignId, a.id)).toBe(10);
   await t().expectCountersExact(campaignId);
 });
@@ -172,10 +149,10 @@ test('holds count against the quota: with 2 held under a quota of 2, a third cla
   const a = await server.createPartner('A');
   const campaignId = await server.openCampaignWith(10);
   await t().setQuota(campaignId, a.id, 2);
-  expect((await t().hold(a.apiKey, { campaignId, holder: 'h1' })).allocation).not.toBeNull();
-  expect((await t().hold(a.apiKey, { campaignId, holder: 'h2' })).allocation).not.toBeNull();
-  expect((await t().claim(a.apiKey, { campaignId, holder: 'c' })).error?.code).toBe('PARTNER_QUOTA_REACHED');
-  expect((await t().hold(a.apiKey, { campaignId, holder: 'h3' })).error?.code).toBe('PARTNER_QUOTA_REACHED');
+  expect((await server.hold(a.apiKey, { campaignId, holder: 'h1' })).allocation).not.toBeNull();
+  expect((await server.hold(a.apiKey, { campaignId, holder: 'h2' })).allocation).not.toBeNull();
+  expect((await server.claim(a.apiKey, { campaignId, holder: 'c' })).error?.code).toBe('PARTNER_QUOTA_REACHED');
+  expect((await server.hold(a.apiKey, { campaignId, holder: 'h3' })).error?.code).toBe('PARTNER_QUOTA_REACHED');
   expect(statsOf(await t().partnerStats(campaignId), a.id)).toEqual({ partner: { id: a.id }, allocated: 0, held: 2, quota: 2 });
   await t().expectCountersExact(campaignId);
 });
@@ -184,7 +161,7 @@ test('confirming a hold under a full quota is allowed: it adds no live allocatio
   const a = await server.createPartner('A');
   const campaignId = await server.openCampaignWith(10);
   await t().setQuota(campaignId, a.id, 1);
-  const held = (await t().hold(a.apiKey, { campaignId })).allocation!;
+  const held = (await server.hold(a.apiKey, { campaignId })).allocation!;
   const res = await server.gql(a.apiKey, 'mutation($id: ID!) { confirmHold(allocationId: $id) { allocation { status } error { code } } }', { id: held.id });
   expect(res.body.data!.confirmHold).toEqual({ allocation: { status: 'ACTIVE' }, error: null });
   await t().expectCountersExact(campaignId);
@@ -194,12 +171,12 @@ test('an expired hold stops counting against the quota once the sweeper has ende
   const a = await server.createPartner('A');
   const campaignId = await server.openCampaignWith(10);
   await t().setQuota(campaignId, a.id, 2);
-  const holds = [await t().hold(a.apiKey, { campaignId }), await t().hold(a.apiKey, { campaignId })];
+  const holds = [await server.hold(a.apiKey, { campaignId }), await server.hold(a.apiKey, { campaignId })];
   await expireHolds(
     server.sql,
     holds.map((h) => h.allocation!.id),
   );
-  await waitForSweep(
+  await sweepEnds(
     server,
     holds.map((h) => h.allocation!.id),
   );
@@ -216,7 +193,7 @@ test('an expired hold taken over by another partner’s claim stops counting for
   const b = await server.createPartner('B');
   const campaignId = await server.openCampaignWith(2);
   await t().setQuota(campaignId, a.id, 2);
-  const holds = [await t().hold(a.apiKey, { campaignId }), await t().hold(a.apiKey, { campaignId })];
+  const holds = [await server.hold(a.apiKey, { campaignId }), await server.hold(a.apiKey, { campaignId })];
   await expireHolds(
     server.sql,
     holds.map((h) => h.allocation!.id),
@@ -226,7 +203,7 @@ test('an expired hold taken over by another partner’s claim stops counting for
   await t().expectCountersExact(campaignId);
   expect(await liveOf(server, campaignId, a.id)).toBe(0);
   // A is under its quota again: the pool is what stops it now, not the quota.
-  expect((await t().claim(a.apiKey, { campaignId })).error?.code).toBe('SOLD_OUT');
+  expect((await server.claim(a.apiKey, { campaignId })).error?.code).toBe('SOLD_OUT');
   expect(statsOf(await t().partnerStats(campaignId), a.id)).toEqual({ partner: { id: a.id }, allocated: 0, held: 0, quota: 2 });
 });
 
@@ -234,11 +211,11 @@ test('quota null removes the cap', async () => {
   const a = await server.createPartner('A');
   const campaignId = await server.openCampaignWith(10);
   await t().setQuota(campaignId, a.id, 1);
-  await t().claim(a.apiKey, { campaignId });
-  expect((await t().claim(a.apiKey, { campaignId })).error?.code).toBe('PARTNER_QUOTA_REACHED');
+  await server.claim(a.apiKey, { campaignId });
+  expect((await server.claim(a.apiKey, { campaignId })).error?.code).toBe('PARTNER_QUOTA_REACHED');
   const rows = await t().setQuota(campaignId, a.id, null);
   expect(statsOf(rows, a.id)).toEqual({ partner: { id: a.id }, allocated: 1, held: 0, quota: null });
-  const more = await Promise.all(Array.from({ length: 4 }, () => t().claim(a.apiKey, { campaignId })));
+  const more = await Promise.all(Array.from({ length: 4 }, () => server.claim(a.apiKey, { campaignId })));
   expect(more.every((r) => r.allocation)).toBe(true);
   expect(await liveOf(server, campaignId, a.id)).toBe(5);
 });
@@ -247,10 +224,10 @@ test('a quota set after allocations exist counts them: 3 live and a quota of 3 r
   const a = await server.createPartner('A');
   const campaignId = await server.openCampaignWith(10);
   await t().claimMany(a.apiKey, { campaignId, quantity: 2 });
-  await t().hold(a.apiKey, { campaignId });
+  await server.hold(a.apiKey, { campaignId });
   const rows = await t().setQuota(campaignId, a.id, 3);
   expect(statsOf(rows, a.id)).toEqual({ partner: { id: a.id }, allocated: 2, held: 1, quota: 3 });
-  expect((await t().claim(a.apiKey, { campaignId })).error?.code).toBe('PARTNER_QUOTA_REACHED');
+  expect((await server.claim(a.apiKey, { campaignId })).error?.code).toBe('PARTNER_QUOTA_REACHED');
   await t().expectCountersExact(campaignId);
 });
 
@@ -260,7 +237,7 @@ test('a quota lowered below what the partner already has refuses new claims and 
   await t().setQuota(campaignId, a.id, 5);
   await t().claimMany(a.apiKey, { campaignId, quantity: 4 });
   await t().setQuota(campaignId, a.id, 2);
-  expect((await t().claim(a.apiKey, { campaignId })).error?.code).toBe('PARTNER_QUOTA_REACHED');
+  expect((await server.claim(a.apiKey, { campaignId })).error?.code).toBe('PARTNER_QUOTA_REACHED');
   expect(await liveOf(server, campaignId, a.id)).toBe(4);
   await t().expectCountersExact(campaignId);
 });
@@ -269,8 +246,8 @@ test('a quota of 0 refuses every claim of that partner', async () => {
   const a = await server.createPartner('A');
   const campaignId = await server.openCampaignWith(10);
   await t().setQuota(campaignId, a.id, 0);
-  expect((await t().claim(a.apiKey, { campaignId })).error?.code).toBe('PARTNER_QUOTA_REACHED');
-  expect((await t().hold(a.apiKey, { campaignId })).error?.code).toBe('PARTNER_QUOTA_REACHED');
+  expect((await server.claim(a.apiKey, { campaignId })).error?.code).toBe('PARTNER_QUOTA_REACHED');
+  expect((await server.hold(a.apiKey, { campaignId })).error?.code).toBe('PARTNER_QUOTA_REACHED');
   expect(statsOf(await t().partnerStats(campaignId), a.id)).toEqual({ partner: { id: a.id }, allocated: 0, held: 0, quota: 0 });
 });
 
@@ -279,8 +256,8 @@ test('a quota caps one partner in one campaign only', async () => {
   const capped = await server.openCampaignWith(5);
   const other = await server.openCampaignWith(5);
   await t().setQuota(capped, a.id, 1);
-  await t().claim(a.apiKey, { campaignId: capped });
-  expect((await t().claim(a.apiKey, { campaignId: capped })).error?.code).toBe('PARTNER_QUOTA_REACHED');
+  await server.claim(a.apiKey, { campaignId: capped });
+  expect((await server.claim(a.apiKey, { campaignId: capped })).error?.code).toBe('PARTNER_QUOTA_REACHED');
   expect((await t().claimMany(a.apiKey, { campaignId: other, quantity: 3 })).allocations).toHaveLength(3);
 });
 
@@ -336,8 +313,8 @@ test('a confirmation and a release of the same hold, under a quota, do not deadl
   const a = await server.createPartner('A');
   const campaignId = await server.openCampaignWith(5);
   await t().setQuota(campaignId, a.id, 5);
-  const held = (await t().hold(a.apiKey, { campaignId })).allocation!;
-  const other = (await t().hold(a.apiKey, { campaignId })).allocation!;
+  const held = (await server.hold(a.apiKey, { campaignId })).allocation!;
+  const other = (await server.hold(a.apiKey, { campaignId })).allocation!;
   const deadlocksBefore = await deadlocks(server);
   const blocker = await server.sql.connect();
   try {
@@ -360,15 +337,14 @@ test('a confirmation and a release of the same hold, under a quota, do not deadl
   await t().expectCountersExact(campaignId);
 });
 
-// The sweeper is stopped in this second database (its statement replaced by a no-op), so expired
+// A second server that runs no sweeper (holdSweepIntervalMs 0), alone on its database, so expired
 // holds stay HELD in the table until a claim takes them over: the claim path alone must get the
 // counters, the cap and the locking right.
 describe('without the sweeper', () => {
   let quiet: TestServer;
   beforeAll(async () => {
     // Claims one statement each (no group claims): the test arranges two claims waiting in PostgreSQL at once.
-    quiet = await startTestServer({ database: { poolSize: 20 }, config: { claimBatchMax: 1 } });
-    await stopSweeper(quiet);
+    quiet = await startTestServer({ database: { poolSize: 20 }, config: { claimBatchMax: 1, holdSweepIntervalMs: 0 } });
   });
   afterAll(() => quiet.stop());
 
@@ -379,10 +355,10 @@ describe('without the sweeper', () => {
     const a = await quiet.createPartner('A');
     const campaignId = await quiet.openCampaignWith(10);
     await q.setQuota(campaignId, a.id, 1);
-    const held = await q.hold(a.apiKey, { campaignId });
+    const held = await quiet.hold(a.apiKey, { campaignId });
     await expireHolds(quiet.sql, [held.allocation!.id]);
     expect(statsOf(await q.partnerStats(campaignId), a.id)).toMatchObject({ held: 0, quota: 1 });
-    const claimed = await q.claim(a.apiKey, { campaignId });
+    const claimed = await quiet.claim(a.apiKey, { campaignId });
     expect(claimed.error).toBeNull();
   });
 
@@ -398,8 +374,8 @@ describe('without the sweeper', () => {
     await q.setQuota(campaignId, a.id, 10);
     await q.setQuota(campaignId, b.id, 10);
     // B's hold is the older one: the first claim (A's) takes it over, the second (B's) takes A's.
-    const heldByB = (await q.hold(b.apiKey, { campaignId })).allocation!;
-    const heldByA = (await q.hold(a.apiKey, { campaignId })).allocation!;
+    const heldByB = (await quiet.hold(b.apiKey, { campaignId })).allocation!;
+    const heldByA = (await quiet.hold(a.apiKey, { campaignId })).allocation!;
     await expireHolds(quiet.sql, [heldByB.id, heldByA.id]);
     const deadlocksBefore = await deadlocks(quiet);
     const blocker = await quiet.sql.connect();

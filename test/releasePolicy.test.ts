@@ -1,15 +1,16 @@
+// @dialects postgresql citus
 // Release policies (prisma/migrations/20261203110000_release_policy): POOL returns a released or
 // expired ticket to the pool; VOID retires it for good — the ticket is VOID, counted in stats.void,
 // never claimable again, and a claim never takes over a VOID campaign's expired hold. After every
 // test, total = allocated + held + available + void, in the tickets and in the counters alike.
-import { assertPoolInvariants, ADMIN_KEY, CLAIM, startTestServer, type ClaimPayload, type TestServer } from './helpers/testServer';
+import { ADMIN_KEY, assertPoolInvariants, startTestServer, type TestServer } from './helpers/testServer';
 import { ticketsLiveTwice } from './helpers/sql';
 import { expireHolds, until } from './helpers/time';
 
 let server: TestServer;
 beforeAll(async () => {
-  // The sweeper only when a test asks for it (sweepNow): the lapsed-but-unswept state is read first.
-  server = await startTestServer({ database: { poolSize: 20 }, config: { holdSweepIntervalMs: 60_000 } });
+  // The sweeper only when a test asks for it (server.sweep): the lapsed-but-unswept state is read first.
+  server = await startTestServer({ database: { poolSize: 20 }, config: { holdSweepIntervalMs: 0 } });
 });
 afterAll(() => server.stop());
 
@@ -17,7 +18,6 @@ const CREATE = 'mutation($input: CreateCampaignInput!) { createCampaign(input: $
 const CREATE_WITH_OFFER =
   'mutation($input: CreateCampaignInput!) { createCampaign(input: $input) { campaign { id releasePolicy waitlistOfferSeconds waitlistLength } } }';
 const STATS = 'query($id: ID!) { campaign(id: $id) { releasePolicy stats { total allocated held available void soldOutAt } } }';
-const HOLD = 'mutation($input: HoldTicketInput!) { holdTicket(input: $input) { allocation { id ticket { id status } } error { code } } }';
 const RELEASE = 'mutation($id: ID!) { releaseAllocation(allocationId: $id) { allocation { id status ticket { id code status } } error { code } } }';
 const TICKET_OF = 'query($id: ID!) { allocation(id: $id) { status ticket { status } } }';
 
@@ -30,12 +30,7 @@ async function campaignWith(count: number, releasePolicy?: string): Promise<stri
   return id;
 }
 const stats = async (id: string) => (await server.gql(ADMIN_KEY, STATS, { id })).body.data!.campaign.stats;
-const claim = async (key: string, campaignId: string, holder: string) =>
-  (await server.gql<ClaimPayload>(key, CLAIM, { input: { campaignId, holder } })).body.data!.claimTicket;
 const release = async (key: string, id: string) => (await server.gql(key, RELEASE, { id })).body.data!.releaseAllocation;
-const hold = async (key: string, campaignId: string, holder: string) =>
-  (await server.gql(key, HOLD, { input: { campaignId, holder, ttlSeconds: 60 } })).body.data!.holdTicket;
-const sweepNow = () => server.sql.query('SELECT tessera_expire_holds(1000)');
 
 test('releasePolicy is POOL unless chosen; VOID and WAITLIST_FIRST are kept; waitlistOfferSeconds defaults within maxHoldSeconds; nonsense is a validation error', async () => {
   const plain = await server.gql(ADMIN_KEY, CREATE, { input: { name: 'default' } });
@@ -66,14 +61,14 @@ test('releasePolicy is POOL unless chosen; VOID and WAITLIST_FIRST are kept; wai
 test('VOID: a released ticket is retired — VOID, counted in void, never claimed again — and the pool then sells out', async () => {
   const partner = await server.createPartner();
   const campaignId = await campaignWith(3, 'VOID');
-  const first = await claim(partner.apiKey, campaignId, 'a');
-  await claim(partner.apiKey, campaignId, 'b');
+  const first = await server.claim(partner.apiKey, { campaignId, holder: 'a' });
+  await server.claim(partner.apiKey, { campaignId, holder: 'b' });
   const released = await release(partner.apiKey, first.allocation!.id);
   expect(released.allocation).toMatchObject({ status: 'RELEASED', ticket: { status: 'VOID' } });
   expect(await stats(campaignId)).toMatchObject({ total: 3, allocated: 1, held: 0, available: 1, void: 1 });
-  const last = await claim(partner.apiKey, campaignId, 'c');
+  const last = await server.claim(partner.apiKey, { campaignId, holder: 'c' });
   expect(last.allocation!.ticket.code).not.toBe(released.allocation.ticket.code);
-  expect((await claim(partner.apiKey, campaignId, 'd')).error?.code).toBe('SOLD_OUT');
+  expect((await server.claim(partner.apiKey, { campaignId, holder: 'd' })).error?.code).toBe('SOLD_OUT');
   expect(await stats(campaignId)).toMatchObject({ total: 3, allocated: 2, held: 0, available: 0, void: 1, soldOutAt: expect.any(String) });
   // The retired ticket stays retired: no allocation ever takes it again.
   const { rows } = await server.sql.query('SELECT count(*)::int AS n FROM allocations a JOIN tickets t ON t.campaign_id = a.campaign_id AND t.id = a.ticket_id WHERE t.code = $1 AND a.campaign_id = $2', [
@@ -87,17 +82,17 @@ test('VOID: a released ticket is retired — VOID, counted in void, never claime
 test('VOID: an expired hold is retired from the instant it lapses — not taken over by a claim — and the sweeper writes it so', async () => {
   const partner = await server.createPartner();
   const campaignId = await campaignWith(2, 'VOID');
-  const held = await hold(partner.apiKey, campaignId, 'h');
+  const held = await server.hold(partner.apiKey, { campaignId, holder: 'h', ttlSeconds: 60 });
   // One ticket available, one held: a claim takes the available one; then nothing is available and
   // the hold can never come back to the pool, so the next claim is SOLD_OUT, not ALL_HELD.
-  expect((await claim(partner.apiKey, campaignId, 'x')).allocation).not.toBeNull();
-  expect((await claim(partner.apiKey, campaignId, 'y')).error?.code).toBe('SOLD_OUT');
+  expect((await server.claim(partner.apiKey, { campaignId, holder: 'x' })).allocation).not.toBeNull();
+  expect((await server.claim(partner.apiKey, { campaignId, holder: 'y' })).error?.code).toBe('SOLD_OUT');
   await expireHolds(server.sql, [held.allocation.id]);
   expect(await stats(campaignId)).toMatchObject({ total: 2, allocated: 1, held: 0, available: 0, void: 1 });
   expect((await server.gql(ADMIN_KEY, TICKET_OF, { id: held.allocation.id })).body.data!.allocation).toEqual({ status: 'EXPIRED', ticket: { status: 'VOID' } });
-  expect((await claim(partner.apiKey, campaignId, 'z')).error?.code).toBe('SOLD_OUT');
+  expect((await server.claim(partner.apiKey, { campaignId, holder: 'z' })).error?.code).toBe('SOLD_OUT');
   expect((await server.sql.query("SELECT status::text FROM allocations WHERE id = $1", [held.allocation.id])).rows[0].status).toBe('HELD'); // not taken over
-  await sweepNow();
+  await server.sweep();
   const { rows } = await server.sql.query('SELECT a.status::text AS a, t.status::text AS t FROM allocations a JOIN tickets t ON t.campaign_id = a.campaign_id AND t.id = a.ticket_id WHERE a.id = $1', [held.allocation.id]);
   expect(rows[0]).toEqual({ a: 'EXPIRED', t: 'VOID' });
   expect(await stats(campaignId)).toMatchObject({ total: 2, allocated: 1, held: 0, available: 0, void: 1 });
@@ -107,30 +102,30 @@ test('VOID: an expired hold is retired from the instant it lapses — not taken 
 test('POOL, for comparison: the same release and expiry return both tickets to the pool', async () => {
   const partner = await server.createPartner();
   const campaignId = await campaignWith(2);
-  const claimed = await claim(partner.apiKey, campaignId, 'a');
-  const held = await hold(partner.apiKey, campaignId, 'b');
-  expect((await claim(partner.apiKey, campaignId, 'c')).error?.code).toBe('ALL_HELD');
+  const claimed = await server.claim(partner.apiKey, { campaignId, holder: 'a' });
+  const held = await server.hold(partner.apiKey, { campaignId, holder: 'b', ttlSeconds: 60 });
+  expect((await server.claim(partner.apiKey, { campaignId, holder: 'c' })).error?.code).toBe('ALL_HELD');
   await release(partner.apiKey, claimed.allocation!.id);
   await expireHolds(server.sql, [held.allocation.id]);
   expect(await stats(campaignId)).toMatchObject({ total: 2, allocated: 0, held: 0, available: 2, void: 0 });
-  expect((await claim(partner.apiKey, campaignId, 'd')).allocation).not.toBeNull();
-  expect((await claim(partner.apiKey, campaignId, 'e')).allocation).not.toBeNull(); // takes over the expired hold
+  expect((await server.claim(partner.apiKey, { campaignId, holder: 'd' })).allocation).not.toBeNull();
+  expect((await server.claim(partner.apiKey, { campaignId, holder: 'e' })).allocation).not.toBeNull(); // takes over the expired hold
   await assertPoolInvariants(server.sql, campaignId);
 });
 
 test('VOID under concurrency: 60 claims, 30 holds lapsing and 20 releases at once retire exactly what came back, and the identity holds', async () => {
   const partners = await Promise.all([server.createPartner('p1'), server.createPartner('p2')]);
   const campaignId = await campaignWith(80, 'VOID');
-  const holds = await Promise.all(Array.from({ length: 30 }, (_, i) => hold(partners[i % 2]!.apiKey, campaignId, `hold${i}`)));
-  const claims = await Promise.all(Array.from({ length: 20 }, (_, i) => claim(partners[i % 2]!.apiKey, campaignId, `first${i}`)));
+  const holds = await Promise.all(Array.from({ length: 30 }, (_, i) => server.hold(partners[i % 2]!.apiKey, { campaignId, holder: `hold${i}`, ttlSeconds: 60 })));
+  const claims = await Promise.all(Array.from({ length: 20 }, (_, i) => server.claim(partners[i % 2]!.apiKey, { campaignId, holder: `first${i}` })));
   expect(claims.every((c) => c.allocation)).toBe(true);
   // Together: the holds lapse (and the sweeper runs twice), 20 claims are released, 60 more claims run.
   await Promise.all([
-    expireHolds(server.sql, holds.map((h) => h.allocation.id)).then(sweepNow).then(sweepNow),
+    expireHolds(server.sql, holds.map((h) => h.allocation.id)).then(() => server.sweep()).then(() => server.sweep()),
     ...claims.map((c, i) => release(partners[i % 2]!.apiKey, c.allocation!.id)),
-    ...Array.from({ length: 60 }, (_, i) => claim(partners[i % 2]!.apiKey, campaignId, `storm${i}`)),
+    ...Array.from({ length: 60 }, (_, i) => server.claim(partners[i % 2]!.apiKey, { campaignId, holder: `storm${i}` })),
   ]);
-  await sweepNow();
+  await server.sweep();
   const figures = await assertPoolInvariants(server.sql, campaignId);
   // What came back was retired, all of it: 30 lapsed holds and 20 releases; the storm took the
   // 30 never-touched tickets and no more.

@@ -1,9 +1,10 @@
+// @dialects postgresql citus
 // Reports (the contract's CampaignReport: stats, timeline, partnerStats, soldOutAt) and
 // updateCampaign. The reports must agree with each other and with the pool in one answer.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Kind, parse, print, type OperationDefinitionNode } from 'graphql';
-import { ADMIN_KEY, CLAIM, startTestServer, type ClaimPayload, type TestServer } from './helpers/testServer';
+import { ADMIN_KEY, allocated, startTestServer, type TestServer } from './helpers/testServer';
 import { expireHolds } from './helpers/time';
 import { setTimes } from './helpers/setTimes';
 
@@ -23,14 +24,8 @@ const CAMPAIGN_REPORT = (() => {
   return print(operation);
 })();
 
-const HOLD = `mutation Hold($input: HoldTicketInput!) {
-  holdTicket(input: $input) { allocation { id status expiresAt allocatedAt ticket { code } } error { code } }
-}`;
 const CONFIRM = 'mutation($id: ID!) { confirmHold(allocationId: $id) { allocation { id status } error { code } } }';
 const RELEASE = 'mutation($id: ID!) { releaseAllocation(allocationId: $id) { allocation { id status } error { code } } }';
-const CLAIM_AT = `mutation Claim($input: ClaimTicketInput!) {
-  claimTicket(input: $input) { allocation { id allocatedAt ticket { code } } error { code } }
-}`;
 const UPDATE = `mutation Update($id: ID!, $input: UpdateCampaignInput!) {
   updateCampaign(id: $id, input: $input) { campaign { id name status opensAt closesAt perHolderLimit } }
 }`;
@@ -48,21 +43,6 @@ async function report(campaignId: string, bucket: Bucket = 'MINUTE', key = ADMIN
   const res = await server.gql<{ campaign: Report }>(key, CAMPAIGN_REPORT, { id: campaignId, bucket });
   if (res.body.errors?.length) throw new Error(`CampaignReport failed: ${JSON.stringify(res.body.errors)}`);
   return res.body.data!.campaign!;
-}
-async function claim(key: string, input: Record<string, unknown>): Promise<ClaimPayload['claimTicket']> {
-  const res = await server.gql<ClaimPayload>(key, CLAIM, { input: { holder: 'h', ...input } });
-  if (res.body.errors?.length) throw new Error(`claimTicket failed: ${JSON.stringify(res.body.errors)}`);
-  return res.body.data!.claimTicket;
-}
-async function claimAt(key: string, input: Record<string, unknown>): Promise<{ id: string; allocatedAt: string; ticket: { code: string } }> {
-  const res = await server.gql(key, CLAIM_AT, { input: { holder: 'h', ...input } });
-  if (!res.body.data?.claimTicket.allocation) throw new Error(`claimTicket allocated nothing: ${JSON.stringify(res.body)}`);
-  return res.body.data.claimTicket.allocation;
-}
-async function hold(key: string, input: Record<string, unknown>) {
-  const res = await server.gql(key, HOLD, { input: { holder: 'h', ttlSeconds: 600, ...input } });
-  if (!res.body.data?.holdTicket.allocation) throw new Error(`holdTicket held nothing: ${JSON.stringify(res.body)}`);
-  return res.body.data.holdTicket.allocation as { id: string; expiresAt: string; allocatedAt: string; ticket: { code: string } };
 }
 const call = (key: string, query: string, variables: Record<string, unknown>) => server.gql(key, query, variables);
 const errorCode = (res: { body: { errors?: { extensions?: Record<string, any> }[] } }) => res.body.errors?.[0]?.extensions?.code;
@@ -99,22 +79,22 @@ describe('a campaign worked by three partners: claims, groups, holds, confirmati
       p: p3.id,
     });
     // P1: claims, one released.
-    const p1Claims = await Promise.all(Array.from({ length: 6 }, (_, i) => claim(p1.apiKey, { campaignId, holder: `p1-${i}` })));
+    const p1Claims = await Promise.all(Array.from({ length: 6 }, (_, i) => server.claim(p1.apiKey, { campaignId, holder: `p1-${i}` })));
     await call(p1.apiKey, RELEASE, { id: p1Claims[0]!.allocation!.id });
     // P2: a group of 3, two holds (one confirmed), one hold released, one hold left to expire.
     await call(p2.apiKey, 'mutation($input: ClaimTicketsInput!) { claimTickets(input: $input) { error { code } } }', {
       input: { campaignId, holder: 'p2-group', quantity: 3 },
     });
-    const p2Holds = [await hold(p2.apiKey, { campaignId }), await hold(p2.apiKey, { campaignId }), await hold(p2.apiKey, { campaignId })];
+    const p2Holds = [allocated(await server.hold(p2.apiKey, { campaignId })), allocated(await server.hold(p2.apiKey, { campaignId })), allocated(await server.hold(p2.apiKey, { campaignId }))];
     await call(p2.apiKey, CONFIRM, { id: p2Holds[0]!.id });
     await call(p2.apiKey, RELEASE, { id: p2Holds[1]!.id });
-    const lapsing = await hold(p2.apiKey, { campaignId });
+    const lapsing = allocated(await server.hold(p2.apiKey, { campaignId }));
     // P3: holds only, one of them confirmed then released.
-    const p3Holds = [await hold(p3.apiKey, { campaignId }), await hold(p3.apiKey, { campaignId }), await hold(p3.apiKey, { campaignId })];
+    const p3Holds = [allocated(await server.hold(p3.apiKey, { campaignId })), allocated(await server.hold(p3.apiKey, { campaignId })), allocated(await server.hold(p3.apiKey, { campaignId }))];
     await call(p3.apiKey, CONFIRM, { id: p3Holds[0]!.id });
     await call(p3.apiKey, RELEASE, { id: p3Holds[0]!.id });
     // The admin claims too (allocations of the operator partner).
-    await claim(ADMIN_KEY, { campaignId, holder: 'operator' });
+    await server.claim(ADMIN_KEY, { campaignId, holder: 'operator' });
     // Some allocations earlier in time, so that buckets differ.
     await setTimes(
       server.sql,
@@ -180,7 +160,7 @@ describe('a campaign worked by three partners: claims, groups, holds, confirmati
 test('the timeline counts a confirmed hold when it was confirmed, not when it was held', async () => {
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(3);
-  const held = await hold(partner.apiKey, { campaignId, ttlSeconds: 86_400 });
+  const held = allocated(await server.hold(partner.apiKey, { campaignId, ttlSeconds: 86_400 }));
   await setTimes(server.sql, 'allocations', { allocated_at: "allocated_at - interval '5 hours'" }, 'id = $1', [held.id]);
   const hourOf = (ms: number) => ms - (ms % 3_600_000);
   const before = hourOf(Date.now());
@@ -205,17 +185,17 @@ describe('soldOutAt', () => {
   test('is null while tickets remain', async () => {
     const partner = await server.createPartner();
     const campaignId = await server.openCampaignWith(3);
-    await claim(partner.apiKey, { campaignId });
-    await claim(partner.apiKey, { campaignId });
+    await server.claim(partner.apiKey, { campaignId });
+    await server.claim(partner.apiKey, { campaignId });
     expect((await report(campaignId)).stats.soldOutAt).toBeNull();
   });
 
   test('is set once claims sell the pool out, at the moment of the last claim', async () => {
     const partner = await server.createPartner();
     const campaignId = await server.openCampaignWith(3);
-    await claimAt(partner.apiKey, { campaignId });
-    await claimAt(partner.apiKey, { campaignId });
-    const last = await claimAt(partner.apiKey, { campaignId });
+    allocated(await server.claim(partner.apiKey, { campaignId }));
+    allocated(await server.claim(partner.apiKey, { campaignId }));
+    const last = allocated(await server.claim(partner.apiKey, { campaignId }));
     const r = await report(campaignId);
     expect(r.stats).toMatchObject({ available: 0, held: 0, allocated: 3 });
     expect(r.stats.soldOutAt).not.toBeNull();
@@ -225,16 +205,16 @@ describe('soldOutAt', () => {
   test('is null while the last ticket is only held', async () => {
     const partner = await server.createPartner();
     const campaignId = await server.openCampaignWith(2);
-    await claim(partner.apiKey, { campaignId });
-    await hold(partner.apiKey, { campaignId });
+    await server.claim(partner.apiKey, { campaignId });
+    allocated(await server.hold(partner.apiKey, { campaignId }));
     expect((await report(campaignId)).stats).toMatchObject({ available: 0, held: 1, soldOutAt: null });
   });
 
   test('stays set, with the same value, after a release makes a ticket available again', async () => {
     const partner = await server.createPartner();
     const campaignId = await server.openCampaignWith(2);
-    const first = await claimAt(partner.apiKey, { campaignId });
-    await claimAt(partner.apiKey, { campaignId });
+    const first = allocated(await server.claim(partner.apiKey, { campaignId }));
+    allocated(await server.claim(partner.apiKey, { campaignId }));
     const soldOutAt = (await report(campaignId)).stats.soldOutAt;
     expect(soldOutAt).not.toBeNull();
     await call(partner.apiKey, RELEASE, { id: first.id });
@@ -242,7 +222,7 @@ describe('soldOutAt', () => {
     expect(r.stats).toMatchObject({ available: 1, allocated: 1 });
     expect(r.stats.soldOutAt).toBe(soldOutAt);
     // And after selling out a second time, it is still the first time.
-    await claim(partner.apiKey, { campaignId });
+    await server.claim(partner.apiKey, { campaignId });
     expect((await report(campaignId)).stats.soldOutAt).toBe(soldOutAt);
   });
 
@@ -250,7 +230,7 @@ describe('soldOutAt', () => {
   test('stays set after more tickets are loaded into a sold-out campaign', async () => {
     const partner = await server.createPartner();
     const campaignId = await server.openCampaignWith(1);
-    await claim(partner.apiKey, { campaignId });
+    await server.claim(partner.apiKey, { campaignId });
     const soldOutAt = (await report(campaignId)).stats.soldOutAt;
     expect(soldOutAt).not.toBeNull();
     await server.loadTickets(campaignId, 2, 'MORE');
@@ -262,7 +242,7 @@ describe('soldOutAt', () => {
   test('a sell-out by a confirmation is dated at the confirmation', async () => {
     const partner = await server.createPartner();
     const campaignId = await server.openCampaignWith(1);
-    const held = await hold(partner.apiKey, { campaignId });
+    const held = allocated(await server.hold(partner.apiKey, { campaignId }));
     // Held a minute earlier (the clock moved in SQL, not waited for): the hold's time and the
     // confirmation's cannot fall in one millisecond.
     const rows = await setTimes(server.sql, 'allocations', { allocated_at: "allocated_at - interval '1 minute'" }, 'id = $1', [held.id]);
@@ -286,7 +266,7 @@ test('timeline asked by a partner is FORBIDDEN', async () => {
 test('partnerStats asked by a partner is FORBIDDEN', async () => {
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(1);
-  await claim(partner.apiKey, { campaignId });
+  await server.claim(partner.apiKey, { campaignId });
   const res = await server.gql(partner.apiKey, 'query($id: ID!) { campaign(id: $id) { partnerStats { allocated } } }', { id: campaignId });
   expect(errorCode(res)).toBe('FORBIDDEN');
 });
@@ -309,20 +289,20 @@ describe('updateCampaign', () => {
   test('a new perHolderLimit applies to the next claim', async () => {
     const partner = await server.createPartner();
     const campaignId = await server.openCampaignWith(10);
-    await claim(partner.apiKey, { campaignId, holder: 'same' });
+    await server.claim(partner.apiKey, { campaignId, holder: 'same' });
     const res = await call(ADMIN_KEY, UPDATE, { id: campaignId, input: { perHolderLimit: 1 } });
     expect(res.body.data!.updateCampaign.campaign.perHolderLimit).toBe(1);
-    expect((await claim(partner.apiKey, { campaignId, holder: 'same' })).error?.code).toBe('HOLDER_LIMIT_REACHED');
+    expect((await server.claim(partner.apiKey, { campaignId, holder: 'same' })).error?.code).toBe('HOLDER_LIMIT_REACHED');
   });
 
   test('perHolderLimit: null clears the limit for the next claim', async () => {
     const partner = await server.createPartner();
     const campaignId = await server.openCampaignWith(10, { perHolderLimit: 1 });
-    await claim(partner.apiKey, { campaignId, holder: 'same' });
-    expect((await claim(partner.apiKey, { campaignId, holder: 'same' })).error?.code).toBe('HOLDER_LIMIT_REACHED');
+    await server.claim(partner.apiKey, { campaignId, holder: 'same' });
+    expect((await server.claim(partner.apiKey, { campaignId, holder: 'same' })).error?.code).toBe('HOLDER_LIMIT_REACHED');
     const res = await call(ADMIN_KEY, UPDATE, { id: campaignId, input: { perHolderLimit: null } });
     expect(res.body.data!.updateCampaign.campaign.perHolderLimit).toBeNull();
-    expect((await claim(partner.apiKey, { campaignId, holder: 'same' })).allocation).not.toBeNull();
+    expect((await server.claim(partner.apiKey, { campaignId, holder: 'same' })).allocation).not.toBeNull();
   });
 
   test('a closesAt in the past makes claims answer CAMPAIGN_NOT_OPEN, and clearing it reopens the window', async () => {
@@ -331,9 +311,9 @@ describe('updateCampaign', () => {
     const closesAt = new Date(Date.now() - 60_000).toISOString();
     const res = await call(ADMIN_KEY, UPDATE, { id: campaignId, input: { closesAt } });
     expect(Date.parse(res.body.data!.updateCampaign.campaign.closesAt)).toBe(Date.parse(closesAt));
-    expect((await claim(partner.apiKey, { campaignId })).error?.code).toBe('CAMPAIGN_NOT_OPEN');
+    expect((await server.claim(partner.apiKey, { campaignId })).error?.code).toBe('CAMPAIGN_NOT_OPEN');
     await call(ADMIN_KEY, UPDATE, { id: campaignId, input: { closesAt: null } });
-    expect((await claim(partner.apiKey, { campaignId })).allocation).not.toBeNull();
+    expect((await server.claim(partner.apiKey, { campaignId })).allocation).not.toBeNull();
   });
 
   test('an opensAt in the future makes claims answer CAMPAIGN_NOT_OPEN', async () => {
@@ -343,7 +323,7 @@ describe('updateCampaign', () => {
     const closesAt = new Date(Date.now() + 7_200_000).toISOString();
     const res = await call(ADMIN_KEY, UPDATE, { id: campaignId, input: { opensAt, closesAt } });
     expect(res.body.errors).toBeUndefined();
-    expect((await claim(partner.apiKey, { campaignId })).error?.code).toBe('CAMPAIGN_NOT_OPEN');
+    expect((await server.claim(partner.apiKey, { campaignId })).error?.code).toBe('CAMPAIGN_NOT_OPEN');
   });
 
   test('closesAt before opensAt is BAD_USER_INPUT and changes nothing', async () => {

@@ -5,7 +5,7 @@
 // Mutations are refused over graphql-ws whatever they are (BAD_REQUEST, naming HTTP: see
 // transports.test.ts), so the refusals are HTTP's; one test shows the socket changes nothing either.
 // purgeTestData is all or nothing and runs under its own statement timeout, longer than a claim's.
-import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/testServer';
+import { ADMIN_KEY, allocated, startTestServer, type TestServer } from './helpers/testServer';
 import { connectSocket, runOverSocket, socketErrors, type SocketClient } from './helpers/ws';
 
 /** The server's statement_timeout here: short, so that a statement longer than a claim's shows. */
@@ -23,8 +23,6 @@ let p2: Keys;
 
 const RESET = 'mutation($c: ID!) { resetTestCampaign(id: $c) { campaign { id stats { allocated held } } } }';
 const ADVANCE = 'mutation($c: ID!, $s: Int!) { advanceTestClock(campaignId: $c, seconds: $s) { campaign { id testClock } } }';
-const CLAIM = 'mutation($c: ID!, $h: String!) { claimTicket(input: { campaignId: $c, holder: $h }) { allocation { id status } error { code } } }';
-const HOLD = 'mutation($c: ID!, $h: String!) { holdTicket(input: { campaignId: $c, holder: $h, ttlSeconds: 600 }) { allocation { id } error { code } } }';
 const ALLOCATION = 'query($a: ID!) { allocation(id: $a) { id status } }';
 
 async function createPartner(name: string): Promise<Keys> {
@@ -34,18 +32,6 @@ async function createPartner(name: string): Promise<Keys> {
 }
 
 const testCampaign = (count: number, input: Record<string, unknown> = {}) => server.openCampaignWith(count, { ...input, test: true });
-
-async function claim(key: string, campaign: string, holder: string): Promise<string> {
-  const r = await server.gql(key, CLAIM, { c: campaign, h: holder });
-  expect(r.body.data!.claimTicket.error).toBeNull();
-  return r.body.data!.claimTicket.allocation.id;
-}
-
-async function hold(key: string, campaign: string, holder: string): Promise<string> {
-  const r = await server.gql(key, HOLD, { c: campaign, h: holder });
-  expect(r.body.data!.holdTicket.error).toBeNull();
-  return r.body.data!.holdTicket.allocation.id;
-}
 
 /** The campaign's deadlines and clock, and its holds' expiries: what advanceTestClock moves. */
 async function clockOf(campaign: string) {
@@ -79,7 +65,7 @@ afterAll(async () => {
 describe("a partner's test key on a test campaign that another partner uses", () => {
   test("resetTestCampaign is FORBIDDEN, says an operator's key can, and leaves the other partner's allocation ACTIVE and readable", async () => {
     const campaign = await testCampaign(4);
-    const allocation = await claim(p1.test, campaign, 'p1-active');
+    const allocation = allocated(await server.claim(p1.test, { campaignId: campaign, holder: 'p1-active' })).id;
     const r = await server.gql(p2.test, RESET, { c: campaign });
     expect(codes(r.body.errors)).toEqual(['FORBIDDEN']);
     expect(r.body.errors![0]!.message).toMatch(/operator's key can reset it/);
@@ -93,7 +79,7 @@ describe("a partner's test key on a test campaign that another partner uses", ()
   test("advanceTestClock is FORBIDDEN, says an operator's key can, and moves nothing: the other partner's hold stays confirmable", async () => {
     const closesAt = new Date(Date.now() + 86_400_000).toISOString();
     const campaign = await testCampaign(4, { closesAt });
-    const held = await hold(p1.test, campaign, 'p1-hold');
+    const held = allocated(await server.hold(p1.test, { campaignId: campaign, holder: 'p1-hold' })).id;
     const before = await clockOf(campaign);
     const r = await server.gql(p2.test, ADVANCE, { c: campaign, s: 601 });
     expect(codes(r.body.errors)).toEqual(['FORBIDDEN']);
@@ -132,8 +118,8 @@ describe("a partner's test key on a test campaign that another partner uses", ()
 
   test('the partner that has rows there is refused as well while the other has rows too', async () => {
     const campaign = await testCampaign(4);
-    await claim(p1.test, campaign, 'p1');
-    const theirs = await claim(p2.test, campaign, 'p2');
+    allocated(await server.claim(p1.test, { campaignId: campaign, holder: 'p1' }));
+    const theirs = allocated(await server.claim(p2.test, { campaignId: campaign, holder: 'p2' })).id;
     expect(codes((await server.gql(p1.test, RESET, { c: campaign })).body.errors)).toEqual(['FORBIDDEN']);
     expect(codes((await server.gql(p1.test, ADVANCE, { c: campaign, s: 60 })).body.errors)).toEqual(['FORBIDDEN']);
     expect((await server.gql(p2.test, ALLOCATION, { a: theirs })).body.data!.allocation).toEqual({ id: theirs, status: 'ACTIVE' });
@@ -141,13 +127,13 @@ describe("a partner's test key on a test campaign that another partner uses", ()
 
   test("an operator's claim counts as another's", async () => {
     const campaign = await testCampaign(4);
-    await claim(ADMIN_KEY, campaign, 'operator');
+    allocated(await server.claim(ADMIN_KEY, { campaignId: campaign, holder: 'operator' }));
     expect(codes((await server.gql(p1.test, RESET, { c: campaign })).body.errors)).toEqual(['FORBIDDEN']);
   });
 
   test('over graphql-ws the same calls do not run either: the socket takes no mutation (BAD_REQUEST), and nothing changes', async () => {
     const campaign = await testCampaign(4);
-    const allocation = await claim(p1.test, campaign, 'p1-ws');
+    const allocation = allocated(await server.claim(p1.test, { campaignId: campaign, holder: 'p1-ws' })).id;
     const before = await clockOf(campaign);
     const socket = connectSocket(server.url, p2.test);
     sockets.push(socket);
@@ -167,8 +153,8 @@ describe("a partner's test key on a test campaign that another partner uses", ()
 describe('where everything is its own, or for an operator', () => {
   test("a partner's test key resets and advances a test campaign where every allocation and hold is its own", async () => {
     const campaign = await testCampaign(4);
-    await claim(p1.test, campaign, 'a');
-    await hold(p1.test, campaign, 'b');
+    allocated(await server.claim(p1.test, { campaignId: campaign, holder: 'a' }));
+    allocated(await server.hold(p1.test, { campaignId: campaign, holder: 'b' }));
     const advanced = await server.gql(p1.test, ADVANCE, { c: campaign, s: 601 });
     expect(advanced.body.errors).toBeUndefined();
     expect((await clockOf(campaign)).seconds).toBe(601);
@@ -181,7 +167,7 @@ describe('where everything is its own, or for an operator', () => {
   test("another partner's allotment does not stand in the way: it is the operator's set-up, which a reset sets aside anew", async () => {
     const campaign = await testCampaign(4);
     await server.gql(ADMIN_KEY, 'mutation($c: ID!, $p: ID!) { setPartnerAllotment(campaignId: $c, partnerId: $p, size: 1) { id } }', { c: campaign, p: p2.id });
-    await claim(p1.test, campaign, 'a');
+    allocated(await server.claim(p1.test, { campaignId: campaign, holder: 'a' }));
     const reset = await server.gql(p1.test, RESET, { c: campaign });
     expect(reset.body.errors).toBeUndefined();
     const { rows } = await server.sql.query("SELECT count(*)::int AS n FROM tickets WHERE campaign_id = $1 AND status = 'ALLOTTED' AND allotted_to = $2", [campaign, p2.id]);
@@ -190,8 +176,8 @@ describe('where everything is its own, or for an operator', () => {
 
   test('an operator resets and advances a test campaign whoever has rows in it', async () => {
     const campaign = await testCampaign(4);
-    await claim(p1.test, campaign, 'a');
-    await hold(p2.test, campaign, 'b');
+    allocated(await server.claim(p1.test, { campaignId: campaign, holder: 'a' }));
+    allocated(await server.hold(p2.test, { campaignId: campaign, holder: 'b' }));
     const advanced = await server.gql(ADMIN_KEY, ADVANCE, { c: campaign, s: 601 });
     expect(advanced.body.errors).toBeUndefined();
     expect((await clockOf(campaign)).seconds).toBe(601);
@@ -204,14 +190,14 @@ describe('where everything is its own, or for an operator', () => {
   test("the check is made under the campaign's lock: no claim of another partner is ever reset away, however the two race", async () => {
     for (let round = 0; round < 5; round += 1) {
       const campaign = await testCampaign(40);
-      await claim(p1.test, campaign, 'own');
+      allocated(await server.claim(p1.test, { campaignId: campaign, holder: 'own' }));
       // p2's claims and p1's reset at once: each claim commits before the reset (which is then
       // refused) or after it (and survives it).
-      const claims = Array.from({ length: 12 }, (_, i) => server.gql(p2.test, CLAIM, { c: campaign, h: `p2-${round}-${i}` }));
+      const claims = Array.from({ length: 12 }, (_, i) => server.claim(p2.test, { campaignId: campaign, holder: `p2-${round}-${i}` }));
       const reset = server.gql(p1.test, RESET, { c: campaign });
       const [answers, resetAnswer] = await Promise.all([Promise.all(claims), reset]);
       expect([undefined, 'FORBIDDEN']).toContain(resetAnswer.body.errors?.[0]?.extensions?.code);
-      const handedOut = answers.map((a) => a.body.data!.claimTicket.allocation?.id as string | undefined).filter((id): id is string => id !== undefined);
+      const handedOut = answers.map((a) => a.allocation?.id).filter((id): id is string => id !== undefined);
       expect(handedOut).toHaveLength(12);
       const { rows } = await server.sql.query("SELECT count(*)::int AS n FROM allocations WHERE id = ANY($1::uuid[]) AND status = 'ACTIVE'", [handedOut]);
       expect(rows[0].n).toBe(12);
@@ -258,7 +244,7 @@ describe('createTestCopy and purgeTestData', () => {
 
     test('is all or nothing: a failure at one campaign leaves every test campaign as it was; once it is gone, a retry purges them all', async () => {
       const first = await testCampaign(3);
-      await claim(p1.test, first, 'kept');
+      allocated(await server.claim(p1.test, { campaignId: first, holder: 'kept' }));
       const failing = await testCampaign(2, { name: 'purge fails here' });
       await testCampaign(2);
       const before = await testRows();

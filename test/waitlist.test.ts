@@ -1,3 +1,4 @@
+// @dialects postgresql citus
 // Waitlists (src/db/waitlist.ts) under the WAITLIST_FIRST release policy: joining only when nothing
 // is available, FIFO offers of returned tickets as HELD allocations, all or nothing per entry,
 // confirmation (ACCEPTED), decline and leave (LEFT), expiry that passes the offer on (EXPIRED), and
@@ -9,7 +10,7 @@ import { sealSecret } from '../src/webhooks/secrets';
 import { newWebhookSecret } from '../src/webhooks/signature';
 import { startReceiver, untilWebhooksSettled } from './helpers/receiver';
 import { ticketsLiveTwice } from './helpers/sql';
-import { assertPoolInvariants, ADMIN_KEY, CLAIM, startTestServer, TEST_WEBHOOK_KEY, type ClaimPayload, type TestServer } from './helpers/testServer';
+import { allocated, assertPoolInvariants, ADMIN_KEY, startTestServer, TEST_WEBHOOK_KEY, type TestServer } from './helpers/testServer';
 import { sleep, until } from './helpers/time';
 import { setTimes } from './helpers/setTimes';
 
@@ -25,7 +26,6 @@ const LEAVE = `mutation($id: ID!) { leaveWaitlist(entryId: $id) { entry { ${ENTR
 const ENTRY = `query($id: ID!) { waitlistEntry(id: $id) { ${ENTRY_FIELDS} } }`;
 const RELEASE = 'mutation($id: ID!) { releaseAllocation(allocationId: $id) { allocation { id status } error { code } } }';
 const CONFIRM = 'mutation($id: ID!) { confirmHold(allocationId: $id) { allocation { id status } error { code } } }';
-const HOLD = 'mutation($input: HoldTicketInput!) { holdTicket(input: $input) { allocation { id expiresAt } error { code } } }';
 const CAMPAIGN = `query($id: ID!) {
   campaign(id: $id) {
     waitlistLength
@@ -56,8 +56,6 @@ const join = async (key: string, input: Record<string, unknown>) =>
   (await server.gql<{ joinWaitlist: EntryPayload }>(key, JOIN, { input })).body.data!.joinWaitlist;
 const leave = async (key: string, id: string) => (await server.gql<{ leaveWaitlist: EntryPayload }>(key, LEAVE, { id })).body.data!.leaveWaitlist;
 const entry = async (key: string, id: string) => (await server.gql<{ waitlistEntry: Entry | null }>(key, ENTRY, { id })).body.data!.waitlistEntry;
-const claim = async (key: string, campaignId: string, holder: string) =>
-  (await server.gql<ClaimPayload>(key, CLAIM, { input: { campaignId, holder } })).body.data!.claimTicket;
 const release = async (key: string, id: string) => (await server.gql(key, RELEASE, { id })).body.data!.releaseAllocation;
 const confirm = async (key: string, id: string) => (await server.gql(key, CONFIRM, { id })).body.data!.confirmHold;
 const campaign = async (id: string) => {
@@ -74,7 +72,7 @@ const campaign = async (id: string) => {
 async function soldOut(count: number, owner: { apiKey: string }, input: Record<string, unknown> = {}) {
   const campaignId = await server.openCampaignWith(count, { releasePolicy: 'WAITLIST_FIRST', ...input });
   const claims = [];
-  for (let i = 0; i < count; i += 1) claims.push((await claim(owner.apiKey, campaignId, `t${i}`)).allocation!);
+  for (let i = 0; i < count; i += 1) claims.push((await server.claim(owner.apiKey, { campaignId, holder: `t${i}` })).allocation!);
   return { campaignId, claims };
 }
 
@@ -155,19 +153,19 @@ test('joining: only on a WAITLIST_FIRST campaign with nothing available, one liv
 test('SOLD_OUT on a WAITLIST_FIRST campaign says to join the waitlist with joinWaitlist (claim, hold and a replayed key alike); on a POOL campaign it does not', async () => {
   const [owner, partner] = await Promise.all([server.createPartner('owner'), server.createPartner('refused')]);
   const { campaignId } = await soldOut(1, owner);
-  const claimed = await server.gql<ClaimPayload>(partner.apiKey, CLAIM, { input: { campaignId, holder: 'z', idempotencyKey: 'sold-out-1' } });
-  expect(claimed.body.data!.claimTicket.error).toEqual({ code: 'SOLD_OUT', message: WAITLIST_SOLD_OUT_MESSAGE });
+  const claimed = await server.claim(partner.apiKey, { campaignId, holder: 'z', idempotencyKey: 'sold-out-1' });
+  expect(claimed.error).toEqual({ code: 'SOLD_OUT', message: WAITLIST_SOLD_OUT_MESSAGE });
   expect(WAITLIST_SOLD_OUT_MESSAGE).toContain('joinWaitlist');
-  const replayed = await server.gql<ClaimPayload>(partner.apiKey, CLAIM, { input: { campaignId, holder: 'z', idempotencyKey: 'sold-out-1' } });
-  expect(replayed.body.data!.claimTicket.error).toEqual({ code: 'SOLD_OUT', message: WAITLIST_SOLD_OUT_MESSAGE });
-  const held = await server.gql(partner.apiKey, 'mutation($input: HoldTicketInput!) { holdTicket(input: $input) { error { code message } } }', { input: { campaignId, holder: 'z', ttlSeconds: 60 } });
-  expect(held.body.data!.holdTicket.error).toEqual({ code: 'SOLD_OUT', message: WAITLIST_SOLD_OUT_MESSAGE });
+  const replayed = await server.claim(partner.apiKey, { campaignId, holder: 'z', idempotencyKey: 'sold-out-1' });
+  expect(replayed.error).toEqual({ code: 'SOLD_OUT', message: WAITLIST_SOLD_OUT_MESSAGE });
+  const held = await server.hold(partner.apiKey, { campaignId, holder: 'z', ttlSeconds: 60 });
+  expect(held.error).toEqual({ code: 'SOLD_OUT', message: WAITLIST_SOLD_OUT_MESSAGE });
   // And joining, as it says, works.
   expect((await join(partner.apiKey, { campaignId, holder: 'z' })).entry).toMatchObject({ status: 'WAITING', position: 1 });
 
   const pool = await server.openCampaignWith(1);
-  await claim(owner.apiKey, pool, 't0');
-  expect((await claim(partner.apiKey, pool, 'z')).error).toEqual({ code: 'SOLD_OUT', message: CLAIM_MESSAGES.SOLD_OUT });
+  await server.claim(owner.apiKey, { campaignId: pool, holder: 't0' });
+  expect((await server.claim(partner.apiKey, { campaignId: pool, holder: 'z' })).error).toEqual({ code: 'SOLD_OUT', message: CLAIM_MESSAGES.SOLD_OUT });
 });
 
 test('a release is offered to the head of the waitlist as a hold; confirmHold makes the entry ACCEPTED, and the next one moves up', async () => {
@@ -175,7 +173,7 @@ test('a release is offered to the head of the waitlist as a hold; confirmHold ma
   const { campaignId, claims } = await soldOut(3, owner, { waitlistOfferSeconds: 120 });
   const a = (await join(partner.apiKey, { campaignId, holder: 'a', metadata: { note: 'first' } })).entry!;
   const b = (await join(partner.apiKey, { campaignId, holder: 'b' })).entry!;
-  expect((await claim(partner.apiKey, campaignId, 'z')).error?.code).toBe('SOLD_OUT');
+  expect((await server.claim(partner.apiKey, { campaignId, holder: 'z' })).error?.code).toBe('SOLD_OUT');
 
   const started = Date.now();
   expect((await release(owner.apiKey, claims[0]!.id)).allocation.status).toBe('RELEASED');
@@ -188,7 +186,7 @@ test('a release is offered to the head of the waitlist as a hold; confirmHold ma
   expect(expiresIn).toBeLessThan(125_000);
   expect((await entry(partner.apiKey, b.id))!.position).toBe(1);
   // The offered ticket is held: nobody else can claim it, and the figures say so.
-  expect((await claim(owner.apiKey, campaignId, 'late')).error?.code).toBe('ALL_HELD');
+  expect((await server.claim(owner.apiKey, { campaignId, holder: 'late' })).error?.code).toBe('ALL_HELD');
   expect((await campaign(campaignId)).stats).toMatchObject({ held: 1, available: 0, allocated: 2 });
   const metadata = await server.sql.query('SELECT metadata FROM allocations WHERE id = $1', [offered.offer[0]!.id]);
   expect(metadata.rows[0].metadata).toEqual({ note: 'first' });
@@ -215,7 +213,7 @@ test('all or nothing: an entry for 2 waits while a later entry for 1 is served; 
   await release(owner.apiKey, claims[1]!.id);
   expect(await entry(partner.apiKey, pair.id)).toMatchObject({ status: 'WAITING', offer: [] });
   expect((await campaign(campaignId)).stats).toMatchObject({ available: 1 });
-  expect((await claim(owner.apiKey, campaignId, 'quick')).allocation).not.toBeNull();
+  expect((await server.claim(owner.apiKey, { campaignId, holder: 'quick' })).allocation).not.toBeNull();
 
   // Two holds that lapse together come back together (the sweeper): the entry for 2 gets both.
   // One after the other, each release comes back alone (1 ticket: the pool; two releases at once may
@@ -225,8 +223,7 @@ test('all or nothing: an entry for 2 waits while a later entry for 1 is served; 
   expect(await entry(partner.apiKey, pair.id)).toMatchObject({ status: 'WAITING' });
   const holds = [];
   for (const holder of ['h1', 'h2']) {
-    const res = await server.gql<{ holdTicket: { allocation: { id: string } | null } }>(owner.apiKey, HOLD, { input: { campaignId, holder, ttlSeconds: 60 } });
-    holds.push(res.body.data!.holdTicket.allocation!.id);
+    holds.push(allocated(await server.hold(owner.apiKey, { campaignId, holder, ttlSeconds: 60 })).id);
   }
   await setTimes(server.sql, 'allocations', { expires_at: "clock_timestamp() + interval '300 milliseconds'" }, 'id = ANY($1::uuid[])', [holds]);
   const offered = await until(async () => {
@@ -263,7 +260,7 @@ test('offers expire and pass on: an unconfirmed offer lapses (EXPIRED, HOLD_EXPI
   // Nobody left waiting: the next lapse puts the ticket in the pool.
   await until(async () => (await campaign(campaignId)).stats.available === 1, { message: 'the ticket back in the pool', timeoutMs: 5_000 });
   expect((await entry(partner.apiKey, second.id))!.status).toBe('EXPIRED');
-  const taken = await claim(owner.apiKey, campaignId, 'after');
+  const taken = await server.claim(owner.apiKey, { campaignId, holder: 'after' });
   expect(taken.allocation).not.toBeNull();
   await settled(campaignId);
 });
@@ -292,14 +289,13 @@ test('declining (releaseAllocation on an offered hold) and leaving while OFFERED
 test('under WAITLIST_FIRST an expired hold is never taken over by a claim: it waits for the sweeper, which offers it to the waitlist', async () => {
   const [owner, partner, rival] = await Promise.all([server.createPartner('owner'), server.createPartner('waiter'), server.createPartner('rival')]);
   const campaignId = await server.openCampaignWith(1, { releasePolicy: 'WAITLIST_FIRST' });
-  const res = await server.gql<{ holdTicket: { allocation: { id: string } } }>(owner.apiKey, HOLD, { input: { campaignId, holder: 'h', ttlSeconds: 1 } });
-  expect(res.body.data!.holdTicket.allocation).not.toBeNull();
+  expect((await server.hold(owner.apiKey, { campaignId, ttlSeconds: 1 })).allocation).not.toBeNull();
   const waiting = (await join(partner.apiKey, { campaignId, holder: 'w' })).entry!;
   // Claims hammer the campaign from before the lapse until the entry has its offer: none gets the ticket.
   const answers: (string | null)[] = [];
   let offered = false;
   const hammer = (async () => {
-    while (!offered) answers.push((await claim(rival.apiKey, campaignId, `r${answers.length}`)).error?.code ?? null);
+    while (!offered) answers.push((await server.claim(rival.apiKey, { campaignId, holder: `r${answers.length}` })).error?.code ?? null);
   })();
   await until(async () => (offered = (await entry(partner.apiKey, waiting.id))?.status === 'OFFERED'), { message: 'the offer', timeoutMs: 5_000 });
   await hammer;
@@ -322,7 +318,7 @@ test('30 releases racing 30 joins and 30 claims: every returned ticket goes to e
     }),
     ...Array.from({ length: 30 }, async (_, i) => {
       await sleep(i * 3);
-      return { kind: 'claim', answer: (await claim(claimer.apiKey, campaignId, `c${i}`)).error?.code ?? 'OK' };
+      return { kind: 'claim', answer: (await server.claim(claimer.apiKey, { campaignId, holder: `c${i}` })).error?.code ?? 'OK' };
     }),
   ]);
   expect(outcomes.filter((o) => o.kind === 'release').every((o) => o.answer === 'RELEASED')).toBe(true);
@@ -373,12 +369,12 @@ test('a lapsing allotment under WAITLIST_FIRST goes to the waitlist first: no cl
     { c: campaignId, p: owner.id, at: new Date(Date.now() + 600).toISOString() },
   );
   expect(set.body.errors).toBeUndefined();
-  expect((await claim(rival.apiKey, campaignId, 'r')).error?.code).toBe('ALL_ALLOTTED');
+  expect((await server.claim(rival.apiKey, { campaignId, holder: 'r' })).error?.code).toBe('ALL_ALLOTTED');
   const [x, y] = [(await join(waiter.apiKey, { campaignId, holder: 'x' })).entry!, (await join(waiter.apiKey, { campaignId, holder: 'y' })).entry!];
   const answers: (string | null)[] = [];
   let done = false;
   const hammer = (async () => {
-    while (!done) answers.push((await claim(rival.apiKey, campaignId, `r${answers.length}`)).error?.code ?? null);
+    while (!done) answers.push((await server.claim(rival.apiKey, { campaignId, holder: `r${answers.length}` })).error?.code ?? null);
   })();
   await until(async () => (done = (await entry(waiter.apiKey, y.id))?.status === 'OFFERED'), { message: 'the lapse offered', timeoutMs: 5_000 });
   await hammer;

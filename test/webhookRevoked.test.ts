@@ -6,7 +6,7 @@
 import { sealSecret } from '../src/webhooks/secrets';
 import { newWebhookSecret } from '../src/webhooks/signature';
 import { startReceiver, type Receiver } from './helpers/receiver';
-import { ADMIN_KEY, startTestServer, TEST_WEBHOOK_KEY, type TestServer } from './helpers/testServer';
+import { ADMIN_KEY, allocated, startTestServer, TEST_WEBHOOK_KEY, type TestServer } from './helpers/testServer';
 import { until } from './helpers/time';
 
 let server: TestServer;
@@ -23,8 +23,6 @@ afterAll(async () => {
 });
 
 const EVENTS = ['CAMPAIGN_OPENED', 'CAMPAIGN_CLOSED', 'ALLOCATION_CREATED', 'ALLOCATION_RELEASED', 'HOLD_CREATED'];
-const HOLD = 'mutation($input: HoldTicketInput!) { holdTicket(input: $input) { allocation { id } error { code } } }';
-const CLAIM = 'mutation($input: ClaimTicketInput!) { claimTicket(input: $input) { allocation { id } error { code } } }';
 const RELEASE = 'mutation($id: ID!) { releaseAllocation(allocationId: $id) { allocation { status } error { code } } }';
 
 /** An endpoint written straight into the table, as createWebhook stores it, posting to `url`. */
@@ -58,7 +56,7 @@ test("a revoked partner's endpoints receive nothing, queued or new; another part
 
   // Before the revocation every endpoint receives, the revoked partner's included.
   const before = await server.openCampaignWith(10, { name: 'before' });
-  const hold = (await must(revoked.apiKey, HOLD, { input: { campaignId: before, holder: 'h', ttlSeconds: 600 } })).holdTicket.allocation.id as string;
+  const hold = allocated(await server.hold(revoked.apiKey, { campaignId: before })).id;
   await until(() => at('/revoked').length === 2 && at('/other').length === 1, { message: 'the opening and the hold to reach the partners' });
   expect(at('/revoked').sort()).toEqual([`CAMPAIGN_OPENED ${before}`, `HOLD_CREATED ${hold}`].sort());
   await until(
@@ -79,7 +77,7 @@ test("a revoked partner's endpoints receive nothing, queued or new; another part
   const during = await server.openCampaignWith(5, { name: 'during' });
   await must(ADMIN_KEY, 'mutation($id: ID!) { closeCampaign(id: $id) { campaign { id } } }', { id: during });
   expect((await must(ADMIN_KEY, RELEASE, { id: hold })).releaseAllocation).toEqual({ allocation: { status: 'RELEASED' }, error: null });
-  const claimed = (await must(otherKey, CLAIM, { input: { campaignId: before, holder: 'o' } })).claimTicket.allocation.id as string;
+  const claimed = allocated(await server.claim(otherKey, { campaignId: before, holder: 'o' })).id;
 
   await until(() => at('/other').includes(`CAMPAIGN_CLOSED ${during}`) && at('/other').includes(`ALLOCATION_CREATED ${claimed}`), {
     message: 'the other partner to receive the opening, the close and its claim',
