@@ -20,6 +20,50 @@ import { overviewPanel } from './overview';
 import { partnersPanel } from './partners';
 import { waitlistPanel } from './waitlist';
 
+/** The page's sections in the order the campaign's stage calls for. */
+function sections(c: CampaignDetail, s: Record<'live' | 'ballot' | 'chart' | 'columns' | 'search' | 'allotments' | 'waitlist', HTMLElement> & { load: HTMLElement | null }): (HTMLElement | null)[] {
+  const drawn = c.mode === 'BALLOT' && Boolean(c.ballot?.drawnAt);
+  // Loading tickets is for a campaign still to give them: not a CLOSED one, nor a drawn ballot.
+  const load = c.status === 'CLOSED' || drawn ? null : s.load;
+  // A DRAFT campaign is set up first: loading tickets leads, the (empty) figures follow.
+  if (c.status === 'DRAFT') return [load, s.live, s.ballot, s.chart, s.columns, s.search, s.allotments, s.waitlist];
+  // After the draw: the ranking and the winners' holds lead; no claims chart (a ballot takes no
+  // claims) and no loading.
+  if (drawn) return [s.ballot, s.live, s.columns, s.search, s.allotments];
+  return [s.live, s.ballot, s.chart, s.columns, s.search, s.allotments, s.waitlist, load];
+}
+
+/**
+ * Follows a campaign: the campaignStats subscription moves the live figures at once and wakes the
+ * rest of the page (`wake`) at most once a second. Entries move no ticket figures, so campaignStats
+ * does not wake the page for them, and refusals move none either: `wake` runs every 5 s as well.
+ * Returns the stop.
+ */
+function follow(id: string, live: ReturnType<typeof livePanel>, wake: () => Promise<void>): () => void {
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  const poll = setInterval(() => void wake(), 5000);
+  const unsubscribe = subscription().subscribe<{ campaignStats: Stats }>(
+    { query: `subscription($id: ID!) { campaignStats(id: $id) { ${STATS} } }`, variables: { id } },
+    {
+      next: ({ data }) => {
+        if (!data) return;
+        live.show(data.campaignStats);
+        timer ??= setTimeout(() => {
+          timer = null;
+          void wake();
+        }, 1000);
+      },
+      error: (error) => live.failed(error),
+      complete: () => undefined,
+    },
+  );
+  return () => {
+    unsubscribe();
+    clearInterval(poll);
+    if (timer) clearTimeout(timer);
+  };
+}
+
 export async function campaign(id: string): Promise<void> {
   const actionStatus = h('div');
   const page: CampaignPage = {
@@ -44,23 +88,10 @@ export async function campaign(id: string): Promise<void> {
 
   let placed: string | null = null;
   const place = (c: CampaignDetail) => {
-    const drawn = c.mode === 'BALLOT' && Boolean(c.ballot?.drawnAt);
-    if (`${c.status} ${drawn}` === placed) return;
-    placed = `${c.status} ${drawn}`;
-    // Loading tickets is for a campaign still to give them: not a CLOSED one, nor a drawn ballot.
-    const load = c.status === 'CLOSED' || drawn ? null : loadSection;
-    body.replaceChildren(
-      ...present(
-        // A DRAFT campaign is set up first: loading tickets leads, the (empty) figures follow.
-        ...(c.status === 'DRAFT'
-          ? [load, live.element, ballot.element, chart.section, columns, search, allotments.element, waitlist.element]
-          : drawn
-            ? // After the draw: the ranking and the winners' holds lead; no claims chart (a ballot takes
-              // no claims) and no loading.
-              [ballot.element, live.element, columns, search, allotments.element]
-            : [live.element, ballot.element, chart.section, columns, search, allotments.element, waitlist.element, load]),
-      ),
-    );
+    const stage = `${c.status} ${c.mode === 'BALLOT' && Boolean(c.ballot?.drawnAt)}`;
+    if (stage === placed) return;
+    placed = stage;
+    body.replaceChildren(...present(...sections(c, { load: loadSection, live: live.element, ballot: ballot.element, chart: chart.section, columns, search, allotments: allotments.element, waitlist: waitlist.element })));
   };
 
   const showDetail = async () => {
@@ -87,29 +118,5 @@ export async function campaign(id: string): Promise<void> {
     overview.title.replaceWith(problem(error));
     return;
   }
-  let detailTimer: ReturnType<typeof setTimeout> | null = null;
-  // Entries move no ticket figures, so campaignStats does not wake the page for them, and refusals
-  // move none either: poll the detail every few seconds as well.
-  const poll = setInterval(() => void showDetail().catch(() => undefined), 5000);
-  const unsubscribe = subscription().subscribe<{ campaignStats: Stats }>(
-    { query: `subscription($id: ID!) { campaignStats(id: $id) { ${STATS} } }`, variables: { id } },
-    {
-      next: ({ data }) => {
-        if (!data) return;
-        live.show(data.campaignStats);
-        // The rest of the page follows, at most once a second.
-        detailTimer ??= setTimeout(() => {
-          detailTimer = null;
-          void showDetail().catch(() => undefined);
-        }, 1000);
-      },
-      error: (error) => live.failed(error),
-      complete: () => undefined,
-    },
-  );
-  onLeave(() => {
-    unsubscribe();
-    clearInterval(poll);
-    if (detailTimer) clearTimeout(detailTimer);
-  });
+  onLeave(follow(id, live, () => showDetail().catch(() => undefined)));
 }
