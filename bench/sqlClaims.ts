@@ -6,13 +6,14 @@
 //         AND status = 'AVAILABLE' RETURNING id
 //     on a bare ticket table with a partial index on its available rows: what PostgreSQL itself
 //     does for a claim on this machine, with nothing of Tessera's.
-//   - the statement alone: Tessera's claim statement exactly as src/db/claimTicket.ts builds it
-//     (claimStatement()) — holds, claimTickets and a claimTicket's second look run it;
-//   - the first look alone: the statement a claimTicket request that arrives alone runs first
-//     (claimOne() of src/db/claimOne.ts), its text and values taken from claimOne itself;
-//   - a group alone: the statement GROUP_SIZE claimTicket requests in flight together share
-//     (claimGroup() of src/db/claimGroup.ts), taken from claimGroup itself — what a claim costs
-//     PostgreSQL when the batcher has grouped it, counted per ticket claimed;
+//   - the statement alone: the second look's call of tessera_claim_tickets exactly as
+//     claimStatement() of src/claim/secondLook.ts builds it — holds, claimTickets and a
+//     claimTicket's second look run it;
+//   - the first look alone: the call a claimTicket request that arrives alone runs first
+//     (tessera_claim_one), its text and values taken from firstLookAlone() of src/claim/firstLook.ts;
+//   - a group alone: the call GROUP_SIZE claimTicket requests in flight together share
+//     (tessera_claim_group), taken from firstLookTogether() — what a claim costs PostgreSQL when
+//     the batcher has grouped it, counted per ticket claimed;
 //   both on Tessera's migrated schema — one open campaign, one partner, the holder the HTTP bench
 //   uses, no idempotency key — with Tessera's connection settings (plan_cache_mode, isolation:
 //   src/db/client.ts).

@@ -190,7 +190,7 @@ async function serve(config: Config, logger: Logger, url: string, dialect: Diale
     throw error;
   }
   const redis = config.redisUrl ? connectRedis(config.redisUrl, logger) : undefined;
-  // OpenTelemetry, when the OTEL_* variables turn it on (docs/OBSERVABILITY.md); before the server, so its first request is traced.
+  // OpenTelemetry, when the OTEL_* variables turn it on; before the server, so its first request is traced.
   const tracing = config.tracing ? startTracing(config.tracing, { logger }) : undefined;
   if (config.tracing) logger.info({ exporter: config.tracing.exporter, ratio: config.tracing.ratio, parentBased: config.tracing.parentBased, service: config.tracing.serviceName }, 'tracing on');
   const server = await createServer({ config, db, logger, redis, clusterWorker: cluster.isWorker });

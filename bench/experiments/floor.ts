@@ -45,9 +45,9 @@ export const floor: Experiment = {
         report.record(`floor: the minimal claim (PERFORMANCE.md, A), bare table, ${tool}, ${c} clients`, perSecond(sqlRate(floors[c]!)));
         if (floors[c]!.failed > 0) failures.push(`the floor at ${c} clients: ${floors[c]!.failed} statements failed`);
         for (const [which, label, into] of [
-          ['statement', "statement alone: claimStatement() (claimTicket.ts), Tessera's schema", statement],
-          ['firstLook', "first look alone: claimOne() (a claimTicket arriving alone), Tessera's schema", firstLook],
-          ['group', `a group alone: claimGroup() of ${GROUP_SIZE} claimTickets in one statement, Tessera's schema, per claim`, group],
+          ['statement', "statement alone: tessera_claim_tickets (the second look's), Tessera's schema", statement],
+          ['firstLook', "first look alone: tessera_claim_one (a claimTicket arriving alone), Tessera's schema", firstLook],
+          ['group', `a group alone: tessera_claim_group of ${GROUP_SIZE} claimTickets in one call, Tessera's schema, per claim`, group],
         ] as const) {
           const s = await sqlClaims.statement(which, c, SECONDS);
           into[c] = s;
@@ -71,9 +71,9 @@ export const floor: Experiment = {
     }
     ctx.figures.floor = floors;
     ctx.figures.firstLook = firstLook;
-    // "Tessera's claim statement alone": the statement a claimTicket runs — its first look, claimOne()
-    // when it arrives alone (a group shares claimGroup(), shown beside it); claimStatement() is the
+    // "Tessera's claim statement alone": the statement a claimTicket runs — its first look, tessera_claim_one
+    // when it arrives alone (a group shares tessera_claim_group, shown beside it); tessera_claim_tickets is the
     // general statement of holds, claimTickets and a claim's second look, measured above too.
-    for (const c of SQL_CLIENTS) report.atLeast(`claimTicket's statement alone (claimOne()) ÷ floor, ${c} clients`, firstLook[c]!.claimsPerSecond / floors[c]!.claimsPerSecond, 0.5);
+    for (const c of SQL_CLIENTS) report.atLeast(`claimTicket's statement alone (tessera_claim_one) ÷ floor, ${c} clients`, firstLook[c]!.claimsPerSecond / floors[c]!.claimsPerSecond, 0.5);
   },
 };

@@ -1,7 +1,7 @@
--- Webhook events of changes to existing allocations (docs/WEBHOOKS.md), appended to the outbox
--- webhook_events by a statement-level trigger in the same transaction as the change, so an event
--- exists exactly when its change committed. New allocations are recorded by the claim statements
--- themselves (src/db/webhookEvents.ts, ALLOCATION_EVENTS).
+-- Webhook events of changes to existing allocations, appended to the outbox webhook_events by a
+-- statement-level trigger in the same transaction as the change, so an event exists exactly when its
+-- change committed. New allocations' events are appended where they are recorded
+-- (tessera_record_allocations).
 --
 --   HELD -> ACTIVE                 HOLD_CONFIRMED, then ALLOCATION_CREATED (a confirmed hold is an
 --                                  allocation from then on)
