@@ -831,7 +831,7 @@ BEGIN
 END
 $function$;
 
-CREATE OR REPLACE FUNCTION public.tessera_claim_campaign_group(p_campaign_id uuid, p_partner_ids uuid[], p_holders text[], p_metadata jsonb[], p_idempotency_keys text[], p_request_hashes text[], p_start integer)
+CREATE OR REPLACE FUNCTION public.tessera_claim_campaign_group(p_campaign_id uuid, p_partner_ids uuid[], p_holders text[], p_metadata jsonb[], p_idempotency_keys text[], p_request_hashes text[], p_start integer, p_key_everywhere boolean)
  RETURNS TABLE(ord integer, verdict text, prior_campaign_id uuid, prior_allocation_id uuid, id uuid, sequence bigint, allocated_at timestamp with time zone, ticket_id bigint, ticket_code text, campaign_name text, campaign_status campaign_status, campaign_opens_at timestamp with time zone, campaign_closes_at timestamp with time zone, campaign_per_holder_limit integer, campaign_created_at timestamp with time zone)
  LANGUAGE plpgsql
 AS $function$
@@ -840,11 +840,11 @@ DECLARE
 BEGIN
     RETURN QUERY
         SELECT * FROM tessera_claim_group(array_fill(p_campaign_id, ARRAY[v_n]), p_partner_ids, p_holders, p_metadata,
-                                          p_idempotency_keys, p_request_hashes, array_fill(p_start, ARRAY[v_n]));
+                                          p_idempotency_keys, p_request_hashes, array_fill(p_start, ARRAY[v_n]), p_key_everywhere);
 END
 $function$;
 
-CREATE OR REPLACE FUNCTION public.tessera_claim_gate(p_campaign_id uuid, p_partner_id uuid, p_holder text, p_idempotency_key text, p_quantity integer, p_quota_quantity integer)
+CREATE OR REPLACE FUNCTION public.tessera_claim_gate(p_campaign_id uuid, p_partner_id uuid, p_holder text, p_idempotency_key text, p_quantity integer, p_quota_quantity integer, p_key_everywhere boolean)
  RETURNS TABLE(verdict text, prior_campaign_id uuid, prior_allocation_id uuid)
  LANGUAGE plpgsql
 AS $function$
@@ -857,16 +857,16 @@ BEGIN
 
     IF p_idempotency_key IS NOT NULL THEN
         PERFORM tessera_lock('idempotency_key', p_partner_id::text || ':' || p_idempotency_key);
-        IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
-            -- One PostgreSQL: the key's claim in any campaign.
+        IF p_key_everywhere THEN
+            -- The key's claim in any campaign of the partner.
             SELECT 'PRIOR', a.campaign_id, a.id INTO verdict, prior_campaign_id, prior_allocation_id
               FROM allocations a
              WHERE a.partner_id = p_partner_id AND a.idempotency_key = p_idempotency_key
              ORDER BY a.request_index
              LIMIT 1;
         ELSE
-            -- Citus: in this campaign, whose node this may be running on; the coordinator looked in the
-            -- others first (tessera_prior_claim).
+            -- In this campaign only: the caller looked in the others first (on Citus the coordinator,
+            -- tessera_prior_claim, in the same transaction).
             SELECT 'PRIOR', a.campaign_id, a.id INTO verdict, prior_campaign_id, prior_allocation_id
               FROM allocations a
              WHERE a.campaign_id = p_campaign_id AND a.partner_id = p_partner_id AND a.idempotency_key = p_idempotency_key
@@ -921,7 +921,7 @@ BEGIN
 END
 $function$;
 
-CREATE OR REPLACE FUNCTION public.tessera_claim_group(p_campaign_ids uuid[], p_partner_ids uuid[], p_holders text[], p_metadata jsonb[], p_idempotency_keys text[], p_request_hashes text[], p_starts integer[])
+CREATE OR REPLACE FUNCTION public.tessera_claim_group(p_campaign_ids uuid[], p_partner_ids uuid[], p_holders text[], p_metadata jsonb[], p_idempotency_keys text[], p_request_hashes text[], p_starts integer[], p_key_everywhere boolean)
  RETURNS TABLE(ord integer, verdict text, prior_campaign_id uuid, prior_allocation_id uuid, id uuid, sequence bigint, allocated_at timestamp with time zone, ticket_id bigint, ticket_code text, campaign_name text, campaign_status campaign_status, campaign_opens_at timestamp with time zone, campaign_closes_at timestamp with time zone, campaign_per_holder_limit integer, campaign_created_at timestamp with time zone)
  LANGUAGE plpgsql
 AS $function$
@@ -959,12 +959,12 @@ BEGIN
                    o.ticket_id, o.ticket_code, o.campaign_name, o.campaign_status, o.campaign_opens_at,
                    o.campaign_closes_at, o.campaign_per_holder_limit, o.campaign_created_at
               FROM tessera_claim_one(p_campaign_ids[v_i], p_partner_ids[v_i], p_holders[v_i], p_metadata[v_i],
-                                     p_idempotency_keys[v_i], p_request_hashes[v_i], p_starts[v_i]) o;
+                                     p_idempotency_keys[v_i], p_request_hashes[v_i], p_starts[v_i], p_key_everywhere) o;
     END LOOP;
 END
 $function$;
 
-CREATE OR REPLACE FUNCTION public.tessera_claim_one(p_campaign_id uuid, p_partner_id uuid, p_holder text, p_metadata jsonb, p_idempotency_key text, p_request_hash text, p_start integer)
+CREATE OR REPLACE FUNCTION public.tessera_claim_one(p_campaign_id uuid, p_partner_id uuid, p_holder text, p_metadata jsonb, p_idempotency_key text, p_request_hash text, p_start integer, p_key_everywhere boolean)
  RETURNS TABLE(ord integer, verdict text, prior_campaign_id uuid, prior_allocation_id uuid, id uuid, sequence bigint, allocated_at timestamp with time zone, ticket_id bigint, ticket_code text, campaign_name text, campaign_status campaign_status, campaign_opens_at timestamp with time zone, campaign_closes_at timestamp with time zone, campaign_per_holder_limit integer, campaign_created_at timestamp with time zone)
  LANGUAGE plpgsql
 AS $function$
@@ -972,7 +972,7 @@ AS $function$
 BEGIN
     ord := 1;
     SELECT g.verdict, g.prior_campaign_id, g.prior_allocation_id INTO verdict, prior_campaign_id, prior_allocation_id
-      FROM tessera_claim_gate(p_campaign_id, p_partner_id, p_holder, p_idempotency_key, 1, 1) g;
+      FROM tessera_claim_gate(p_campaign_id, p_partner_id, p_holder, p_idempotency_key, 1, 1, p_key_everywhere) g;
     IF verdict <> 'OK' THEN RETURN NEXT; RETURN; END IF;
 
     -- (2: a partner with allotted tickets draws on them first, in the second look)
@@ -1008,7 +1008,7 @@ BEGIN
 END
 $function$;
 
-CREATE OR REPLACE FUNCTION public.tessera_claim_tickets(p_campaign_id uuid, p_partner_id uuid, p_holder text, p_metadata jsonb, p_idempotency_key text, p_request_hash text, p_quantity integer, p_hold_seconds integer, p_start integer, p_wait boolean)
+CREATE OR REPLACE FUNCTION public.tessera_claim_tickets(p_campaign_id uuid, p_partner_id uuid, p_holder text, p_metadata jsonb, p_idempotency_key text, p_request_hash text, p_quantity integer, p_hold_seconds integer, p_start integer, p_wait boolean, p_key_everywhere boolean)
  RETURNS TABLE(verdict text, prior_campaign_id uuid, prior_allocation_id uuid, id uuid, campaign_id uuid, ticket_id bigint, partner_id uuid, holder text, metadata jsonb, idempotency_key text, request_hash text, status allocation_status, sequence bigint, allocated_at timestamp with time zone, expires_at timestamp with time zone, released_at timestamp with time zone, confirmed_at timestamp with time zone, request_index integer, ticket_code text, campaign_name text, campaign_status campaign_status, campaign_opens_at timestamp with time zone, campaign_closes_at timestamp with time zone, campaign_per_holder_limit integer, campaign_created_at timestamp with time zone, contended boolean, sold_out boolean, allotted_elsewhere boolean)
  LANGUAGE plpgsql
 AS $function$
@@ -1035,7 +1035,7 @@ DECLARE
     i INTEGER;
 BEGIN
     SELECT g.verdict, g.prior_campaign_id, g.prior_allocation_id INTO verdict, prior_campaign_id, prior_allocation_id
-      FROM tessera_claim_gate(p_campaign_id, p_partner_id, p_holder, p_idempotency_key, p_quantity, p_quantity) g;
+      FROM tessera_claim_gate(p_campaign_id, p_partner_id, p_holder, p_idempotency_key, p_quantity, p_quantity, p_key_everywhere) g;
     IF verdict <> 'OK' THEN RETURN NEXT; RETURN; END IF;
 
     SELECT cp.release_policy::text INTO v_policy FROM campaigns cp WHERE cp.id = p_campaign_id;
@@ -1222,7 +1222,7 @@ AS $function$
 DECLARE
     v_now TIMESTAMPTZ;
 BEGIN
-    SELECT g.verdict INTO verdict FROM tessera_claim_gate(p_campaign_id, p_partner_id, p_holder, NULL, 0, 0) g;
+    SELECT g.verdict INTO verdict FROM tessera_claim_gate(p_campaign_id, p_partner_id, p_holder, NULL, 0, 0, true) g;
     IF verdict <> 'OK' THEN
         RETURN NEXT;
         RETURN;
@@ -1632,7 +1632,7 @@ BEGIN
     END IF;
 
     -- Found and open, as a claim is checked (quantity 0: the campaign only, no holder or quota lock).
-    SELECT g.verdict INTO verdict FROM tessera_claim_gate(p_campaign_id, p_partner_id, p_holder, NULL, 0, 0) g;
+    SELECT g.verdict INTO verdict FROM tessera_claim_gate(p_campaign_id, p_partner_id, p_holder, NULL, 0, 0, true) g;
     IF verdict <> 'OK' THEN RETURN NEXT; RETURN; END IF;
     SELECT * INTO c FROM campaigns WHERE id = p_campaign_id;
     IF c.release_policy <> 'WAITLIST_FIRST' OR p_quantity > COALESCE(c.per_holder_limit, 100) THEN
@@ -1984,7 +1984,7 @@ BEGIN
         LOOP
             EXIT WHEN cardinality(pool) = 0;
             CONTINUE WHEN e.quantity > cardinality(pool);
-            SELECT g.verdict INTO verdict FROM tessera_claim_gate(p_campaign_id, e.partner_id, e.holder, NULL, e.quantity, e.quantity) g;
+            SELECT g.verdict INTO verdict FROM tessera_claim_gate(p_campaign_id, e.partner_id, e.holder, NULL, e.quantity, e.quantity, true) g;
             CONTINUE WHEN verdict <> 'OK';
             -- The entry's row lock before anything is written for it: a leaveWaitlist that holds it
             -- (or has just committed) makes it no longer WAITING, and it is passed over.

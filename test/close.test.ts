@@ -64,7 +64,7 @@ test('close waits for a claim already in flight and that claim commits before cl
   const inFlight = await server.sql.connect();
   try {
     await inFlight.query('BEGIN');
-    await inFlight.query(`SELECT * FROM tessera_claim_gate($1, $2, 'slow', NULL, 1, 1)`, [campaignId, partner.id]);
+    await inFlight.query(`SELECT * FROM tessera_claim_gate($1, $2, 'slow', NULL, 1, 1, true)`, [campaignId, partner.id]);
     let closeDone = false;
     const close = server.gql(ADMIN_KEY, CLOSE, { id: campaignId }).then((r) => {
       closeDone = true;

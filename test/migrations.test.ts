@@ -337,7 +337,7 @@ test('a database with exactly the four squashed migrations gets the baseline rec
       const counted = await c.query(`SELECT sum(total)::int AS total FROM campaign_counters WHERE campaign_id = '11111111-1111-1111-1111-111111111111'`);
       expect(counted.rows[0].total).toBe(4);
       const gate = await c.query(
-        `SELECT verdict FROM tessera_claim_gate('11111111-1111-1111-1111-111111111111', '00000000-0000-0000-0000-000000000000', 'h', NULL, 1, 1)`,
+        `SELECT verdict FROM tessera_claim_gate('11111111-1111-1111-1111-111111111111', '00000000-0000-0000-0000-000000000000', 'h', NULL, 1, 1, true)`,
       );
       expect(gate.rows[0].verdict).toBe('OK');
     });

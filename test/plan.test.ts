@@ -114,18 +114,18 @@ test.each([
     }
     calls.push({
       label: 'first look',
-      text: 'SELECT * FROM tessera_claim_one($1::uuid, $2::uuid, $3::text, NULL::jsonb, NULL::text, NULL::text, $4::integer)',
+      text: 'SELECT * FROM tessera_claim_one($1::uuid, $2::uuid, $3::text, NULL::jsonb, NULL::text, NULL::text, $4::integer, true)',
       values: [campaignId, OPERATOR_PARTNER_ID, 'planner', 1_000_000_000],
     });
     const group = [1, 2, 3].map((i) => ({ campaignId, partnerId: OPERATOR_PARTNER_ID, holder: `planner-${i}` }));
     calls.push({
       label: 'group of 3',
-      text: 'SELECT * FROM tessera_claim_group($1::uuid[], $2::uuid[], $3::text[], $4::jsonb[], $5::text[], $6::text[], $7::integer[])',
+      text: 'SELECT * FROM tessera_claim_group($1::uuid[], $2::uuid[], $3::text[], $4::jsonb[], $5::text[], $6::text[], $7::integer[], true)',
       values: [group.map((r) => r.campaignId), group.map((r) => r.partnerId), group.map((r) => r.holder), [null, null, null], [null, null, null], [null, null, null], [1_000_000_000, 1_000_000_000, 1_000_000_000]],
     });
     calls.push({
       label: 'group of 3 of one campaign (Citus)',
-      text: 'SELECT * FROM tessera_claim_campaign_group($1::uuid, $2::uuid[], $3::text[], $4::jsonb[], $5::text[], $6::text[], $7::integer)',
+      text: 'SELECT * FROM tessera_claim_campaign_group($1::uuid, $2::uuid[], $3::text[], $4::jsonb[], $5::text[], $6::text[], $7::integer, false)',
       values: [campaignId, group.map((r) => r.partnerId), group.map((r) => r.holder), [null, null, null], [null, null, null], [null, null, null], 1_000_000_000],
     });
     for (const call of calls) {

@@ -33,15 +33,21 @@
 -- The holder and the quota get a quantity each: a claim of n tickets asks for n of both; a
 -- confirmation asks for none.
 --
+-- p_key_everywhere: where the key's earlier claim is looked for — in every campaign of the partner
+-- (one server holds them all), or in this campaign only, where the caller has looked in the others
+-- (the dialect's keyCheck: src/db/dialect.ts).
+--
 -- Verdicts: OK, PRIOR (prior_allocation_id is this key's allocation), CAMPAIGN_NOT_FOUND,
 -- CAMPAIGN_NOT_OPEN (also: a claim on a BALLOT campaign), HOLDER_LIMIT_REACHED, PARTNER_QUOTA_REACHED.
+DROP FUNCTION IF EXISTS "tessera_claim_gate"(UUID, UUID, TEXT, TEXT, INTEGER, INTEGER);
 CREATE OR REPLACE FUNCTION "tessera_claim_gate"(
     p_campaign_id UUID,
     p_partner_id UUID,
     p_holder TEXT,
     p_idempotency_key TEXT,
     p_quantity INTEGER,
-    p_quota_quantity INTEGER
+    p_quota_quantity INTEGER,
+    p_key_everywhere BOOLEAN
 ) RETURNS TABLE (verdict TEXT, prior_campaign_id UUID, prior_allocation_id UUID)
   LANGUAGE plpgsql VOLATILE
 AS $$
@@ -54,16 +60,16 @@ BEGIN
 
     IF p_idempotency_key IS NOT NULL THEN
         PERFORM tessera_lock('idempotency_key', p_partner_id::text || ':' || p_idempotency_key);
-        IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
-            -- One PostgreSQL: the key's claim in any campaign.
+        IF p_key_everywhere THEN
+            -- The key's claim in any campaign of the partner.
             SELECT 'PRIOR', a.campaign_id, a.id INTO verdict, prior_campaign_id, prior_allocation_id
               FROM allocations a
              WHERE a.partner_id = p_partner_id AND a.idempotency_key = p_idempotency_key
              ORDER BY a.request_index
              LIMIT 1;
         ELSE
-            -- Citus: in this campaign, whose node this may be running on; the coordinator looked in the
-            -- others first (tessera_prior_claim).
+            -- In this campaign only: the caller looked in the others first (on Citus the coordinator,
+            -- tessera_prior_claim, in the same transaction).
             SELECT 'PRIOR', a.campaign_id, a.id INTO verdict, prior_campaign_id, prior_allocation_id
               FROM allocations a
              WHERE a.campaign_id = p_campaign_id AND a.partner_id = p_partner_id AND a.idempotency_key = p_idempotency_key

@@ -1,7 +1,8 @@
 -- The first look for claimTicket requests that go together: one call, one transaction and one commit
 -- for the group, each request judged as if alone after the group's earlier ones. Argument i of every
 -- array is request i; row `ord` i answers it. p_starts: where each request's pick starts (one per
--- campaign in practice, so the group's claims on a campaign take neighbouring tickets).
+-- campaign in practice, so the group's claims on a campaign take neighbouring tickets);
+-- p_key_everywhere: as tessera_claim_gate's.
 --
 -- Locks first, for the whole group, in the one order of tessera_lock: the campaigns' gates (shared),
 -- the idempotency keys, the holders of campaigns with a per-holder limit — each class in key order —
@@ -13,6 +14,7 @@
 -- Every statement names one campaign: a group of one campaign's requests, called on the node holding
 -- it (tessera_claim_campaign_group on Citus), runs whole there.
 DROP FUNCTION IF EXISTS "tessera_claim_group"(UUID[], UUID[], TEXT[], JSONB[], TEXT[], TEXT[], INTEGER[], INTEGER[], INTEGER[]);
+DROP FUNCTION IF EXISTS "tessera_claim_group"(UUID[], UUID[], TEXT[], JSONB[], TEXT[], TEXT[], INTEGER[]);
 CREATE OR REPLACE FUNCTION "tessera_claim_group"(
     p_campaign_ids UUID[],
     p_partner_ids UUID[],
@@ -20,7 +22,8 @@ CREATE OR REPLACE FUNCTION "tessera_claim_group"(
     p_metadata JSONB[],
     p_idempotency_keys TEXT[],
     p_request_hashes TEXT[],
-    p_starts INTEGER[]
+    p_starts INTEGER[],
+    p_key_everywhere BOOLEAN
 ) RETURNS TABLE (
     ord INTEGER, verdict TEXT, prior_campaign_id UUID, prior_allocation_id UUID, id UUID, sequence BIGINT,
     allocated_at TIMESTAMPTZ, ticket_id BIGINT, ticket_code TEXT, campaign_name TEXT, campaign_status campaign_status,
@@ -63,7 +66,7 @@ BEGIN
                    o.ticket_id, o.ticket_code, o.campaign_name, o.campaign_status, o.campaign_opens_at,
                    o.campaign_closes_at, o.campaign_per_holder_limit, o.campaign_created_at
               FROM tessera_claim_one(p_campaign_ids[v_i], p_partner_ids[v_i], p_holders[v_i], p_metadata[v_i],
-                                     p_idempotency_keys[v_i], p_request_hashes[v_i], p_starts[v_i]) o;
+                                     p_idempotency_keys[v_i], p_request_hashes[v_i], p_starts[v_i], p_key_everywhere) o;
     END LOOP;
 END
 $$;

@@ -22,6 +22,7 @@
 -- over expired holds, waits for tickets in flight, and tells SOLD_OUT from ALL_HELD).
 --
 -- Every statement names the campaign, so on Citus the whole call runs on the node holding it.
+DROP FUNCTION IF EXISTS "tessera_claim_one"(UUID, UUID, TEXT, JSONB, TEXT, TEXT, INTEGER);
 CREATE OR REPLACE FUNCTION "tessera_claim_one"(
     p_campaign_id UUID,
     p_partner_id UUID,
@@ -29,7 +30,8 @@ CREATE OR REPLACE FUNCTION "tessera_claim_one"(
     p_metadata JSONB,
     p_idempotency_key TEXT,
     p_request_hash TEXT,
-    p_start INTEGER
+    p_start INTEGER,
+    p_key_everywhere BOOLEAN
 ) RETURNS TABLE (
     ord INTEGER, verdict TEXT, prior_campaign_id UUID, prior_allocation_id UUID, id UUID, sequence BIGINT,
     allocated_at TIMESTAMPTZ, ticket_id BIGINT, ticket_code TEXT, campaign_name TEXT, campaign_status campaign_status,
@@ -42,7 +44,7 @@ AS $$
 BEGIN
     ord := 1;
     SELECT g.verdict, g.prior_campaign_id, g.prior_allocation_id INTO verdict, prior_campaign_id, prior_allocation_id
-      FROM tessera_claim_gate(p_campaign_id, p_partner_id, p_holder, p_idempotency_key, 1, 1) g;
+      FROM tessera_claim_gate(p_campaign_id, p_partner_id, p_holder, p_idempotency_key, 1, 1, p_key_everywhere) g;
     IF verdict <> 'OK' THEN RETURN NEXT; RETURN; END IF;
 
     -- (2: a partner with allotted tickets draws on them first, in the second look)

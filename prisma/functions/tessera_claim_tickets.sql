@@ -45,6 +45,7 @@
 -- tickets back).
 --
 -- Every statement names the campaign, so on Citus the whole call runs on the node holding it.
+DROP FUNCTION IF EXISTS "tessera_claim_tickets"(UUID, UUID, TEXT, JSONB, TEXT, TEXT, INTEGER, INTEGER, INTEGER, BOOLEAN);
 CREATE OR REPLACE FUNCTION "tessera_claim_tickets"(
     p_campaign_id UUID,
     p_partner_id UUID,
@@ -55,7 +56,8 @@ CREATE OR REPLACE FUNCTION "tessera_claim_tickets"(
     p_quantity INTEGER,
     p_hold_seconds INTEGER,
     p_start INTEGER,
-    p_wait BOOLEAN
+    p_wait BOOLEAN,
+    p_key_everywhere BOOLEAN
 ) RETURNS TABLE (
     verdict TEXT, prior_campaign_id UUID, prior_allocation_id UUID,
     id UUID, campaign_id UUID, ticket_id BIGINT, partner_id UUID, holder TEXT, metadata JSONB,
@@ -91,7 +93,7 @@ DECLARE
     i INTEGER;
 BEGIN
     SELECT g.verdict, g.prior_campaign_id, g.prior_allocation_id INTO verdict, prior_campaign_id, prior_allocation_id
-      FROM tessera_claim_gate(p_campaign_id, p_partner_id, p_holder, p_idempotency_key, p_quantity, p_quantity) g;
+      FROM tessera_claim_gate(p_campaign_id, p_partner_id, p_holder, p_idempotency_key, p_quantity, p_quantity, p_key_everywhere) g;
     IF verdict <> 'OK' THEN RETURN NEXT; RETURN; END IF;
 
     SELECT cp.release_policy::text INTO v_policy FROM campaigns cp WHERE cp.id = p_campaign_id;

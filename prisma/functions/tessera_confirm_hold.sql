@@ -21,7 +21,7 @@ AS $$
 DECLARE
     v_now TIMESTAMPTZ;
 BEGIN
-    SELECT g.verdict INTO verdict FROM tessera_claim_gate(p_campaign_id, p_partner_id, p_holder, NULL, 0, 0) g;
+    SELECT g.verdict INTO verdict FROM tessera_claim_gate(p_campaign_id, p_partner_id, p_holder, NULL, 0, 0, true) g;
     IF verdict <> 'OK' THEN
         RETURN NEXT;
         RETURN;

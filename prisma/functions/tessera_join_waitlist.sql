@@ -45,7 +45,7 @@ BEGIN
     END IF;
 
     -- Found and open, as a claim is checked (quantity 0: the campaign only, no holder or quota lock).
-    SELECT g.verdict INTO verdict FROM tessera_claim_gate(p_campaign_id, p_partner_id, p_holder, NULL, 0, 0) g;
+    SELECT g.verdict INTO verdict FROM tessera_claim_gate(p_campaign_id, p_partner_id, p_holder, NULL, 0, 0, true) g;
     IF verdict <> 'OK' THEN RETURN NEXT; RETURN; END IF;
     SELECT * INTO c FROM campaigns WHERE id = p_campaign_id;
     IF c.release_policy <> 'WAITLIST_FIRST' OR p_quantity > COALESCE(c.per_holder_limit, 100) THEN

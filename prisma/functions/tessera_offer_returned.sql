@@ -68,7 +68,7 @@ BEGIN
         LOOP
             EXIT WHEN cardinality(pool) = 0;
             CONTINUE WHEN e.quantity > cardinality(pool);
-            SELECT g.verdict INTO verdict FROM tessera_claim_gate(p_campaign_id, e.partner_id, e.holder, NULL, e.quantity, e.quantity) g;
+            SELECT g.verdict INTO verdict FROM tessera_claim_gate(p_campaign_id, e.partner_id, e.holder, NULL, e.quantity, e.quantity, true) g;
             CONTINUE WHEN verdict <> 'OK';
             -- The entry's row lock before anything is written for it: a leaveWaitlist that holds it
             -- (or has just committed) makes it no longer WAITING, and it is passed over.

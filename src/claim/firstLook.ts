@@ -54,14 +54,17 @@ export type FirstLookRow = CampaignColumns & {
 
 const json = (metadata: JsonValue | null) => (metadata === null ? null : JSON.stringify(metadata));
 
+/** Whether the gate looks for a key's earlier claim in all the partner's campaigns (else the coordinator did, first). */
+export const keyEverywhere = (dialect: Pick<Dialect, 'keyCheck'>): boolean => dialect.keyCheck === 'in-gate';
+
 /** One request alone: tessera_claim_one in its transaction. */
 export async function firstLookAlone(prisma: ClaimClient, dialect: Dialect, r: FirstLookRequest): Promise<FirstLook> {
   const rows = await inTransaction<FirstLookRow>(
     prisma,
     {
       name: 'claimOne',
-      text: 'SELECT * FROM tessera_claim_one($1::uuid, $2::uuid, $3::text, $4::jsonb, $5::text, $6::text, $7::integer)',
-      values: [r.campaignId, r.partnerId, r.holder, json(r.metadata), r.idempotencyKey, r.requestHash, r.start],
+      text: 'SELECT * FROM tessera_claim_one($1::uuid, $2::uuid, $3::text, $4::jsonb, $5::text, $6::text, $7::integer, $8::boolean)',
+      values: [r.campaignId, r.partnerId, r.holder, json(r.metadata), r.idempotencyKey, r.requestHash, r.start, keyEverywhere(dialect)],
     },
     { keys: dialect.keyCheck, campaignId: r.campaignId, partnerId: r.partnerId, idempotencyKey: r.idempotencyKey },
   );
@@ -84,7 +87,7 @@ export async function firstLookTogether(prisma: ClaimClient, dialect: Dialect, r
       requests,
       (some) => ({
         name: 'claimCampaignGroup',
-        text: 'SELECT * FROM tessera_claim_campaign_group($1::uuid, $2::uuid[], $3::text[], $4::jsonb[], $5::text[], $6::text[], $7::integer)',
+        text: 'SELECT * FROM tessera_claim_campaign_group($1::uuid, $2::uuid[], $3::text[], $4::jsonb[], $5::text[], $6::text[], $7::integer, $8::boolean)',
         values: [
           campaignId,
           some.map((r) => r.partnerId),
@@ -93,6 +96,7 @@ export async function firstLookTogether(prisma: ClaimClient, dialect: Dialect, r
           some.map((r) => r.idempotencyKey),
           some.map((r) => r.requestHash),
           requests[0]!.start,
+          keyEverywhere(dialect),
         ],
       }),
       dialect.keyCheck,
@@ -100,7 +104,7 @@ export async function firstLookTogether(prisma: ClaimClient, dialect: Dialect, r
   } else {
     rows = await inTransaction<FirstLookRow>(prisma, {
       name: 'claimGroup',
-      text: 'SELECT * FROM tessera_claim_group($1::uuid[], $2::uuid[], $3::text[], $4::jsonb[], $5::text[], $6::text[], $7::integer[])',
+      text: 'SELECT * FROM tessera_claim_group($1::uuid[], $2::uuid[], $3::text[], $4::jsonb[], $5::text[], $6::text[], $7::integer[], $8::boolean)',
       values: [
         requests.map((r) => r.campaignId),
         requests.map((r) => r.partnerId),
@@ -109,6 +113,7 @@ export async function firstLookTogether(prisma: ClaimClient, dialect: Dialect, r
         requests.map((r) => r.idempotencyKey),
         requests.map((r) => r.requestHash),
         requests.map((r) => r.start),
+        keyEverywhere(dialect),
       ],
     });
   }

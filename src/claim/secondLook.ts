@@ -69,7 +69,7 @@ export type ClaimOutcome =
  * depends only on the kind and the wait mode; everything else is a parameter.
  */
 export function claimTicket(prisma: ClaimClient, p: ClaimTicketParams, keys: KeyCheck = 'in-gate', trace?: Span): Promise<ClaimedRow[]> {
-  return inTransaction<ClaimedRow>(prisma, claimStatement(p), { keys, campaignId: p.campaignId, partnerId: p.partnerId, idempotencyKey: p.idempotencyKey }, trace);
+  return inTransaction<ClaimedRow>(prisma, claimStatement(p, keys), { keys, campaignId: p.campaignId, partnerId: p.partnerId, idempotencyKey: p.idempotencyKey }, trace);
 }
 
 export function readClaim(rows: ClaimedRow[], campaignId: string): ClaimOutcome {
@@ -95,10 +95,10 @@ export function readClaim(rows: ClaimedRow[], campaignId: string): ClaimOutcome 
 }
 
 /** The statement as PostgreSQL receives it: text with $n parameters, and their values (the bench's pgbench script is made from it). */
-export function claimStatement(p: ClaimTicketParams): { name: string; text: string; values: unknown[] } {
+export function claimStatement(p: ClaimTicketParams, keys: KeyCheck = 'in-gate'): { name: string; text: string; values: unknown[] } {
   return {
     name: p.wait ? 'claimTicket (waiting)' : 'claimTicket',
-    text: `SELECT * FROM tessera_claim_tickets($1::uuid, $2::uuid, $3::text, $4::jsonb, $5::text, $6::text, $7::integer, $8::integer, $9::integer, $10::boolean)`,
+    text: `SELECT * FROM tessera_claim_tickets($1::uuid, $2::uuid, $3::text, $4::jsonb, $5::text, $6::text, $7::integer, $8::integer, $9::integer, $10::boolean, $11::boolean)`,
     values: [
       p.campaignId,
       p.partnerId,
@@ -110,6 +110,7 @@ export function claimStatement(p: ClaimTicketParams): { name: string; text: stri
       p.kind === 'hold' ? p.ttlSeconds : null,
       p.start,
       p.wait,
+      keys === 'in-gate',
     ],
   };
 }

@@ -137,15 +137,15 @@ describeCitus('Tessera on Citus', () => {
         for (const inTransaction of [false, true]) {
           if (inTransaction) await client.query('BEGIN');
           const claim = await client.query(
-            `EXPLAIN (COSTS OFF) SELECT * FROM tessera_claim_one($1::uuid, $2::uuid, 'h', NULL, NULL, NULL, 0)`,
+            `EXPLAIN (COSTS OFF) SELECT * FROM tessera_claim_one($1::uuid, $2::uuid, 'h', NULL, NULL, NULL, 0, false)`,
             [campaignId, partner.id],
           );
           const general = await client.query(
-            `EXPLAIN (COSTS OFF) SELECT * FROM tessera_claim_tickets($1::uuid, $2::uuid, 'h', NULL, NULL, NULL, 2, 60, 0, false)`,
+            `EXPLAIN (COSTS OFF) SELECT * FROM tessera_claim_tickets($1::uuid, $2::uuid, 'h', NULL, NULL, NULL, 2, 60, 0, false, false)`,
             [campaignId, partner.id],
           );
           const group = await client.query(
-            `EXPLAIN (COSTS OFF) SELECT * FROM tessera_claim_campaign_group($1::uuid, ARRAY[$2::uuid, $2::uuid], '{a,b}', '{NULL,NULL}', '{NULL,k}', '{NULL,h}', 0)`,
+            `EXPLAIN (COSTS OFF) SELECT * FROM tessera_claim_campaign_group($1::uuid, ARRAY[$2::uuid, $2::uuid], '{a,b}', '{NULL,NULL}', '{NULL,k}', '{NULL,h}', 0, false)`,
             [campaignId, partner.id],
           );
           const lock = await client.query('EXPLAIN (COSTS OFF) SELECT tessera_lock_campaign_gate($1::uuid)', [campaignId]);
@@ -205,7 +205,7 @@ describeCitus('Tessera on Citus', () => {
     const inFlight = await server.sql.connect();
     try {
       await inFlight.query('BEGIN');
-      const claimed = await inFlight.query(`SELECT id FROM tessera_claim_one($1::uuid, $2::uuid, 'slow', NULL, NULL, NULL, 0)`, [campaignId, partner.id]);
+      const claimed = await inFlight.query(`SELECT id FROM tessera_claim_one($1::uuid, $2::uuid, 'slow', NULL, NULL, NULL, 0, false)`, [campaignId, partner.id]);
       expect(claimed.rows[0].id).toBeTruthy();
       let closeDone = false;
       const close = server.gql(ADMIN_KEY, 'mutation($id: ID!) { closeCampaign(id: $id) { campaign { status } } }', { id: campaignId }).then((r) => {
@@ -240,7 +240,7 @@ describeCitus('Tessera on Citus', () => {
     try {
       // A claim in flight holds the gate shared (from the coordinator, where Tessera's claims run it).
       await inFlight.query('BEGIN');
-      await inFlight.query(`SELECT * FROM tessera_claim_gate($1, $2, 'slow', NULL, 1, 1)`, [campaignId, partner.id]);
+      await inFlight.query(`SELECT * FROM tessera_claim_gate($1, $2, 'slow', NULL, 1, 1, false)`, [campaignId, partner.id]);
       let closeDone = false;
       const close = server.gql(ADMIN_KEY, 'mutation($id: ID!) { closeCampaign(id: $id) { campaign { status } } }', { id: campaignId }).then((r) => {
         closeDone = true;
