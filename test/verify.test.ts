@@ -2,7 +2,8 @@
 // Verify and repair (issue 19): verifyCampaign recomputes every counter and invariant from the
 // rows and reports each drift with its size; repairCampaign fixes the counters, under claims too,
 // and never "fixes" a row.
-import { ADMIN_KEY, CLAIM, startTestServer, type TestServer } from './helpers/testServer';
+import { ADMIN_KEY, allocated, startTestServer, type TestServer } from './helpers/testServer';
+import { sleep } from './helpers/time';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -24,12 +25,12 @@ async function workedCampaign(): Promise<{ id: string; partner: { id: string; ap
   const id = await server.openCampaignWith(40);
   await server.gql(ADMIN_KEY, 'mutation($c: ID!, $p: ID!) { setPartnerQuota(campaignId: $c, partnerId: $p, quota: 30) { campaign { id } } }', { c: id, p: partner.id });
   await server.gql(ADMIN_KEY, 'mutation($c: ID!, $p: ID!) { setPartnerAllotment(campaignId: $c, partnerId: $p, size: 5) { id } }', { c: id, p: other.id });
-  const claims = await Promise.all(Array.from({ length: 10 }, (_, i) => server.gql(partner.apiKey, CLAIM, { input: { campaignId: id, holder: `h${i}` } })));
-  const held = await server.gql(partner.apiKey, 'mutation($c: ID!) { holdTicket(input: { campaignId: $c, holder: "held", ttlSeconds: 600 }) { allocation { id } } }', { c: id });
-  await server.gql(partner.apiKey, 'mutation($id: ID!) { confirmHold(allocationId: $id) { allocation { id } } }', { id: held.body.data!.holdTicket.allocation.id });
-  await server.gql(partner.apiKey, 'mutation($c: ID!) { holdTicket(input: { campaignId: $c, holder: "still held", ttlSeconds: 600 }) { allocation { id } } }', { c: id });
-  await server.gql(partner.apiKey, 'mutation($id: ID!) { releaseAllocation(allocationId: $id) { allocation { id } } }', { id: claims[0]!.body.data!.claimTicket.allocation.id });
-  await server.gql(other.apiKey, CLAIM, { input: { campaignId: id, holder: 'from allotment' } });
+  const claims = await Promise.all(Array.from({ length: 10 }, (_, i) => server.claim(partner.apiKey, { campaignId: id, holder: `h${i}` })));
+  const held = allocated(await server.hold(partner.apiKey, { campaignId: id, holder: 'held' }));
+  await server.gql(partner.apiKey, 'mutation($id: ID!) { confirmHold(allocationId: $id) { allocation { id } } }', { id: held.id });
+  await server.hold(partner.apiKey, { campaignId: id, holder: 'still held' });
+  await server.gql(partner.apiKey, 'mutation($id: ID!) { releaseAllocation(allocationId: $id) { allocation { id } } }', { id: allocated(claims[0]!).id });
+  await server.claim(other.apiKey, { campaignId: id, holder: 'from allotment' });
   return { id, partner };
 }
 
@@ -94,10 +95,10 @@ test('a repair while claims arrive neither loses nor double-counts a claim', asy
   const partner = await server.createPartner('storm');
   const id = await server.openCampaignWith(300);
   await server.sql.query('UPDATE campaign_counters SET allocated = allocated + 5 WHERE campaign_id = $1 AND slot = (SELECT min(slot) FROM campaign_counters WHERE campaign_id = $1)', [id]);
-  const claims = Promise.all(Array.from({ length: 200 }, (_, i) => server.gql(partner.apiKey, CLAIM, { input: { campaignId: id, holder: `s${i}` } })));
-  const repairs = Promise.all([repair(id), new Promise((r) => setTimeout(r, 20)).then(() => repair(id))]);
+  const claims = Promise.all(Array.from({ length: 200 }, (_, i) => server.claim(partner.apiKey, { campaignId: id, holder: `s${i}` })));
+  const repairs = Promise.all([repair(id), sleep(20).then(() => repair(id))]);
   const [answers] = await Promise.all([claims, repairs]);
-  expect(answers.filter((a) => a.body.data?.claimTicket.allocation).length).toBe(200);
+  expect(answers.filter((a) => a.allocation).length).toBe(200);
   expect(await verify(id)).toMatchObject({ ok: true, drifts: [] });
 });
 
