@@ -6,7 +6,7 @@
 import { accessRules } from '../src/access';
 import { isTestCampaignId, newTestCampaignId } from '../src/testMode';
 import { NO_SUCH_ID, probeFor, schema, selectionOf, targetOf, type Target } from './helpers/probes';
-import { ADMIN_KEY, startTestServer, type TestServer } from './helpers/testServer';
+import { ADMIN_KEY, allocated, startTestServer, type TestServer } from './helpers/testServer';
 import { liveSnapshot as liveRows, REFUSAL_FLUSH_MS } from './helpers/liveRows';
 import { startReceiver, verifiedWith } from './helpers/receiver';
 import { until } from './helpers/time';
@@ -51,9 +51,9 @@ beforeAll(async () => {
     const key = partner[mode];
     const o = objects[mode];
     o.campaign = await campaignOf(mode, 5);
-    const held = await server.gql(key, 'mutation($c: ID!) { holdTicket(input: { campaignId: $c, holder: "h", ttlSeconds: 600 }) { allocation { id test } error { code } } }', { c: o.campaign });
-    expect(held.body.data!.holdTicket).toEqual({ allocation: { id: expect.any(String), test: mode === 'test' }, error: null });
-    o.allocation = held.body.data!.holdTicket.allocation.id;
+    const held = await server.hold(key, { campaignId: o.campaign });
+    expect(held).toMatchObject({ allocation: { test: mode === 'test' }, error: null });
+    o.allocation = allocated(held).id;
     const waitlisted = await campaignOf(mode, 0, { releasePolicy: 'WAITLIST_FIRST' });
     const joined = await server.gql(key, 'mutation($c: ID!) { joinWaitlist(input: { campaignId: $c, holder: "w" }) { entry { id test } error { code } } }', { c: waitlisted });
     expect(joined.body.data!.joinWaitlist).toEqual({ entry: { id: expect.any(String), test: mode === 'test' }, error: null });
@@ -101,8 +101,8 @@ describe('test keys and test campaigns', () => {
   test('a test key claims from a test campaign as a live key does from a live one', async () => {
     for (const mode of ['live', 'test'] as const) {
       const campaign = await campaignOf(mode, 3);
-      const r = await server.gql(partner[mode], 'mutation($c: ID!) { claimTicket(input: { campaignId: $c, holder: "c" }) { allocation { test campaign { id test } } error { code } } }', { c: campaign });
-      expect(r.body.data!.claimTicket).toEqual({ allocation: { test: mode === 'test', campaign: { id: campaign, test: mode === 'test' } }, error: null });
+      const r = await server.claim(partner[mode], { campaignId: campaign, holder: 'c' });
+      expect(r).toMatchObject({ allocation: { test: mode === 'test', campaign: { id: campaign, test: mode === 'test' } }, error: null });
     }
   });
 
@@ -303,8 +303,7 @@ describe('webhooks in test mode', () => {
       const claims: Record<Mode, string> = { live: '', test: '' };
       for (const mode of ['live', 'test'] as const) {
         const campaign = await campaignOf(mode, 2);
-        const r = await server.gql(p[mode], 'mutation($c: ID!) { claimTicket(input: { campaignId: $c, holder: "hook" }) { allocation { id } } }', { c: campaign });
-        claims[mode] = r.body.data!.claimTicket.allocation.id;
+        claims[mode] = allocated(await server.claim(p[mode], { campaignId: campaign, holder: 'hook' })).id;
       }
       await until(() => recorder.received.length >= 4, { message: 'four deliveries' });
       const byPath = new Map<string, { livemode: boolean; allocation: string; signed: boolean }[]>();
@@ -356,8 +355,7 @@ describe('advanceTestClock', () => {
 
   test('drives a hold to HOLD_EXPIRED at once: its ticket is back in the pool when the call returns', async () => {
     const campaign = await campaignOf('test', 2);
-    const held = await server.gql(partner.test, 'mutation($c: ID!) { holdTicket(input: { campaignId: $c, holder: "clock", ttlSeconds: 600 }) { allocation { id expiresAt } } }', { c: campaign });
-    const hold = held.body.data!.holdTicket.allocation;
+    const hold = allocated(await server.hold(partner.test, { campaignId: campaign, holder: 'clock' }));
     const started = performance.now();
     const advanced = await server.gql(partner.test, ADVANCE, { c: campaign, s: 601 });
     expect(advanced.body.errors).toBeUndefined();
@@ -390,22 +388,22 @@ describe('advanceTestClock', () => {
   test('opens the window: a claim before opensAt is CAMPAIGN_NOT_OPEN, after advancing past it it succeeds', async () => {
     const opensAt = new Date(Date.now() + 3_600_000);
     const campaign = await campaignOf('test', 2, { opensAt: opensAt.toISOString() });
-    const claim = () => server.gql(partner.test, 'mutation($c: ID!) { claimTicket(input: { campaignId: $c, holder: "early" }) { allocation { id } error { code } } }', { c: campaign });
-    expect((await claim()).body.data!.claimTicket.error.code).toBe('CAMPAIGN_NOT_OPEN');
+    const claim = () => server.claim(partner.test, { campaignId: campaign, holder: 'early' });
+    expect((await claim()).error?.code).toBe('CAMPAIGN_NOT_OPEN');
     const advanced = await server.gql(ADMIN_KEY, ADVANCE, { c: campaign, s: 3_600 });
     expect(new Date(advanced.body.data!.advanceTestClock.campaign.opensAt).getTime()).toBe(opensAt.getTime() - 3_600_000);
-    expect((await claim()).body.data!.claimTicket.error).toBeNull();
+    expect((await claim()).error).toBeNull();
   });
 
   test('refuses a live campaign (LIVE_CAMPAIGN, nothing moved); a live key cannot tell a test campaign from a missing one', async () => {
     const live = await campaignOf('live', 1);
-    const held = await server.gql(partner.live, 'mutation($c: ID!) { holdTicket(input: { campaignId: $c, holder: "live", ttlSeconds: 600 }) { allocation { id expiresAt } } }', { c: live });
-    const before = (await server.sql.query('SELECT expires_at, (SELECT opens_at FROM campaigns WHERE id = $2) AS opens FROM allocations WHERE id = $1', [held.body.data!.holdTicket.allocation.id, live])).rows[0];
+    const held = allocated(await server.hold(partner.live, { campaignId: live, holder: 'live' }));
+    const before = (await server.sql.query('SELECT expires_at, (SELECT opens_at FROM campaigns WHERE id = $2) AS opens FROM allocations WHERE id = $1', [held.id, live])).rows[0];
     for (const key of [ADMIN_KEY, partner.live]) {
       const r = await server.gql(key, ADVANCE, { c: live, s: 600 });
       expect(r.body.errors?.map((e) => e.extensions?.code)).toEqual(['LIVE_CAMPAIGN']);
     }
-    const after = (await server.sql.query('SELECT expires_at, (SELECT opens_at FROM campaigns WHERE id = $2) AS opens FROM allocations WHERE id = $1', [held.body.data!.holdTicket.allocation.id, live])).rows[0];
+    const after = (await server.sql.query('SELECT expires_at, (SELECT opens_at FROM campaigns WHERE id = $2) AS opens FROM allocations WHERE id = $1', [held.id, live])).rows[0];
     expect(after).toEqual(before);
     const answer = async (key: string, id: string) => JSON.stringify((await server.gql(key, ADVANCE, { c: id, s: 1 })).body).split(id).join('<id>');
     expect(await answer(partner.live, objects.test.campaign)).toBe(await answer(partner.live, NO_SUCH_TEST_ID));
@@ -435,8 +433,8 @@ describe('purgeTestData', () => {
       const campaign = await campaignOf('test', 6, { releasePolicy: 'WAITLIST_FIRST' });
       await server.gql(ADMIN_KEY, 'mutation($c: ID!, $p: ID!) { setPartnerQuota(campaignId: $c, partnerId: $p, quota: 5) { campaign { id } } }', { c: campaign, p: p.id });
       await server.gql(ADMIN_KEY, 'mutation($c: ID!, $p: ID!) { setPartnerAllotment(campaignId: $c, partnerId: $p, size: 1) { id } }', { c: campaign, p: partner.id });
-      for (const holder of ['a', 'b', 'c']) await server.gql(p.test, 'mutation($c: ID!, $h: String!) { claimTicket(input: { campaignId: $c, holder: $h }) { allocation { id } } }', { c: campaign, h: holder });
-      await server.gql(p.test, 'mutation($c: ID!) { holdTicket(input: { campaignId: $c, holder: "d", ttlSeconds: 600 }) { allocation { id } } }', { c: campaign });
+      for (const holder of ['a', 'b', 'c']) await server.claim(p.test, { campaignId: campaign, holder });
+      await server.hold(p.test, { campaignId: campaign, holder: 'd' });
       const ballot = await campaignOf('test', 2, { mode: 'BALLOT' });
       await server.gql(p.test, 'mutation($c: ID!) { enterBallot(input: { campaignId: $c, holder: "e" }) { entry { id } } }', { c: ballot });
       await until(() => recorder.received.length >= 4, { message: 'the test endpoint\'s deliveries' });
@@ -464,7 +462,7 @@ describe('purgeTestData', () => {
       expect((await server.gql(ADMIN_KEY, 'query($c: ID!) { campaign(id: $c) { id } }', { c: campaign })).body.data!.campaign).toBeNull();
       // The live side works on as before.
       const live = await campaignOf('live', 1);
-      expect((await server.gql(partner.live, 'mutation($c: ID!) { claimTicket(input: { campaignId: $c, holder: "after" }) { error { code } } }', { c: live })).body.data!.claimTicket.error).toBeNull();
+      expect((await server.claim(partner.live, { campaignId: live, holder: 'after' })).error).toBeNull();
       // A test campaign made after `before` stays.
       const kept = await campaignOf('test', 1);
       const again = await server.gql(ADMIN_KEY, 'mutation($b: DateTime!) { purgeTestData(before: $b) { campaigns } }', { b: new Date(Date.now() - 60_000).toISOString() });
@@ -519,9 +517,9 @@ describe('createTestCopy', () => {
     const { rows: codes } = await server.sql.query("SELECT count(*)::int AS n FROM tickets WHERE campaign_id = $1 AND code LIKE 'TEST-%'", [copy.id]);
     expect(codes[0].n).toBe(10);
     // The partner rehearses on it with its test key; its live key cannot see it.
-    const claim = (key: string) => server.gql(key, 'mutation($c: ID!) { claimTicket(input: { campaignId: $c, holder: "copy" }) { allocation { test } error { code } } }', { c: copy.id });
-    expect((await claim(partner.test)).body.data!.claimTicket).toEqual({ allocation: { test: true }, error: null });
-    expect((await claim(partner.live)).body.data!.claimTicket.error.code).toBe('CAMPAIGN_NOT_FOUND');
+    const claim = (key: string) => server.claim(key, { campaignId: copy.id, holder: 'copy' });
+    expect(await claim(partner.test)).toMatchObject({ allocation: { test: true }, error: null });
+    expect((await claim(partner.live)).error?.code).toBe('CAMPAIGN_NOT_FOUND');
   });
 
   test('tickets sets the count (0 and up, at least the allotments); a DRAFT is copied as a DRAFT; partners are FORBIDDEN', async () => {
@@ -555,12 +553,11 @@ describe('resetTestCampaign', () => {
     await server.gql(ADMIN_KEY, 'mutation($c: ID!, $p: ID!) { setPartnerAllotment(campaignId: $c, partnerId: $p, size: 1) { id } }', { c: campaign, p: partner.id });
     const sequences: number[] = [];
     for (const holder of ['a', 'b']) {
-      const r = await server.gql(partner.test, 'mutation($c: ID!, $h: String!) { claimTicket(input: { campaignId: $c, holder: $h }) { allocation { id sequence } } }', { c: campaign, h: holder });
-      sequences.push(Number(r.body.data!.claimTicket.allocation.sequence));
+      sequences.push(Number(allocated(await server.claim(partner.test, { campaignId: campaign, holder })).sequence));
     }
     const first = (await server.gql(partner.test, 'query($c: ID!) { campaign(id: $c) { allocations { edges { node { id } } } } }', { c: campaign })).body.data!.campaign.allocations.edges[0].node.id;
     await server.gql(partner.test, 'mutation($a: ID!) { releaseAllocation(allocationId: $a) { allocation { status } } }', { a: first }); // VOID: a ticket retired
-    await server.gql(partner.test, 'mutation($c: ID!) { holdTicket(input: { campaignId: $c, holder: "h", ttlSeconds: 600 }) { allocation { id } } }', { c: campaign });
+    await server.hold(partner.test, { campaignId: campaign });
     await server.gql(ADMIN_KEY, 'mutation($c: ID!, $s: Int!) { advanceTestClock(campaignId: $c, seconds: $s) { campaign { id } } }', { c: campaign, s: 120 });
     await server.gql(ADMIN_KEY, 'mutation($c: ID!) { closeCampaign(id: $c) { campaign { status } } }', { c: campaign });
 
@@ -573,9 +570,9 @@ describe('resetTestCampaign', () => {
     const { rows } = await server.sql.query('SELECT (SELECT count(*)::int FROM allocations WHERE campaign_id = $1) AS allocations, (SELECT live FROM partner_quotas WHERE campaign_id = $1) AS live, (SELECT quota FROM partner_quotas WHERE campaign_id = $1) AS quota', [campaign]);
     expect(rows[0]).toEqual({ allocations: 0, live: 0, quota: 3 });
     // It works on as a just-opened campaign, and the allocation numbers go on from where they were.
-    const again = await server.gql(partner.test, 'mutation($c: ID!) { claimTicket(input: { campaignId: $c, holder: "a" }) { allocation { sequence } error { code } } }', { c: campaign });
-    expect(again.body.data!.claimTicket.error).toBeNull();
-    expect(Number(again.body.data!.claimTicket.allocation.sequence)).toBeGreaterThan(Math.max(...sequences));
+    const again = await server.claim(partner.test, { campaignId: campaign, holder: 'a' });
+    expect(again.error).toBeNull();
+    expect(Number(allocated(again).sequence)).toBeGreaterThan(Math.max(...sequences));
     expect(await verify(campaign)).toEqual({ ok: true, drifts: [] });
   });
 
@@ -597,7 +594,7 @@ describe('resetTestCampaign', () => {
 
   test('refuses a live campaign (LIVE_CAMPAIGN, nothing changes); a live key cannot tell a test campaign from a missing one', async () => {
     const live = await campaignOf('live', 2);
-    await server.gql(partner.live, 'mutation($c: ID!) { claimTicket(input: { campaignId: $c, holder: "x" }) { allocation { id } } }', { c: live });
+    await server.claim(partner.live, { campaignId: live, holder: 'x' });
     const before = await liveSnapshot();
     for (const key of [ADMIN_KEY, partner.live]) expect((await server.gql(key, RESET, { c: live })).body.errors?.map((e) => e.extensions?.code)).toEqual(['LIVE_CAMPAIGN']);
     expect(await liveSnapshot()).toEqual(before);

@@ -5,8 +5,8 @@
 import type { GraphQLResponse } from './graphql';
 
 const ALLOCATION = `allocation {
-      id sequence status holder metadata idempotencyKey allocatedAt expiresAt
-      ticket { id code status } partner { id } campaign { id }
+      id sequence status holder metadata idempotencyKey allocatedAt expiresAt test
+      ticket { id code status } partner { id } campaign { id test }
     }
     error { code message }`;
 
@@ -31,9 +31,10 @@ export interface Allocated {
   idempotencyKey: string | null;
   allocatedAt: string;
   expiresAt: string | null;
+  test: boolean;
   ticket: { id: string; code: string; status: string };
   partner: { id: string };
-  campaign: { id: string };
+  campaign: { id: string; test: boolean };
 }
 
 /** What claimTicket and holdTicket answer: an allocation, or a typed refusal. */
