@@ -5,7 +5,7 @@
 // ALLOTMENT_LAPSED. After every test, total = allocated + held + allotted + available + void.
 import { sealSecret } from '../src/webhooks/secrets';
 import { newWebhookSecret } from '../src/webhooks/signature';
-import { ADMIN_KEY, assertPoolInvariants, startTestServer, TEST_WEBHOOK_KEY, type TestServer } from './helpers/testServer';
+import { ADMIN_KEY, allocated, assertPoolInvariants, startTestServer, TEST_WEBHOOK_KEY, type TestServer } from './helpers/testServer';
 import { startReceiver, untilWebhooksSettled } from './helpers/receiver';
 import { ticketsLiveTwice } from './helpers/sql';
 import { sleep, until, untilSessionsWaitForLock } from './helpers/time';
@@ -266,9 +266,7 @@ test('under VOID a drawn ticket that comes back is retired and the allotment shr
   // there by the sweeper.
   const pool = await server.openCampaignWith(3);
   await allot(pool, owner.id, 2);
-  const held = (await server.gql(owner.apiKey, 'mutation($input: HoldTicketInput!) { holdTicket(input: $input) { allocation { id } } }', {
-    input: { campaignId: pool, holder: 'h', ttlSeconds: 60 },
-  })).body.data!.holdTicket.allocation;
+  const held = allocated(await server.hold(owner.apiKey, { campaignId: pool, ttlSeconds: 60 }));
   await setTimes(server.sql, 'allocations', { expires_at: 'clock_timestamp()' }, 'id = $1', [held.id]);
   expect((await read(ADMIN_KEY, pool)).stats).toEqual({ total: 3, allocated: 0, held: 0, allotted: 2, available: 1, void: 0 });
   await until(async () => (await server.sql.query("SELECT status::text AS s FROM allocations WHERE id = $1", [held.id])).rows[0].s === 'EXPIRED', {

@@ -223,10 +223,7 @@ describe('stats', () => {
     const id = await server.openCampaignWith(8, { name: 'Stats' });
     await server.claim(partner.apiKey, { campaignId: id, holder: 's1' });
     await server.claim(partner.apiKey, { campaignId: id, holder: 's2' });
-    const hold = await server.gql(partner.apiKey, 'mutation($input: HoldTicketInput!) { holdTicket(input: $input) { allocation { id } error { code } } }', {
-      input: { campaignId: id, holder: 'held', ttlSeconds: 3600 },
-    });
-    expect(hold.body.data!.holdTicket.allocation).not.toBeNull();
+    expect((await server.hold(partner.apiKey, { campaignId: id, holder: 'held', ttlSeconds: 3600 })).allocation).not.toBeNull();
     const { stats } = (await ok(CAMPAIGN, { id })).campaign;
     expect(stats).toEqual({ total: 8, allocated: 2, held: 1, available: 5, fillRate: 0.25 });
     expect(stats.allocated + stats.held + stats.available).toBe(stats.total);

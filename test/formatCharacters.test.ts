@@ -6,7 +6,7 @@
 // and nothing is stored. (Mutations are served over HTTP only: over graphql-ws any mutation is
 // refused before its arguments are read, transports.test.ts.)
 import * as validate from '../src/validation';
-import { ADMIN_KEY, startTestServer, type GraphQLResponse, type TestServer } from './helpers/testServer';
+import { ADMIN_KEY, CLAIM, HOLD, startTestServer, type GraphQLResponse, type TestServer } from './helpers/testServer';
 
 const FORMAT: [string, string][] = [
   ['U+202E (right-to-left override)', '\u202e'],
@@ -33,8 +33,8 @@ afterAll(() => server.stop());
 
 /** A partner operation taking a holder, and where its answer's error code is. */
 const HOLDER_OPERATIONS: [string, string, () => Record<string, unknown>][] = [
-  ['claimTicket', 'mutation($input: ClaimTicketInput!) { claimTicket(input: $input) { allocation { id } error { code message } } }', () => ({ campaignId: firstCome })],
-  ['holdTicket', 'mutation($input: HoldTicketInput!) { holdTicket(input: $input) { allocation { id } error { code message } } }', () => ({ campaignId: firstCome, ttlSeconds: 60 })],
+  ['claimTicket', CLAIM, () => ({ campaignId: firstCome })],
+  ['holdTicket', HOLD, () => ({ campaignId: firstCome, ttlSeconds: 60 })],
   ['claimTickets', 'mutation($input: ClaimTicketsInput!) { claimTickets(input: $input) { allocations { id } error { code message } } }', () => ({ campaignId: firstCome, quantity: 2 })],
   ['joinWaitlist', 'mutation($input: JoinWaitlistInput!) { joinWaitlist(input: $input) { entry { id } error { code message } } }', () => ({ campaignId: waitlisted })],
   ['enterBallot', 'mutation($input: EnterBallotInput!) { enterBallot(input: $input) { entry { id } error { code message } } }', () => ({ campaignId: ballot })],

@@ -4,7 +4,7 @@
 // maxHoldSeconds when that is earlier. An extendHold past it answers HOLD_EXTENSION_LIMIT and changes
 // nothing; one within it works as for any hold. The clock is moved in SQL (or by advanceTestClock),
 // never waited for.
-import { assertPoolInvariants, ADMIN_KEY, CLAIM, startTestServer, type ClaimPayload, type TestServer } from './helpers/testServer';
+import { ADMIN_KEY, allocated, assertPoolInvariants, CLAIM, startTestServer, type ClaimPayload, type TestServer } from './helpers/testServer';
 import { setTimes } from './helpers/setTimes';
 import { until } from './helpers/time';
 import { connectSocket, runOverSocket } from './helpers/ws';
@@ -163,7 +163,7 @@ test("under advanceTestClock, an offer's window is kept as maxHoldSeconds is: fr
   const owner = (await server.gql(ADMIN_KEY, 'mutation { createPartner(input: { name: "rehearsal owner" }) { testApiKey } }')).body.data!.createPartner.testApiKey as string;
   const offer = await offeredHold({ test: true }, { owner, waiter: key });
   const capped = await server.openCampaignWith(1, { test: true, maxHoldSeconds: 900 });
-  const held = (await server.gql(key, 'mutation($c: ID!) { holdTicket(input: { campaignId: $c, holder: "h", ttlSeconds: 900 }) { allocation { id } } }', { c: capped })).body.data!.holdTicket.allocation.id as string;
+  const held = allocated(await server.hold(key, { campaignId: capped, ttlSeconds: 900 })).id;
   const advance = (campaignId: string, seconds: number) =>
     server.gql(ADMIN_KEY, 'mutation($c: ID!, $s: Int!) { advanceTestClock(campaignId: $c, seconds: $s) { campaign { id } } }', { c: campaignId, s: seconds });
   for (const campaignId of [offer.campaignId, capped]) expect((await advance(campaignId, 300)).body.errors).toBeUndefined();
