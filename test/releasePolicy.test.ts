@@ -3,7 +3,7 @@
 // expired ticket to the pool; VOID retires it for good — the ticket is VOID, counted in stats.void,
 // never claimable again, and a claim never takes over a VOID campaign's expired hold. After every
 // test, total = allocated + held + available + void, in the tickets and in the counters alike.
-import { ADMIN_KEY, assertPoolInvariants, startTestServer, type TestServer } from './helpers/testServer';
+import { ADMIN_KEY, allocated, assertPoolInvariants, startTestServer, type TestServer } from './helpers/testServer';
 import { ticketsLiveTwice } from './helpers/sql';
 import { expireHolds, until } from './helpers/time';
 
@@ -82,18 +82,18 @@ test('VOID: a released ticket is retired — VOID, counted in void, never claime
 test('VOID: an expired hold is retired from the instant it lapses — not taken over by a claim — and the sweeper writes it so', async () => {
   const partner = await server.createPartner();
   const campaignId = await campaignWith(2, 'VOID');
-  const held = await server.hold(partner.apiKey, { campaignId, holder: 'h', ttlSeconds: 60 });
+  const held = allocated(await server.hold(partner.apiKey, { campaignId, holder: 'h', ttlSeconds: 60 }));
   // One ticket available, one held: a claim takes the available one; then nothing is available and
   // the hold can never come back to the pool, so the next claim is SOLD_OUT, not ALL_HELD.
   expect((await server.claim(partner.apiKey, { campaignId, holder: 'x' })).allocation).not.toBeNull();
   expect((await server.claim(partner.apiKey, { campaignId, holder: 'y' })).error?.code).toBe('SOLD_OUT');
-  await expireHolds(server.sql, [held.allocation.id]);
+  await expireHolds(server.sql, [held.id]);
   expect(await stats(campaignId)).toMatchObject({ total: 2, allocated: 1, held: 0, available: 0, void: 1 });
-  expect((await server.gql(ADMIN_KEY, TICKET_OF, { id: held.allocation.id })).body.data!.allocation).toEqual({ status: 'EXPIRED', ticket: { status: 'VOID' } });
+  expect((await server.gql(ADMIN_KEY, TICKET_OF, { id: held.id })).body.data!.allocation).toEqual({ status: 'EXPIRED', ticket: { status: 'VOID' } });
   expect((await server.claim(partner.apiKey, { campaignId, holder: 'z' })).error?.code).toBe('SOLD_OUT');
-  expect((await server.sql.query("SELECT status::text FROM allocations WHERE id = $1", [held.allocation.id])).rows[0].status).toBe('HELD'); // not taken over
+  expect((await server.sql.query("SELECT status::text FROM allocations WHERE id = $1", [held.id])).rows[0].status).toBe('HELD'); // not taken over
   await server.sweep();
-  const { rows } = await server.sql.query('SELECT a.status::text AS a, t.status::text AS t FROM allocations a JOIN tickets t ON t.campaign_id = a.campaign_id AND t.id = a.ticket_id WHERE a.id = $1', [held.allocation.id]);
+  const { rows } = await server.sql.query('SELECT a.status::text AS a, t.status::text AS t FROM allocations a JOIN tickets t ON t.campaign_id = a.campaign_id AND t.id = a.ticket_id WHERE a.id = $1', [held.id]);
   expect(rows[0]).toEqual({ a: 'EXPIRED', t: 'VOID' });
   expect(await stats(campaignId)).toMatchObject({ total: 2, allocated: 1, held: 0, available: 0, void: 1 });
   await assertPoolInvariants(server.sql, campaignId);
@@ -103,10 +103,10 @@ test('POOL, for comparison: the same release and expiry return both tickets to t
   const partner = await server.createPartner();
   const campaignId = await campaignWith(2);
   const claimed = await server.claim(partner.apiKey, { campaignId, holder: 'a' });
-  const held = await server.hold(partner.apiKey, { campaignId, holder: 'b', ttlSeconds: 60 });
+  const held = allocated(await server.hold(partner.apiKey, { campaignId, holder: 'b', ttlSeconds: 60 }));
   expect((await server.claim(partner.apiKey, { campaignId, holder: 'c' })).error?.code).toBe('ALL_HELD');
   await release(partner.apiKey, claimed.allocation!.id);
-  await expireHolds(server.sql, [held.allocation.id]);
+  await expireHolds(server.sql, [held.id]);
   expect(await stats(campaignId)).toMatchObject({ total: 2, allocated: 0, held: 0, available: 2, void: 0 });
   expect((await server.claim(partner.apiKey, { campaignId, holder: 'd' })).allocation).not.toBeNull();
   expect((await server.claim(partner.apiKey, { campaignId, holder: 'e' })).allocation).not.toBeNull(); // takes over the expired hold
@@ -116,12 +116,12 @@ test('POOL, for comparison: the same release and expiry return both tickets to t
 test('VOID under concurrency: 60 claims, 30 holds lapsing and 20 releases at once retire exactly what came back, and the identity holds', async () => {
   const partners = await Promise.all([server.createPartner('p1'), server.createPartner('p2')]);
   const campaignId = await campaignWith(80, 'VOID');
-  const holds = await Promise.all(Array.from({ length: 30 }, (_, i) => server.hold(partners[i % 2]!.apiKey, { campaignId, holder: `hold${i}`, ttlSeconds: 60 })));
+  const holds = (await Promise.all(Array.from({ length: 30 }, (_, i) => server.hold(partners[i % 2]!.apiKey, { campaignId, holder: `hold${i}`, ttlSeconds: 60 })))).map(allocated);
   const claims = await Promise.all(Array.from({ length: 20 }, (_, i) => server.claim(partners[i % 2]!.apiKey, { campaignId, holder: `first${i}` })));
   expect(claims.every((c) => c.allocation)).toBe(true);
   // Together: the holds lapse (and the sweeper runs twice), 20 claims are released, 60 more claims run.
   await Promise.all([
-    expireHolds(server.sql, holds.map((h) => h.allocation.id)).then(() => server.sweep()).then(() => server.sweep()),
+    expireHolds(server.sql, holds.map((h) => h.id)).then(() => server.sweep()).then(() => server.sweep()),
     ...claims.map((c, i) => release(partners[i % 2]!.apiKey, c.allocation!.id)),
     ...Array.from({ length: 60 }, (_, i) => server.claim(partners[i % 2]!.apiKey, { campaignId, holder: `storm${i}` })),
   ]);
