@@ -11,7 +11,7 @@ import { newWebhookSecret } from '../src/webhooks/signature';
 import { citusNodes } from './helpers/citus';
 import { startReceiver, untilWebhooksSettled } from './helpers/receiver';
 import { ticketsLiveTwice } from './helpers/sql';
-import { assertPoolInvariants, ADMIN_KEY, CLAIM, startTestServer, TEST_WEBHOOK_KEY, type ClaimPayload, type TestServer } from './helpers/testServer';
+import { ADMIN_KEY, assertPoolInvariants, startTestServer, TEST_WEBHOOK_KEY, type TestServer } from './helpers/testServer';
 import { setTimes } from './helpers/setTimes';
 
 const { verifyBallot } = createRequire(__filename)('../bin/verify-ballot.js') as {
@@ -180,8 +180,7 @@ test('modes: createCampaign checks the ballot settings; a BALLOT campaign refuse
   expect(rows[0]).toMatchObject({ seed: null, sealed_seed: expect.stringMatching(/^v1:/) });
 
   const partner = await server.createPartner('claimer');
-  const claim = await server.gql<ClaimPayload>(partner.apiKey, CLAIM, { input: { campaignId: draftId, holder: 'h' } });
-  expect(claim.body.data!.claimTicket).toMatchObject({ allocation: null, error: { code: 'CAMPAIGN_NOT_OPEN' } });
+  expect(await server.claim(partner.apiKey, { campaignId: draftId })).toMatchObject({ allocation: null, error: { code: 'CAMPAIGN_NOT_OPEN' } });
   const group = await server.gql(partner.apiKey, 'mutation($i: ClaimTicketsInput!) { claimTickets(input: $i) { allocations { id } error { code } } }', {
     i: { campaignId: draftId, holder: 'h', quantity: 2 },
   });

@@ -63,15 +63,13 @@ async function stats(campaignId: string): Promise<Stats> {
   expect(res.body.errors).toBeUndefined();
   return res.body.data!.campaign.stats;
 }
-const claim = (key: string, campaignId: string, holder: string) => server.claim(key, { campaignId, holder });
-const hold = (key: string, campaignId: string, holder: string) => server.hold(key, { campaignId, holder });
 
 /**
  * A claim that takes nothing, and the stats right after it: SOLD_OUT exactly when the stats say sold
  * out; ALL_ALLOTTED only while tickets are allotted. Returns the code.
  */
 async function refusedConsistently(key: string, campaignId: string, holder: string): Promise<string> {
-  const answer = await claim(key, campaignId, holder);
+  const answer = await server.claim(key, { campaignId, holder });
   expect(answer.allocation).toBeNull();
   const s = await stats(campaignId);
   expect(answer.error!.code === 'SOLD_OUT').toBe(s.soldOut);
@@ -125,14 +123,14 @@ test('with tickets still allotted to a partner, the campaign is not sold out; af
   expect(set.body.errors).toBeUndefined();
 
   // The other partner takes the 15 of the pool: nothing is available, 5 are allotted.
-  const taken = await Promise.all(Array.from({ length: 15 }, (_, i) => claim(other.apiKey, campaignId, `p${i}`)));
+  const taken = await Promise.all(Array.from({ length: 15 }, (_, i) => server.claim(other.apiKey, { campaignId, holder: `p${i}` })));
   expect(taken.every((a) => a.allocation)).toBe(true);
   expect(await refusedConsistently(other.apiKey, campaignId, 'late')).toBe('ALL_ALLOTTED');
   expect(await stats(campaignId)).toEqual({ total: 20, allocated: 15, held: 0, allotted: 5, available: 0, void: 0, fillRate: 0.75, soldOut: false, soldOutAt: null });
   await notAnnounced(campaignId);
 
   // The owner draws one; the allotment then lapses (the clock moved in SQL), its 4 come back.
-  expect((await claim(owner.apiKey, campaignId, 'o1')).allocation).not.toBeNull();
+  expect((await server.claim(owner.apiKey, { campaignId, holder: 'o1' })).allocation).not.toBeNull();
   expect(await refusedConsistently(other.apiKey, campaignId, 'late')).toBe('ALL_ALLOTTED');
   await setTimes(server.sql, 'allotments', { lapses_at: "clock_timestamp() - interval '1 millisecond'" }, 'campaign_id = $1', [campaignId]);
   expect(await stats(campaignId)).toMatchObject({ allotted: 0, available: 4, soldOut: false, soldOutAt: null });
@@ -140,7 +138,7 @@ test('with tickets still allotted to a partner, the campaign is not sold out; af
 
   let last: AllocationAnswer | null = null;
   for (let i = 0; i < 4; i += 1) {
-    last = await claim(other.apiKey, campaignId, `after${i}`);
+    last = await server.claim(other.apiKey, { campaignId, holder: `after${i}` });
     expect(last.allocation).not.toBeNull();
     if (i < 3) await notAnnounced(campaignId);
   }
@@ -155,9 +153,9 @@ test('with tickets still allotted to a partner, the campaign is not sold out; af
 test('a hold keeps a campaign from selling out until it lapses and is claimed; a hold confirmed sells it out', async () => {
   const [partner, holder] = await Promise.all([server.createPartner('claims'), server.createPartner('holds')]);
   const campaignId = await server.openCampaignWith(3);
-  await claim(partner.apiKey, campaignId, 'a');
-  const held = await hold(holder.apiKey, campaignId, 'h');
-  const kept = await hold(holder.apiKey, campaignId, 'k');
+  await server.claim(partner.apiKey, { campaignId, holder: 'a' });
+  const held = await server.hold(holder.apiKey, { campaignId, holder: 'h' });
+  const kept = await server.hold(holder.apiKey, { campaignId, holder: 'k' });
   expect(await refusedConsistently(partner.apiKey, campaignId, 'late')).toBe('ALL_HELD');
   expect(await stats(campaignId)).toMatchObject({ allocated: 1, held: 2, available: 0, soldOut: false, soldOutAt: null });
   await notAnnounced(campaignId);
@@ -165,7 +163,7 @@ test('a hold keeps a campaign from selling out until it lapses and is claimed; a
   // One hold lapses: its ticket is claimable at once, and claimed.
   await expireHolds(server.sql, [held.allocation!.id]);
   expect(await stats(campaignId)).toMatchObject({ held: 1, available: 1, soldOut: false });
-  expect((await claim(partner.apiKey, campaignId, 'b')).allocation).not.toBeNull();
+  expect((await server.claim(partner.apiKey, { campaignId, holder: 'b' })).allocation).not.toBeNull();
   expect(await refusedConsistently(partner.apiKey, campaignId, 'late')).toBe('ALL_HELD');
   await notAnnounced(campaignId);
 
@@ -180,8 +178,8 @@ test('a hold keeps a campaign from selling out until it lapses and is claimed; a
 test('WAITLIST_FIRST: a lapsed hold on its way to the waitlist, then the offer, keep the campaign from selling out; the offer confirmed sells it out', async () => {
   const partner = await server.createPartner('waitlisted');
   const campaignId = await server.openCampaignWith(2, { releasePolicy: 'WAITLIST_FIRST', waitlistOfferSeconds: 600 });
-  await claim(partner.apiKey, campaignId, 'a');
-  const held = await hold(partner.apiKey, campaignId, 'h');
+  await server.claim(partner.apiKey, { campaignId, holder: 'a' });
+  const held = await server.hold(partner.apiKey, { campaignId, holder: 'h' });
   expect(await refusedConsistently(partner.apiKey, campaignId, 'w')).toBe('ALL_HELD');
   const joined = (await server.gql(partner.apiKey, JOIN, { input: { campaignId, holder: 'w' } })).body.data!.joinWaitlist;
   expect(joined.error).toBeNull();
@@ -206,8 +204,8 @@ test('WAITLIST_FIRST: a lapsed hold on its way to the waitlist, then the offer, 
 test('VOID: a held ticket cannot come back, so the campaign is sold out with it held — once, and still after the hold lapses', async () => {
   const partner = await server.createPartner('void');
   const campaignId = await server.openCampaignWith(2, { releasePolicy: 'VOID' });
-  await claim(partner.apiKey, campaignId, 'a');
-  const held = await hold(partner.apiKey, campaignId, 'h');
+  await server.claim(partner.apiKey, { campaignId, holder: 'a' });
+  const held = await server.hold(partner.apiKey, { campaignId, holder: 'h' });
   expect(await refusedConsistently(partner.apiKey, campaignId, 'late')).toBe('SOLD_OUT');
   const s = await stats(campaignId);
   expect(s).toMatchObject({ allocated: 1, held: 1, available: 0, void: 0, soldOut: true });
@@ -225,11 +223,11 @@ test('VOID: a held ticket cannot come back, so the campaign is sold out with it 
 test('a campaign without tickets is not sold out, though a claim finds nothing to take (SOLD_OUT); loading tickets lets claims through', async () => {
   const partner = await server.createPartner('empty');
   const campaignId = await server.openCampaignWith(0);
-  expect((await claim(partner.apiKey, campaignId, 'a')).error?.code).toBe('SOLD_OUT');
+  expect((await server.claim(partner.apiKey, { campaignId, holder: 'a' })).error?.code).toBe('SOLD_OUT');
   expect(await stats(campaignId)).toMatchObject({ total: 0, soldOut: false, soldOutAt: null });
   await notAnnounced(campaignId);
   await server.loadTickets(campaignId, 1);
-  expect((await claim(partner.apiKey, campaignId, 'a')).allocation).not.toBeNull();
+  expect((await server.claim(partner.apiKey, { campaignId, holder: 'a' })).allocation).not.toBeNull();
   expect(await stats(campaignId)).toMatchObject({ total: 1, soldOut: true, soldOutAt: expect.any(String) });
 });
 
