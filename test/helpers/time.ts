@@ -2,6 +2,10 @@
 //
 // - `until` polls for a state and fails with a clear message when it does not come.
 // - `expireHolds` / `setHoldExpiry` move a hold's lease in the database instead of waiting it out.
+// - TestServer's `sweep()` (testServer.ts) runs the hold sweeper once, now, instead of waiting for
+//   its interval; a server started with `holdSweepIntervalMs: 0` sweeps only then.
+// - `untilWebhooksSettled` (receiver.ts) waits for every event to be delivered or given up on: what a
+//   receiver holds then is all it gets.
 // - `sleep` is for the few places where real time is the point: a fault that lasts a while, a
 //   client's back-off, the pace of a background reader, a race spread over an instant.
 //
