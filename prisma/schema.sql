@@ -931,6 +931,11 @@ DECLARE
     v_campaign UUID;
     v_holders TEXT[] := '{}';
     v_i INTEGER;
+    v_row RECORD;
+    v_count RECORD;
+    v_counted_campaigns UUID[] := '{}';
+    v_counted_partners UUID[] := '{}';
+    v_counted_minutes TIMESTAMPTZ[] := '{}';
 BEGIN
     PERFORM tessera_lock_each('campaign', v_campaigns::text[], true);
     PERFORM tessera_lock_each('idempotency_key',
@@ -954,17 +959,34 @@ BEGIN
     END LOOP;
 
     FOR v_i IN 1 .. cardinality(p_campaign_ids) LOOP
-        RETURN QUERY
-            SELECT v_i, o.verdict, o.prior_campaign_id, o.prior_allocation_id, o.id, o.sequence, o.allocated_at,
-                   o.ticket_id, o.ticket_code, o.campaign_name, o.campaign_status, o.campaign_opens_at,
-                   o.campaign_closes_at, o.campaign_per_holder_limit, o.campaign_created_at
-              FROM tessera_claim_one(p_campaign_ids[v_i], p_partner_ids[v_i], p_holders[v_i], p_metadata[v_i],
-                                     p_idempotency_keys[v_i], p_request_hashes[v_i], p_starts[v_i], p_key_everywhere) o;
+        FOR v_row IN SELECT * FROM tessera_claim_one(p_campaign_ids[v_i], p_partner_ids[v_i], p_holders[v_i], p_metadata[v_i],
+                                                     p_idempotency_keys[v_i], p_request_hashes[v_i], p_starts[v_i],
+                                                     p_key_everywhere, false) LOOP
+            ord := v_i; verdict := v_row.verdict; prior_campaign_id := v_row.prior_campaign_id;
+            prior_allocation_id := v_row.prior_allocation_id; id := v_row.id; sequence := v_row.sequence;
+            allocated_at := v_row.allocated_at; ticket_id := v_row.ticket_id; ticket_code := v_row.ticket_code;
+            campaign_name := v_row.campaign_name; campaign_status := v_row.campaign_status;
+            campaign_opens_at := v_row.campaign_opens_at; campaign_closes_at := v_row.campaign_closes_at;
+            campaign_per_holder_limit := v_row.campaign_per_holder_limit; campaign_created_at := v_row.campaign_created_at;
+            IF v_row.id IS NOT NULL THEN
+                v_counted_campaigns := v_counted_campaigns || p_campaign_ids[v_i];
+                v_counted_partners := v_counted_partners || p_partner_ids[v_i];
+                v_counted_minutes := v_counted_minutes || date_trunc('minute', v_row.allocated_at, 'UTC');
+            END IF;
+            RETURN NEXT;
+        END LOOP;
+    END LOOP;
+
+    -- The group's allocations counted once per campaign, partner and minute.
+    FOR v_count IN SELECT c.campaign_id, c.partner_id, c.minute, count(*)::integer AS n
+                     FROM unnest(v_counted_campaigns, v_counted_partners, v_counted_minutes) AS c(campaign_id, partner_id, minute)
+                    GROUP BY 1, 2, 3 ORDER BY 1, 2, 3 LOOP
+        PERFORM tessera_count_allocated(v_count.campaign_id, v_count.partner_id, 'ACTIVE', v_count.n, v_count.minute);
     END LOOP;
 END
 $function$;
 
-CREATE OR REPLACE FUNCTION public.tessera_claim_one(p_campaign_id uuid, p_partner_id uuid, p_holder text, p_metadata jsonb, p_idempotency_key text, p_request_hash text, p_start integer, p_key_everywhere boolean)
+CREATE OR REPLACE FUNCTION public.tessera_claim_one(p_campaign_id uuid, p_partner_id uuid, p_holder text, p_metadata jsonb, p_idempotency_key text, p_request_hash text, p_start integer, p_key_everywhere boolean, p_count boolean DEFAULT true)
  RETURNS TABLE(ord integer, verdict text, prior_campaign_id uuid, prior_allocation_id uuid, id uuid, sequence bigint, allocated_at timestamp with time zone, ticket_id bigint, ticket_code text, campaign_name text, campaign_status campaign_status, campaign_opens_at timestamp with time zone, campaign_closes_at timestamp with time zone, campaign_per_holder_limit integer, campaign_created_at timestamp with time zone)
  LANGUAGE plpgsql
 AS $function$
@@ -999,7 +1021,7 @@ BEGIN
 
     SELECT r.id, r.sequence, r.allocated_at INTO id, sequence, allocated_at
       FROM tessera_record_allocations(p_campaign_id, p_partner_id, p_holder, p_metadata, p_idempotency_key, p_request_hash,
-                                      'ACTIVE', NULL, ARRAY[ticket_id], NULL, NULL, NULL, true) r;
+                                      'ACTIVE', NULL, ARRAY[ticket_id], NULL, NULL, NULL, true, p_count) r;
 
     SELECT cp.name, cp.status, cp.opens_at, cp.closes_at, cp.per_holder_limit, cp.created_at
       INTO campaign_name, campaign_status, campaign_opens_at, campaign_closes_at, campaign_per_holder_limit, campaign_created_at
@@ -1238,6 +1260,29 @@ BEGIN
          WHERE t.campaign_id = p_campaign_id AND t.id = confirmed.ticket_id AND t.status = 'HELD';
     END IF;
     RETURN NEXT;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.tessera_count_allocated(p_campaign_id uuid, p_partner_id uuid, p_status allocation_status, p_n integer, p_minute timestamp with time zone)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    v_slot INTEGER := pg_backend_pid();
+    v_active INTEGER := CASE WHEN p_status = 'ACTIVE' THEN p_n ELSE 0 END;
+    v_held INTEGER := CASE WHEN p_status = 'HELD' THEN p_n ELSE 0 END;
+BEGIN
+    IF p_n <= 0 THEN RETURN; END IF;
+    INSERT INTO campaign_counters AS c (campaign_id, slot, allocated, held)
+    VALUES (p_campaign_id, v_slot, v_active, v_held)
+    ON CONFLICT (campaign_id, slot) DO UPDATE SET allocated = c.allocated + EXCLUDED.allocated, held = c.held + EXCLUDED.held;
+    INSERT INTO partner_counters AS c (campaign_id, partner_id, slot, active, held)
+    VALUES (p_campaign_id, p_partner_id, v_slot, v_active, v_held)
+    ON CONFLICT (campaign_id, partner_id, slot) DO UPDATE SET active = c.active + EXCLUDED.active, held = c.held + EXCLUDED.held;
+    IF v_active > 0 THEN
+        INSERT INTO minute_counters AS c (campaign_id, minute, slot, active) VALUES (p_campaign_id, p_minute, v_slot, v_active)
+        ON CONFLICT (campaign_id, minute, slot) DO UPDATE SET active = c.active + EXCLUDED.active;
+    END IF;
 END
 $function$;
 
@@ -2177,17 +2222,14 @@ BEGIN
 END
 $function$;
 
-CREATE OR REPLACE FUNCTION public.tessera_record_allocations(p_campaign_id uuid, p_partner_id uuid, p_holder text, p_metadata jsonb, p_idempotency_key text, p_request_hash text, p_status allocation_status, p_expires_at timestamp with time zone, p_tickets bigint[], p_from_allotment boolean[], p_waitlist_entry_id uuid, p_ballot_entry_id uuid, p_events boolean)
+CREATE OR REPLACE FUNCTION public.tessera_record_allocations(p_campaign_id uuid, p_partner_id uuid, p_holder text, p_metadata jsonb, p_idempotency_key text, p_request_hash text, p_status allocation_status, p_expires_at timestamp with time zone, p_tickets bigint[], p_from_allotment boolean[], p_waitlist_entry_id uuid, p_ballot_entry_id uuid, p_events boolean, p_count boolean DEFAULT true)
  RETURNS TABLE(id uuid, ticket_id bigint, request_index integer, sequence bigint, allocated_at timestamp with time zone, expires_at timestamp with time zone)
  LANGUAGE plpgsql
 AS $function$
 #variable_conflict use_column
 DECLARE
     v_n INTEGER := COALESCE(cardinality(p_tickets), 0);
-    v_slot INTEGER := pg_backend_pid();
     v_events BOOLEAN;
-    v_active INTEGER := CASE WHEN p_status = 'ACTIVE' THEN 1 ELSE 0 END;
-    v_held INTEGER := CASE WHEN p_status = 'HELD' THEN 1 ELSE 0 END;
     v_minute TIMESTAMPTZ;
     v_in_minute INTEGER := 0;
     i INTEGER;
@@ -2206,31 +2248,20 @@ BEGIN
             INSERT INTO webhook_events (type, campaign_id, partner_id, allocation_id, expires_at)
             VALUES (CASE WHEN p_status = 'HELD' THEN 'HOLD_CREATED' ELSE 'ALLOCATION_CREATED' END, p_campaign_id, p_partner_id, id, p_expires_at);
         END IF;
-        -- The timeline: ACTIVE allocations per minute they became ACTIVE, one upsert per minute.
-        IF v_active = 1 THEN
-            IF v_minute IS DISTINCT FROM date_trunc('minute', allocated_at, 'UTC') THEN
-                IF v_in_minute > 0 THEN
-                    INSERT INTO minute_counters AS c (campaign_id, minute, slot, active) VALUES (p_campaign_id, v_minute, v_slot, v_in_minute)
-                    ON CONFLICT (campaign_id, minute, slot) DO UPDATE SET active = c.active + EXCLUDED.active;
-                END IF;
-                v_minute := date_trunc('minute', allocated_at, 'UTC');
-                v_in_minute := 0;
-            END IF;
-            v_in_minute := v_in_minute + 1;
+        -- Counted per minute the allocations became ACTIVE (the timeline's buckets): one call a minute.
+        IF p_count AND v_minute IS DISTINCT FROM date_trunc('minute', allocated_at, 'UTC') THEN
+            PERFORM tessera_count_allocated(p_campaign_id, p_partner_id, p_status, v_in_minute, v_minute);
+            v_minute := date_trunc('minute', allocated_at, 'UTC');
+            v_in_minute := 0;
         END IF;
+        v_in_minute := v_in_minute + 1;
         RETURN NEXT;
     END LOOP;
-    IF v_in_minute > 0 THEN
-        INSERT INTO minute_counters AS c (campaign_id, minute, slot, active) VALUES (p_campaign_id, v_minute, v_slot, v_in_minute)
-        ON CONFLICT (campaign_id, minute, slot) DO UPDATE SET active = c.active + EXCLUDED.active;
+    IF p_count THEN
+        PERFORM tessera_count_allocated(p_campaign_id, p_partner_id, p_status, v_in_minute, v_minute);
     END IF;
-
-    INSERT INTO campaign_counters AS c (campaign_id, slot, allocated, held)
-    VALUES (p_campaign_id, v_slot, v_active * v_n, v_held * v_n)
-    ON CONFLICT (campaign_id, slot) DO UPDATE SET allocated = c.allocated + EXCLUDED.allocated, held = c.held + EXCLUDED.held;
-    INSERT INTO partner_counters AS c (campaign_id, partner_id, slot, active, held)
-    VALUES (p_campaign_id, p_partner_id, v_slot, v_active * v_n, v_held * v_n)
-    ON CONFLICT (campaign_id, partner_id, slot) DO UPDATE SET active = c.active + EXCLUDED.active, held = c.held + EXCLUDED.held;
+    -- The quota's live at once, whoever counts the rest: a later gate in the transaction reads it (the
+    -- caller's gate locked the row before the pick).
     UPDATE partner_quotas q SET live = q.live + v_n WHERE q.campaign_id = p_campaign_id AND q.partner_id = p_partner_id;
 END
 $function$;

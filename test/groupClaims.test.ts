@@ -1,7 +1,9 @@
+// @dialects postgresql citus
 // Group claims: concurrent claimTicket requests served by shared statements.
 // (Every race test in this suite runs with group claims on; these tests check the batching itself.)
 import { createDatabase } from '../src/db/client';
-import { ClaimBatcher } from '../src/services/claimBatcher';
+import { ClaimBatcher } from '../src/claim/batcher';
+import { dialectOf } from '../src/db/dialect';
 import { citusNodes } from './helpers/citus';
 import { ADMIN_KEY, assertPoolInvariants, startTestServer, TEST_DATABASE_CONFIG, type TestServer } from './helpers/testServer';
 
@@ -60,9 +62,9 @@ test('requests with one key waiting for one campaign follow the first one: one s
   const partner = await server.createPartner();
   const campaignId = await server.openCampaignWith(10);
   // A database of the batcher's own, so that its statement count is only the batcher's.
-  const db = createDatabase({ ...TEST_DATABASE_CONFIG, url: server.databaseUrl, citus: onCitus });
+  const db = createDatabase({ ...TEST_DATABASE_CONFIG, url: server.databaseUrl, dialect: dialectOf(onCitus ? 'citus' : 'postgresql') });
   try {
-    const batcher = new ClaimBatcher(db, { maxBatch: 32, maxInFlight: 1, ...(onCitus ? { groupBy: 'campaign' as const } : {}), maxWaitMs: 60_000, maxWaiting: 0 });
+    const batcher = new ClaimBatcher(db, { maxBatch: 32, maxInFlight: 1, maxWaitMs: 60_000, maxWaiting: 0 });
     const request = { campaignId, partnerId: partner.id, holder: 'burst', metadata: null, idempotencyKey: 'burst', requestHash: 'same' };
     await db.prisma.$queryRaw`SELECT 1`; // connected: the count below is the claims' alone
     const before = db.statements.count;

@@ -9,7 +9,8 @@
 -- then the partners' quota rows, by campaign and partner. Then each request is tessera_claim_one,
 -- which takes the same locks again (re-entrant within the transaction), so two groups, or a group
 -- and a lone claim, never wait for each other in a cycle. Each request sees what the earlier ones
--- did, so a holder limit or a quota the group reaches is final, as for a lone claim.
+-- did, so a holder limit or a quota the group reaches is final, as for a lone claim. The group's
+-- allocations are counted once at its end, per campaign, partner and minute (tessera_count_allocated).
 --
 -- Every statement names one campaign: a group of one campaign's requests, called on the node holding
 -- it (tessera_claim_campaign_group on Citus), runs whole there.
@@ -38,6 +39,11 @@ DECLARE
     v_campaign UUID;
     v_holders TEXT[] := '{}';
     v_i INTEGER;
+    v_row RECORD;
+    v_count RECORD;
+    v_counted_campaigns UUID[] := '{}';
+    v_counted_partners UUID[] := '{}';
+    v_counted_minutes TIMESTAMPTZ[] := '{}';
 BEGIN
     PERFORM tessera_lock_each('campaign', v_campaigns::text[], true);
     PERFORM tessera_lock_each('idempotency_key',
@@ -61,12 +67,29 @@ BEGIN
     END LOOP;
 
     FOR v_i IN 1 .. cardinality(p_campaign_ids) LOOP
-        RETURN QUERY
-            SELECT v_i, o.verdict, o.prior_campaign_id, o.prior_allocation_id, o.id, o.sequence, o.allocated_at,
-                   o.ticket_id, o.ticket_code, o.campaign_name, o.campaign_status, o.campaign_opens_at,
-                   o.campaign_closes_at, o.campaign_per_holder_limit, o.campaign_created_at
-              FROM tessera_claim_one(p_campaign_ids[v_i], p_partner_ids[v_i], p_holders[v_i], p_metadata[v_i],
-                                     p_idempotency_keys[v_i], p_request_hashes[v_i], p_starts[v_i], p_key_everywhere) o;
+        FOR v_row IN SELECT * FROM tessera_claim_one(p_campaign_ids[v_i], p_partner_ids[v_i], p_holders[v_i], p_metadata[v_i],
+                                                     p_idempotency_keys[v_i], p_request_hashes[v_i], p_starts[v_i],
+                                                     p_key_everywhere, false) LOOP
+            ord := v_i; verdict := v_row.verdict; prior_campaign_id := v_row.prior_campaign_id;
+            prior_allocation_id := v_row.prior_allocation_id; id := v_row.id; sequence := v_row.sequence;
+            allocated_at := v_row.allocated_at; ticket_id := v_row.ticket_id; ticket_code := v_row.ticket_code;
+            campaign_name := v_row.campaign_name; campaign_status := v_row.campaign_status;
+            campaign_opens_at := v_row.campaign_opens_at; campaign_closes_at := v_row.campaign_closes_at;
+            campaign_per_holder_limit := v_row.campaign_per_holder_limit; campaign_created_at := v_row.campaign_created_at;
+            IF v_row.id IS NOT NULL THEN
+                v_counted_campaigns := v_counted_campaigns || p_campaign_ids[v_i];
+                v_counted_partners := v_counted_partners || p_partner_ids[v_i];
+                v_counted_minutes := v_counted_minutes || date_trunc('minute', v_row.allocated_at, 'UTC');
+            END IF;
+            RETURN NEXT;
+        END LOOP;
+    END LOOP;
+
+    -- The group's allocations counted once per campaign, partner and minute.
+    FOR v_count IN SELECT c.campaign_id, c.partner_id, c.minute, count(*)::integer AS n
+                     FROM unnest(v_counted_campaigns, v_counted_partners, v_counted_minutes) AS c(campaign_id, partner_id, minute)
+                    GROUP BY 1, 2, 3 ORDER BY 1, 2, 3 LOOP
+        PERFORM tessera_count_allocated(v_count.campaign_id, v_count.partner_id, 'ACTIVE', v_count.n, v_count.minute);
     END LOOP;
 END
 $$;

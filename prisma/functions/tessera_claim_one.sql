@@ -16,13 +16,15 @@
 --    AVAILABLE partial index cannot serve the UPDATE: on a table never analyzed, right after a load,
 --    the planner would take it on campaign_id alone and filter the whole campaign
 --    (test/plan.test.ts).
--- 5. The allocation, its counters and its event: tessera_record_allocations.
+-- 5. The allocation, its counters and its event: tessera_record_allocations (p_count false: the
+--    caller, a group, counts all its requests' allocations once at its end).
 --
 -- Nothing found: the row comes back OK without an allocation, and the second look decides (it takes
 -- over expired holds, waits for tickets in flight, and tells SOLD_OUT from ALL_HELD).
 --
 -- Every statement names the campaign, so on Citus the whole call runs on the node holding it.
 DROP FUNCTION IF EXISTS "tessera_claim_one"(UUID, UUID, TEXT, JSONB, TEXT, TEXT, INTEGER);
+DROP FUNCTION IF EXISTS "tessera_claim_one"(UUID, UUID, TEXT, JSONB, TEXT, TEXT, INTEGER, BOOLEAN);
 CREATE OR REPLACE FUNCTION "tessera_claim_one"(
     p_campaign_id UUID,
     p_partner_id UUID,
@@ -31,7 +33,8 @@ CREATE OR REPLACE FUNCTION "tessera_claim_one"(
     p_idempotency_key TEXT,
     p_request_hash TEXT,
     p_start INTEGER,
-    p_key_everywhere BOOLEAN
+    p_key_everywhere BOOLEAN,
+    p_count BOOLEAN DEFAULT true
 ) RETURNS TABLE (
     ord INTEGER, verdict TEXT, prior_campaign_id UUID, prior_allocation_id UUID, id UUID, sequence BIGINT,
     allocated_at TIMESTAMPTZ, ticket_id BIGINT, ticket_code TEXT, campaign_name TEXT, campaign_status campaign_status,
@@ -71,7 +74,7 @@ BEGIN
 
     SELECT r.id, r.sequence, r.allocated_at INTO id, sequence, allocated_at
       FROM tessera_record_allocations(p_campaign_id, p_partner_id, p_holder, p_metadata, p_idempotency_key, p_request_hash,
-                                      'ACTIVE', NULL, ARRAY[ticket_id], NULL, NULL, NULL, true) r;
+                                      'ACTIVE', NULL, ARRAY[ticket_id], NULL, NULL, NULL, true, p_count) r;
 
     SELECT cp.name, cp.status, cp.opens_at, cp.closes_at, cp.per_holder_limit, cp.created_at
       INTO campaign_name, campaign_status, campaign_opens_at, campaign_closes_at, campaign_per_holder_limit, campaign_created_at

@@ -8,16 +8,17 @@
 --   - one allocation per ticket, p_status (ACTIVE or HELD, with p_expires_at), request_index 0, 1, …
 --     in p_tickets' order; sequence and allocated_at come from the row trigger
 --     tessera_number_allocation as each row is inserted;
---   - the counters, in this backend's own slot so no two sessions wait on one counter row: the
---     campaign's allocated or held, the partner's active or held, the timeline's ACTIVE
---     allocations per minute, and partner_quotas.live where the partner has a quota here (the
---     caller's gate locked that row before the pick);
+--   - partner_quotas.live, where the partner has a quota here (the caller's gate locked that row);
+--   - unless p_count is false, their counters (tessera_count_allocated): a caller that records
+--     many requests' allocations in one transaction (tessera_claim_group) counts them itself, once
+--     per campaign, partner and minute;
 --   - with p_events, one webhook event per allocation (ALLOCATION_CREATED, or HOLD_CREATED for a
 --     hold) while some endpoint is enabled. A caller that announces its allocations otherwise (a
 --     waitlist offer) passes false.
 -- Changes to allocations afterwards are counted by the UPDATE trigger (tessera_count_allocations).
 --
 -- Every statement names the campaign, so on Citus a call made on the campaign's node runs there.
+DROP FUNCTION IF EXISTS "tessera_record_allocations"(UUID, UUID, TEXT, JSONB, TEXT, TEXT, allocation_status, TIMESTAMPTZ, BIGINT[], BOOLEAN[], UUID, UUID, BOOLEAN);
 CREATE OR REPLACE FUNCTION "tessera_record_allocations"(
     p_campaign_id UUID,
     p_partner_id UUID,
@@ -31,17 +32,15 @@ CREATE OR REPLACE FUNCTION "tessera_record_allocations"(
     p_from_allotment BOOLEAN[],
     p_waitlist_entry_id UUID,
     p_ballot_entry_id UUID,
-    p_events BOOLEAN
+    p_events BOOLEAN,
+    p_count BOOLEAN DEFAULT true
 ) RETURNS TABLE (id UUID, ticket_id BIGINT, request_index INTEGER, sequence BIGINT, allocated_at TIMESTAMPTZ, expires_at TIMESTAMPTZ)
   LANGUAGE plpgsql VOLATILE
 AS $$
 #variable_conflict use_column
 DECLARE
     v_n INTEGER := COALESCE(cardinality(p_tickets), 0);
-    v_slot INTEGER := pg_backend_pid();
     v_events BOOLEAN;
-    v_active INTEGER := CASE WHEN p_status = 'ACTIVE' THEN 1 ELSE 0 END;
-    v_held INTEGER := CASE WHEN p_status = 'HELD' THEN 1 ELSE 0 END;
     v_minute TIMESTAMPTZ;
     v_in_minute INTEGER := 0;
     i INTEGER;
@@ -60,31 +59,20 @@ BEGIN
             INSERT INTO webhook_events (type, campaign_id, partner_id, allocation_id, expires_at)
             VALUES (CASE WHEN p_status = 'HELD' THEN 'HOLD_CREATED' ELSE 'ALLOCATION_CREATED' END, p_campaign_id, p_partner_id, id, p_expires_at);
         END IF;
-        -- The timeline: ACTIVE allocations per minute they became ACTIVE, one upsert per minute.
-        IF v_active = 1 THEN
-            IF v_minute IS DISTINCT FROM date_trunc('minute', allocated_at, 'UTC') THEN
-                IF v_in_minute > 0 THEN
-                    INSERT INTO minute_counters AS c (campaign_id, minute, slot, active) VALUES (p_campaign_id, v_minute, v_slot, v_in_minute)
-                    ON CONFLICT (campaign_id, minute, slot) DO UPDATE SET active = c.active + EXCLUDED.active;
-                END IF;
-                v_minute := date_trunc('minute', allocated_at, 'UTC');
-                v_in_minute := 0;
-            END IF;
-            v_in_minute := v_in_minute + 1;
+        -- Counted per minute the allocations became ACTIVE (the timeline's buckets): one call a minute.
+        IF p_count AND v_minute IS DISTINCT FROM date_trunc('minute', allocated_at, 'UTC') THEN
+            PERFORM tessera_count_allocated(p_campaign_id, p_partner_id, p_status, v_in_minute, v_minute);
+            v_minute := date_trunc('minute', allocated_at, 'UTC');
+            v_in_minute := 0;
         END IF;
+        v_in_minute := v_in_minute + 1;
         RETURN NEXT;
     END LOOP;
-    IF v_in_minute > 0 THEN
-        INSERT INTO minute_counters AS c (campaign_id, minute, slot, active) VALUES (p_campaign_id, v_minute, v_slot, v_in_minute)
-        ON CONFLICT (campaign_id, minute, slot) DO UPDATE SET active = c.active + EXCLUDED.active;
+    IF p_count THEN
+        PERFORM tessera_count_allocated(p_campaign_id, p_partner_id, p_status, v_in_minute, v_minute);
     END IF;
-
-    INSERT INTO campaign_counters AS c (campaign_id, slot, allocated, held)
-    VALUES (p_campaign_id, v_slot, v_active * v_n, v_held * v_n)
-    ON CONFLICT (campaign_id, slot) DO UPDATE SET allocated = c.allocated + EXCLUDED.allocated, held = c.held + EXCLUDED.held;
-    INSERT INTO partner_counters AS c (campaign_id, partner_id, slot, active, held)
-    VALUES (p_campaign_id, p_partner_id, v_slot, v_active * v_n, v_held * v_n)
-    ON CONFLICT (campaign_id, partner_id, slot) DO UPDATE SET active = c.active + EXCLUDED.active, held = c.held + EXCLUDED.held;
+    -- The quota's live at once, whoever counts the rest: a later gate in the transaction reads it (the
+    -- caller's gate locked the row before the pick).
     UPDATE partner_quotas q SET live = q.live + v_n WHERE q.campaign_id = p_campaign_id AND q.partner_id = p_partner_id;
 END
 $$;
