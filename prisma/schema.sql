@@ -511,6 +511,29 @@ CREATE INDEX webhook_endpoints_partner_id_idx ON public.webhook_endpoints USING 
 
 -- Functions (from prisma/functions/)
 
+CREATE OR REPLACE FUNCTION public.tessera_advisory_class(p_class text)
+ RETURNS integer
+ LANGUAGE plpgsql
+ IMMUTABLE
+AS $function$
+DECLARE
+    v_class INTEGER := CASE p_class
+        WHEN 'campaign' THEN 1
+        WHEN 'idempotency_key' THEN 2
+        WHEN 'holder' THEN 3
+        WHEN 'endpoint_owner' THEN 4
+        WHEN 'delivery_lease' THEN 5
+        WHEN 'waitlist' THEN 6
+        WHEN 'ballot_pass' THEN 7
+    END;
+BEGIN
+    IF v_class IS NULL THEN
+        RAISE EXCEPTION 'no advisory lock class %', p_class USING ERRCODE = 'P0001';
+    END IF;
+    RETURN v_class;
+END
+$function$;
+
 CREATE OR REPLACE FUNCTION public.tessera_allocation_sequence(p_campaign_id uuid)
  RETURNS text
  LANGUAGE sql
@@ -1867,28 +1890,10 @@ $function$;
 
 CREATE OR REPLACE FUNCTION public.tessera_lock(p_class text, p_key text, p_shared boolean DEFAULT false)
  RETURNS void
- LANGUAGE plpgsql
+ LANGUAGE sql
 AS $function$
-DECLARE
-    v_class INTEGER := CASE p_class
-        WHEN 'campaign' THEN 1
-        WHEN 'idempotency_key' THEN 2
-        WHEN 'holder' THEN 3
-        WHEN 'endpoint_owner' THEN 4
-        WHEN 'delivery_lease' THEN 5
-        WHEN 'waitlist' THEN 6
-        WHEN 'ballot_pass' THEN 7
-    END;
-BEGIN
-    IF v_class IS NULL THEN
-        RAISE EXCEPTION 'tessera_lock: no lock class %', p_class USING ERRCODE = 'P0001';
-    END IF;
-    IF p_shared THEN
-        PERFORM pg_advisory_xact_lock_shared(v_class, hashtext(p_key));
-    ELSE
-        PERFORM pg_advisory_xact_lock(v_class, hashtext(p_key));
-    END IF;
-END
+    SELECT CASE WHEN p_shared THEN pg_advisory_xact_lock_shared(tessera_advisory_class(p_class), hashtext(p_key))
+                ELSE pg_advisory_xact_lock(tessera_advisory_class(p_class), hashtext(p_key)) END
 $function$;
 
 CREATE OR REPLACE FUNCTION public.tessera_lock_campaign_gate(p_campaign_id uuid)
@@ -2249,8 +2254,10 @@ BEGIN
             VALUES (CASE WHEN p_status = 'HELD' THEN 'HOLD_CREATED' ELSE 'ALLOCATION_CREATED' END, p_campaign_id, p_partner_id, id, p_expires_at);
         END IF;
         -- Counted per minute the allocations became ACTIVE (the timeline's buckets): one call a minute.
-        IF p_count AND v_minute IS DISTINCT FROM date_trunc('minute', allocated_at, 'UTC') THEN
-            PERFORM tessera_count_allocated(p_campaign_id, p_partner_id, p_status, v_in_minute, v_minute);
+        IF v_minute IS DISTINCT FROM date_trunc('minute', allocated_at, 'UTC') THEN
+            IF p_count AND v_in_minute > 0 THEN
+                PERFORM tessera_count_allocated(p_campaign_id, p_partner_id, p_status, v_in_minute, v_minute);
+            END IF;
             v_minute := date_trunc('minute', allocated_at, 'UTC');
             v_in_minute := 0;
         END IF;

@@ -6,7 +6,7 @@
 -- those locks. A VOLATILE function gets a fresh snapshot for each statement it runs (READ
 -- COMMITTED), which one plain SQL statement cannot do. It never touches a ticket row.
 --
--- Locks, always in this order (tessera_lock names the classes), the advisory ones transaction-scoped
+-- Locks, always in this order (tessera_advisory_class names the classes), the advisory ones transaction-scoped
 -- (safe behind PgBouncer):
 --   1. the campaign gate, SHARED. closeCampaign takes it EXCLUSIVE: the lock manager queues new
 --      shared requests behind a waiting exclusive one, so a close waits only for the claims already

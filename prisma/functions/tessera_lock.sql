@@ -1,44 +1,13 @@
--- Every advisory lock Tessera takes inside a transaction, named by what it guards. The classes — the
--- first half of a lock's key — are numbered here and nowhere else; the second half is hashtext() of
--- the key given:
+-- Takes one advisory lock inside the transaction: of the class named p_class (tessera_advisory_class
+-- numbers them and says in which order a transaction takes them), keyed by hashtext(p_key), shared
+-- or exclusive. Every advisory lock Tessera takes in a transaction is taken through it.
 --
---   campaign         1  a campaign's gate, keyed by its id: SHARED by every claim, hold,
---                       confirmation, release, waitlist and ballot step and sweep of the campaign;
---                       EXCLUSIVE by what changes what a claim may do (close, update, quotas, a draw,
---                       verify/repair, test resets and purges), which so waits for the claims past it
---   idempotency_key  2  a partner's idempotency key: '<partner id>:<key>'
---   holder           3  a holder of a campaign with a per-holder limit: '<campaign>:<partner>:<holder>'
---   endpoint_owner   4  the webhook endpoints of one owner (a partner, or the operators), counted
---                       against their limit
---   delivery_lease   5  the webhook dispatcher's lease (one key)
---   waitlist         6  a campaign's waitlist queue, keyed by the campaign's id
---   ballot_pass      7  a ballot's passing-on of declined wins, keyed by the campaign's id
---
--- Order: a transaction takes its locks in class order (campaign, idempotency_key, holder), then the
--- partners' quota rows (FOR UPDATE, by campaign and partner), then waitlist or ballot_pass; within a
--- class, several keys in hash order (tessera_lock_each). No two transactions can then wait on each
--- other in a cycle.
+-- One SQL expression, so that PostgreSQL inlines it into the statement that calls it: the class of
+-- a constant name is folded in when the statement is planned, and a lock costs what
+-- pg_advisory_xact_lock itself costs.
 CREATE OR REPLACE FUNCTION "tessera_lock"(p_class TEXT, p_key TEXT, p_shared BOOLEAN DEFAULT false) RETURNS VOID
-  LANGUAGE plpgsql VOLATILE
+  LANGUAGE sql VOLATILE
 AS $$
-DECLARE
-    v_class INTEGER := CASE p_class
-        WHEN 'campaign' THEN 1
-        WHEN 'idempotency_key' THEN 2
-        WHEN 'holder' THEN 3
-        WHEN 'endpoint_owner' THEN 4
-        WHEN 'delivery_lease' THEN 5
-        WHEN 'waitlist' THEN 6
-        WHEN 'ballot_pass' THEN 7
-    END;
-BEGIN
-    IF v_class IS NULL THEN
-        RAISE EXCEPTION 'tessera_lock: no lock class %', p_class USING ERRCODE = 'P0001';
-    END IF;
-    IF p_shared THEN
-        PERFORM pg_advisory_xact_lock_shared(v_class, hashtext(p_key));
-    ELSE
-        PERFORM pg_advisory_xact_lock(v_class, hashtext(p_key));
-    END IF;
-END
+    SELECT CASE WHEN p_shared THEN pg_advisory_xact_lock_shared(tessera_advisory_class(p_class), hashtext(p_key))
+                ELSE pg_advisory_xact_lock(tessera_advisory_class(p_class), hashtext(p_key)) END
 $$;

@@ -60,8 +60,10 @@ BEGIN
             VALUES (CASE WHEN p_status = 'HELD' THEN 'HOLD_CREATED' ELSE 'ALLOCATION_CREATED' END, p_campaign_id, p_partner_id, id, p_expires_at);
         END IF;
         -- Counted per minute the allocations became ACTIVE (the timeline's buckets): one call a minute.
-        IF p_count AND v_minute IS DISTINCT FROM date_trunc('minute', allocated_at, 'UTC') THEN
-            PERFORM tessera_count_allocated(p_campaign_id, p_partner_id, p_status, v_in_minute, v_minute);
+        IF v_minute IS DISTINCT FROM date_trunc('minute', allocated_at, 'UTC') THEN
+            IF p_count AND v_in_minute > 0 THEN
+                PERFORM tessera_count_allocated(p_campaign_id, p_partner_id, p_status, v_in_minute, v_minute);
+            END IF;
             v_minute := date_trunc('minute', allocated_at, 'UTC');
             v_in_minute := 0;
         END IF;
