@@ -596,11 +596,9 @@ DECLARE
     v_partners UUID[];
     v_tickets BIGINT[];
     v_from BOOLEAN[];
-    v_holder TEXT;
-    v_metadata JSONB;
-    n INTEGER;
-    i INTEGER := 1;
-    j INTEGER;
+    v_indexes INTEGER[];
+    v_holders TEXT[];
+    v_metadata JSONB[];
 BEGIN
     SELECT COALESCE(sum(w.quantity), 0) INTO wanted FROM tessera_ballot_winners w;
     IF wanted = 0 THEN
@@ -622,9 +620,12 @@ BEGIN
           FROM ranked r CROSS JOIN LATERAL generate_series(1, r.quantity) AS g
     )
     SELECT array_agg(s.entry_id ORDER BY s.rank, s.request_index), array_agg(s.partner_id ORDER BY s.rank, s.request_index),
-           array_agg(p.id ORDER BY s.rank, s.request_index), array_agg(s.from_allotment ORDER BY s.rank, s.request_index)
-      INTO v_entries, v_partners, v_tickets, v_from
-      FROM slots s JOIN tessera_ballot_pool p ON p.owner = s.owner AND p.n = s.n;
+           array_agg(p.id ORDER BY s.rank, s.request_index), array_agg(s.from_allotment ORDER BY s.rank, s.request_index),
+           array_agg(s.request_index ORDER BY s.rank, s.request_index),
+           array_agg(e.holder ORDER BY s.rank, s.request_index), array_agg(e.metadata ORDER BY s.rank, s.request_index)
+      INTO v_entries, v_partners, v_tickets, v_from, v_indexes, v_holders, v_metadata
+      FROM slots s JOIN tessera_ballot_pool p ON p.owner = s.owner AND p.n = s.n
+      JOIN ballot_entries e ON e.campaign_id = p_campaign_id AND e.id = s.entry_id;
 
     UPDATE tickets t SET status = 'HELD'
      WHERE t.campaign_id = p_campaign_id AND t.id = ANY(v_tickets) AND t.status IN ('AVAILABLE', 'ALLOTTED');
@@ -633,16 +634,9 @@ BEGIN
         RAISE EXCEPTION 'ballot holds: % tickets wanted, % taken', wanted, taken USING ERRCODE = 'P0001';
     END IF;
 
-    -- One winner (a run of one entry in the arrays) at a time.
-    n := cardinality(v_entries);
-    WHILE i <= n LOOP
-        j := i;
-        WHILE j < n AND v_entries[j + 1] = v_entries[i] LOOP j := j + 1; END LOOP;
-        SELECT e.holder, e.metadata INTO v_holder, v_metadata FROM ballot_entries e WHERE e.campaign_id = p_campaign_id AND e.id = v_entries[i];
-        made := made + (SELECT count(*) FROM tessera_record_allocations(p_campaign_id, v_partners[i], v_holder, v_metadata, NULL, NULL, 'HELD',
-                                                                        p_expires, v_tickets[i:j], v_from[i:j], NULL, v_entries[i], true));
-        i := j + 1;
-    END LOOP;
+    SELECT count(*) INTO made
+      FROM tessera_record_allocations(p_campaign_id, 'HELD', p_expires, v_tickets, v_partners, v_holders, v_metadata, NULL, NULL,
+                                      v_indexes, v_from, NULL, v_entries, true);
 
     IF made <> wanted THEN
         RAISE EXCEPTION 'ballot holds: % tickets wanted, % allocations made', wanted, made USING ERRCODE = 'P0001';
@@ -950,16 +944,41 @@ CREATE OR REPLACE FUNCTION public.tessera_claim_group(p_campaign_ids uuid[], p_p
 AS $function$
 #variable_conflict use_column
 DECLARE
+    v_n INTEGER := cardinality(p_campaign_ids);
     v_campaigns UUID[] := ARRAY(SELECT DISTINCT c FROM unnest(p_campaign_ids) c ORDER BY c);
     v_campaign UUID;
     v_holders TEXT[] := '{}';
+    v_holder_ranks INTEGER[];
+    v_partner_ranks INTEGER[];
+    -- per request
+    v_verdicts TEXT[] := array_fill(NULL::text, ARRAY[v_n]);
+    v_prior_campaigns UUID[] := array_fill(NULL::uuid, ARRAY[v_n]);
+    v_prior_allocations UUID[] := array_fill(NULL::uuid, ARRAY[v_n]);
+    v_ids UUID[] := array_fill(NULL::uuid, ARRAY[v_n]);
+    v_sequences BIGINT[] := array_fill(NULL::bigint, ARRAY[v_n]);
+    v_allocated_ats TIMESTAMPTZ[] := array_fill(NULL::timestamptz, ARRAY[v_n]);
+    v_ticket_ids BIGINT[] := array_fill(NULL::bigint, ARRAY[v_n]);
+    v_ticket_codes TEXT[] := array_fill(NULL::text, ARRAY[v_n]);
+    v_campaign_rows campaigns[] := array_fill(NULL::campaigns, ARRAY[v_n]);
+    -- per campaign
+    v_wanted INTEGER[];
+    v_start INTEGER;
+    v_picked BIGINT[];
+    v_more BIGINT[];
+    v_taken BIGINT[];
+    v_codes TEXT[];
+    v_cp campaigns;
+    v_gate RECORD;
+    v_made RECORD;
+    v_r_partners UUID[];
+    v_r_holders TEXT[];
+    v_r_metadata JSONB[];
+    v_r_keys TEXT[];
+    v_r_hashes TEXT[];
+    v_k INTEGER;
     v_i INTEGER;
-    v_row RECORD;
-    v_count RECORD;
-    v_counted_campaigns UUID[] := '{}';
-    v_counted_partners UUID[] := '{}';
-    v_counted_minutes TIMESTAMPTZ[] := '{}';
 BEGIN
+    -- 1. Locks.
     PERFORM tessera_lock_each('campaign', v_campaigns::text[], true);
     PERFORM tessera_lock_each('idempotency_key',
                               ARRAY(SELECT k.partner_id::text || ':' || k.idempotency_key
@@ -981,35 +1000,92 @@ BEGIN
             FOR UPDATE;
     END LOOP;
 
-    FOR v_i IN 1 .. cardinality(p_campaign_ids) LOOP
-        FOR v_row IN SELECT * FROM tessera_claim_one(p_campaign_ids[v_i], p_partner_ids[v_i], p_holders[v_i], p_metadata[v_i],
-                                                     p_idempotency_keys[v_i], p_request_hashes[v_i], p_starts[v_i],
-                                                     p_key_everywhere, false) LOOP
-            ord := v_i; verdict := v_row.verdict; prior_campaign_id := v_row.prior_campaign_id;
-            prior_allocation_id := v_row.prior_allocation_id; id := v_row.id; sequence := v_row.sequence;
-            allocated_at := v_row.allocated_at; ticket_id := v_row.ticket_id; ticket_code := v_row.ticket_code;
-            campaign_name := v_row.campaign_name; campaign_status := v_row.campaign_status;
-            campaign_opens_at := v_row.campaign_opens_at; campaign_closes_at := v_row.campaign_closes_at;
-            campaign_per_holder_limit := v_row.campaign_per_holder_limit; campaign_created_at := v_row.campaign_created_at;
-            IF v_row.id IS NOT NULL THEN
-                v_counted_campaigns := v_counted_campaigns || p_campaign_ids[v_i];
-                v_counted_partners := v_counted_partners || p_partner_ids[v_i];
-                v_counted_minutes := v_counted_minutes || date_trunc('minute', v_row.allocated_at, 'UTC');
-            END IF;
-            RETURN NEXT;
+    -- 2. The gates, each request counting the earlier ones of its holder and of its partner.
+    SELECT array_agg(x.holder_rank ORDER BY x.o), array_agg(x.partner_rank ORDER BY x.o) INTO v_holder_ranks, v_partner_ranks
+      FROM (SELECT r.o,
+                   row_number() OVER (PARTITION BY r.campaign_id, r.partner_id, r.holder ORDER BY r.o)::integer AS holder_rank,
+                   row_number() OVER (PARTITION BY r.campaign_id, r.partner_id ORDER BY r.o)::integer AS partner_rank
+              FROM unnest(p_campaign_ids, p_partner_ids, p_holders) WITH ORDINALITY AS r(campaign_id, partner_id, holder, o)) x;
+    FOR v_i IN 1 .. v_n LOOP
+        SELECT g.verdict, g.prior_campaign_id, g.prior_allocation_id INTO v_gate
+          FROM tessera_claim_gate(p_campaign_ids[v_i], p_partner_ids[v_i], p_holders[v_i], p_idempotency_keys[v_i],
+                                  v_holder_ranks[v_i], v_partner_ranks[v_i], p_key_everywhere) g;
+        v_verdicts[v_i] := v_gate.verdict;
+        v_prior_campaigns[v_i] := v_gate.prior_campaign_id;
+        v_prior_allocations[v_i] := v_gate.prior_allocation_id;
+        IF (v_gate.verdict = 'HOLDER_LIMIT_REACHED' AND v_holder_ranks[v_i] > 1)
+           OR (v_gate.verdict = 'PARTNER_QUOTA_REACHED' AND v_partner_ranks[v_i] > 1) THEN
+            v_verdicts[v_i] := 'UNDECIDED';
+        ELSIF v_gate.verdict = 'OK'
+              AND EXISTS (SELECT 1 FROM tickets t
+                           WHERE t.campaign_id = p_campaign_ids[v_i] AND t.status = 'ALLOTTED' AND t.allotted_to = p_partner_ids[v_i]) THEN
+            v_verdicts[v_i] := 'UNDECIDED';
+        END IF;
+    END LOOP;
+
+    -- 3. Per campaign: the pick, the update, the record.
+    FOREACH v_campaign IN ARRAY v_campaigns LOOP
+        v_wanted := ARRAY(SELECT r.o::integer FROM unnest(p_campaign_ids, v_verdicts) WITH ORDINALITY AS r(campaign_id, verdict, o)
+                           WHERE r.campaign_id = v_campaign AND r.verdict = 'OK' ORDER BY r.o);
+        CONTINUE WHEN cardinality(v_wanted) = 0;
+        v_start := p_starts[v_wanted[1]];
+        SELECT COALESCE(array_agg(s.id), '{}') INTO v_picked FROM (
+            SELECT t.id FROM tickets t
+             WHERE t.campaign_id = v_campaign AND t.status = 'AVAILABLE' AND t.pick_order >= v_start
+             ORDER BY t.pick_order LIMIT cardinality(v_wanted) FOR UPDATE SKIP LOCKED) s;
+        IF cardinality(v_picked) < cardinality(v_wanted) AND v_start > 0 THEN
+            SELECT COALESCE(array_agg(s.id), '{}') INTO v_more FROM (
+                SELECT t.id FROM tickets t
+                 WHERE t.campaign_id = v_campaign AND t.status = 'AVAILABLE' AND t.pick_order < v_start
+                 ORDER BY t.pick_order LIMIT cardinality(v_wanted) - cardinality(v_picked) FOR UPDATE SKIP LOCKED) s;
+            v_picked := v_picked || v_more;
+        END IF;
+        CONTINUE WHEN cardinality(v_picked) = 0;
+        -- By primary key, the status re-checked IS NOT DISTINCT FROM so that the AVAILABLE partial
+        -- index cannot serve the UPDATE (tessera_claim_one says why).
+        WITH marked AS (
+            UPDATE tickets t SET status = 'ALLOCATED'
+             WHERE t.campaign_id = v_campaign AND t.id = ANY(v_picked) AND t.status IS NOT DISTINCT FROM 'AVAILABLE'
+            RETURNING t.id, t.code
+        )
+        SELECT array_agg(m.id ORDER BY m.id), array_agg(m.code ORDER BY m.id) INTO v_taken, v_codes FROM marked m;
+        CONTINUE WHEN v_taken IS NULL;
+        v_wanted := v_wanted[1:cardinality(v_taken)];
+        SELECT * INTO v_cp FROM campaigns cp WHERE cp.id = v_campaign;
+        v_r_partners := '{}'; v_r_holders := '{}'; v_r_metadata := '{}'; v_r_keys := '{}'; v_r_hashes := '{}';
+        FOREACH v_k IN ARRAY v_wanted LOOP
+            v_r_partners := v_r_partners || p_partner_ids[v_k];
+            v_r_holders := v_r_holders || p_holders[v_k];
+            v_r_metadata := v_r_metadata || p_metadata[v_k];
+            v_r_keys := v_r_keys || p_idempotency_keys[v_k];
+            v_r_hashes := v_r_hashes || p_request_hashes[v_k];
+        END LOOP;
+        FOR v_made IN SELECT * FROM tessera_record_allocations(v_campaign, 'ACTIVE', NULL, v_taken, v_r_partners, v_r_holders, v_r_metadata,
+                                                               v_r_keys, v_r_hashes, array_fill(0, ARRAY[cardinality(v_taken)]),
+                                                               NULL, NULL, NULL, true) LOOP
+            v_k := v_wanted[v_made.n];
+            v_ids[v_k] := v_made.id;
+            v_sequences[v_k] := v_made.sequence;
+            v_allocated_ats[v_k] := v_made.allocated_at;
+            v_ticket_ids[v_k] := v_made.ticket_id;
+            v_ticket_codes[v_k] := v_codes[v_made.n];
+            v_campaign_rows[v_k] := v_cp;
         END LOOP;
     END LOOP;
 
-    -- The group's allocations counted once per campaign, partner and minute.
-    FOR v_count IN SELECT c.campaign_id, c.partner_id, c.minute, count(*)::integer AS n
-                     FROM unnest(v_counted_campaigns, v_counted_partners, v_counted_minutes) AS c(campaign_id, partner_id, minute)
-                    GROUP BY 1, 2, 3 ORDER BY 1, 2, 3 LOOP
-        PERFORM tessera_count_allocated(v_count.campaign_id, v_count.partner_id, 'ACTIVE', v_count.n, v_count.minute);
+    FOR v_i IN 1 .. v_n LOOP
+        ord := v_i; verdict := v_verdicts[v_i]; prior_campaign_id := v_prior_campaigns[v_i];
+        prior_allocation_id := v_prior_allocations[v_i]; id := v_ids[v_i]; sequence := v_sequences[v_i];
+        allocated_at := v_allocated_ats[v_i]; ticket_id := v_ticket_ids[v_i]; ticket_code := v_ticket_codes[v_i];
+        campaign_name := (v_campaign_rows[v_i]).name; campaign_status := (v_campaign_rows[v_i]).status;
+        campaign_opens_at := (v_campaign_rows[v_i]).opens_at; campaign_closes_at := (v_campaign_rows[v_i]).closes_at;
+        campaign_per_holder_limit := (v_campaign_rows[v_i]).per_holder_limit; campaign_created_at := (v_campaign_rows[v_i]).created_at;
+        RETURN NEXT;
     END LOOP;
 END
 $function$;
 
-CREATE OR REPLACE FUNCTION public.tessera_claim_one(p_campaign_id uuid, p_partner_id uuid, p_holder text, p_metadata jsonb, p_idempotency_key text, p_request_hash text, p_start integer, p_key_everywhere boolean, p_count boolean DEFAULT true)
+CREATE OR REPLACE FUNCTION public.tessera_claim_one(p_campaign_id uuid, p_partner_id uuid, p_holder text, p_metadata jsonb, p_idempotency_key text, p_request_hash text, p_start integer, p_key_everywhere boolean)
  RETURNS TABLE(ord integer, verdict text, prior_campaign_id uuid, prior_allocation_id uuid, id uuid, sequence bigint, allocated_at timestamp with time zone, ticket_id bigint, ticket_code text, campaign_name text, campaign_status campaign_status, campaign_opens_at timestamp with time zone, campaign_closes_at timestamp with time zone, campaign_per_holder_limit integer, campaign_created_at timestamp with time zone)
  LANGUAGE plpgsql
 AS $function$
@@ -1043,8 +1119,8 @@ BEGIN
     IF ticket_code IS NULL THEN ticket_id := NULL; RETURN NEXT; RETURN; END IF;
 
     SELECT r.id, r.sequence, r.allocated_at INTO id, sequence, allocated_at
-      FROM tessera_record_allocations(p_campaign_id, p_partner_id, p_holder, p_metadata, p_idempotency_key, p_request_hash,
-                                      'ACTIVE', NULL, ARRAY[ticket_id], NULL, NULL, NULL, true, p_count) r;
+      FROM tessera_record_allocations(p_campaign_id, 'ACTIVE', NULL, ARRAY[ticket_id], ARRAY[p_partner_id], ARRAY[p_holder],
+                                      ARRAY[p_metadata], ARRAY[p_idempotency_key], ARRAY[p_request_hash], NULL, NULL, NULL, NULL, true) r;
 
     SELECT cp.name, cp.status, cp.opens_at, cp.closes_at, cp.per_holder_limit, cp.created_at
       INTO campaign_name, campaign_status, campaign_opens_at, campaign_closes_at, campaign_per_holder_limit, campaign_created_at
@@ -1250,11 +1326,13 @@ BEGIN
     campaign_id := p_campaign_id; partner_id := p_partner_id; holder := p_holder; metadata := p_metadata;
     idempotency_key := p_idempotency_key; request_hash := p_request_hash; status := v_status;
     released_at := NULL; confirmed_at := NULL;
-    FOR r IN SELECT * FROM tessera_record_allocations(p_campaign_id, p_partner_id, p_holder, p_metadata, p_idempotency_key,
-                                                      p_request_hash, v_status, v_expires, v_taken, v_from_allotment,
-                                                      NULL, NULL, true) LOOP
+    i := cardinality(v_taken);
+    FOR r IN SELECT * FROM tessera_record_allocations(p_campaign_id, v_status, v_expires, v_taken, array_fill(p_partner_id, ARRAY[i]),
+                                                      array_fill(p_holder, ARRAY[i]), array_fill(p_metadata, ARRAY[i]),
+                                                      array_fill(p_idempotency_key, ARRAY[i]), array_fill(p_request_hash, ARRAY[i]),
+                                                      NULL, v_from_allotment, NULL, NULL, true) LOOP
         id := r.id; ticket_id := r.ticket_id; sequence := r.sequence; allocated_at := r.allocated_at;
-        expires_at := r.expires_at; request_index := r.request_index; ticket_code := v_codes[r.request_index + 1];
+        expires_at := r.expires_at; request_index := r.n - 1; ticket_code := v_codes[r.n];
         RETURN NEXT;
     END LOOP;
 END
@@ -1283,29 +1361,6 @@ BEGIN
          WHERE t.campaign_id = p_campaign_id AND t.id = confirmed.ticket_id AND t.status = 'HELD';
     END IF;
     RETURN NEXT;
-END
-$function$;
-
-CREATE OR REPLACE FUNCTION public.tessera_count_allocated(p_campaign_id uuid, p_partner_id uuid, p_status allocation_status, p_n integer, p_minute timestamp with time zone)
- RETURNS void
- LANGUAGE plpgsql
-AS $function$
-DECLARE
-    v_slot INTEGER := pg_backend_pid();
-    v_active INTEGER := CASE WHEN p_status = 'ACTIVE' THEN p_n ELSE 0 END;
-    v_held INTEGER := CASE WHEN p_status = 'HELD' THEN p_n ELSE 0 END;
-BEGIN
-    IF p_n <= 0 THEN RETURN; END IF;
-    INSERT INTO campaign_counters AS c (campaign_id, slot, allocated, held)
-    VALUES (p_campaign_id, v_slot, v_active, v_held)
-    ON CONFLICT (campaign_id, slot) DO UPDATE SET allocated = c.allocated + EXCLUDED.allocated, held = c.held + EXCLUDED.held;
-    INSERT INTO partner_counters AS c (campaign_id, partner_id, slot, active, held)
-    VALUES (p_campaign_id, p_partner_id, v_slot, v_active, v_held)
-    ON CONFLICT (campaign_id, partner_id, slot) DO UPDATE SET active = c.active + EXCLUDED.active, held = c.held + EXCLUDED.held;
-    IF v_active > 0 THEN
-        INSERT INTO minute_counters AS c (campaign_id, minute, slot, active) VALUES (p_campaign_id, p_minute, v_slot, v_active)
-        ON CONFLICT (campaign_id, minute, slot) DO UPDATE SET active = c.active + EXCLUDED.active;
-    END IF;
 END
 $function$;
 
@@ -2059,10 +2114,11 @@ BEGIN
                      'id', m.id, 'campaignId', p_campaign_id, 'partnerId', e.partner_id,
                      'holder', e.holder, 'sequence', m.sequence, 'status', 'HELD',
                      'expiresAt', to_char(m.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-                     'ticket', jsonb_build_object('code', v_codes[m.request_index + 1])) ORDER BY m.sequence)
+                     'ticket', jsonb_build_object('code', v_codes[m.n])) ORDER BY m.sequence)
               INTO v_made
-              FROM tessera_record_allocations(p_campaign_id, e.partner_id, e.holder, e.metadata, NULL, NULL, 'HELD', expires,
-                                              v_taken, NULL, e.id, NULL, false) m;
+              FROM tessera_record_allocations(p_campaign_id, 'HELD', expires, v_taken, array_fill(e.partner_id, ARRAY[COALESCE(cardinality(v_taken), 0)]),
+                                              array_fill(e.holder, ARRAY[COALESCE(cardinality(v_taken), 0)]), array_fill(e.metadata, ARRAY[COALESCE(cardinality(v_taken), 0)]),
+                                              NULL, NULL, NULL, NULL, array_fill(e.id, ARRAY[COALESCE(cardinality(v_taken), 0)]), NULL, false) m;
 
             IF EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.enabled) THEN
                 INSERT INTO webhook_events (type, campaign_id, partner_id, data, created_at)
@@ -2227,49 +2283,73 @@ BEGIN
 END
 $function$;
 
-CREATE OR REPLACE FUNCTION public.tessera_record_allocations(p_campaign_id uuid, p_partner_id uuid, p_holder text, p_metadata jsonb, p_idempotency_key text, p_request_hash text, p_status allocation_status, p_expires_at timestamp with time zone, p_tickets bigint[], p_from_allotment boolean[], p_waitlist_entry_id uuid, p_ballot_entry_id uuid, p_events boolean, p_count boolean DEFAULT true)
- RETURNS TABLE(id uuid, ticket_id bigint, request_index integer, sequence bigint, allocated_at timestamp with time zone, expires_at timestamp with time zone)
+CREATE OR REPLACE FUNCTION public.tessera_record_allocations(p_campaign_id uuid, p_status allocation_status, p_expires_at timestamp with time zone, p_tickets bigint[], p_partner_ids uuid[], p_holders text[], p_metadata jsonb[], p_idempotency_keys text[], p_request_hashes text[], p_request_indexes integer[], p_from_allotment boolean[], p_waitlist_entry_ids uuid[], p_ballot_entry_ids uuid[], p_events boolean)
+ RETURNS TABLE(n integer, id uuid, ticket_id bigint, sequence bigint, allocated_at timestamp with time zone, expires_at timestamp with time zone)
  LANGUAGE plpgsql
 AS $function$
 #variable_conflict use_column
 DECLARE
-    v_n INTEGER := COALESCE(cardinality(p_tickets), 0);
+    v_count INTEGER := COALESCE(cardinality(p_tickets), 0);
+    v_slot INTEGER := pg_backend_pid();
+    v_active BOOLEAN := p_status = 'ACTIVE';
     v_events BOOLEAN;
+    v_partners UUID[] := '{}';
+    v_per_partner INTEGER[] := '{}';
+    v_minutes TIMESTAMPTZ[] := '{}';
+    v_per_minute INTEGER[] := '{}';
     v_minute TIMESTAMPTZ;
-    v_in_minute INTEGER := 0;
+    j INTEGER;
     i INTEGER;
 BEGIN
-    IF v_n = 0 THEN RETURN; END IF;
+    IF v_count = 0 THEN RETURN; END IF;
     v_events := p_events AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.enabled);
 
-    FOR i IN 1 .. v_n LOOP
+    FOR i IN 1 .. v_count LOOP
         INSERT INTO allocations AS a (campaign_id, ticket_id, partner_id, holder, metadata, idempotency_key, request_hash,
                                       status, expires_at, request_index, from_allotment, waitlist_entry_id, ballot_entry_id)
-        VALUES (p_campaign_id, p_tickets[i], p_partner_id, p_holder, p_metadata, p_idempotency_key, p_request_hash,
-                p_status, p_expires_at, i - 1, COALESCE(p_from_allotment[i], false), p_waitlist_entry_id, p_ballot_entry_id)
-        RETURNING a.id, a.ticket_id, a.request_index, a.sequence, a.allocated_at, a.expires_at
-             INTO id, ticket_id, request_index, sequence, allocated_at, expires_at;
+        VALUES (p_campaign_id, p_tickets[i], p_partner_ids[i], p_holders[i], p_metadata[i], p_idempotency_keys[i], p_request_hashes[i],
+                p_status, p_expires_at, COALESCE(p_request_indexes[i], i - 1), COALESCE(p_from_allotment[i], false),
+                p_waitlist_entry_ids[i], p_ballot_entry_ids[i])
+        RETURNING a.id, a.ticket_id, a.sequence, a.allocated_at, a.expires_at INTO id, ticket_id, sequence, allocated_at, expires_at;
         IF v_events THEN
             INSERT INTO webhook_events (type, campaign_id, partner_id, allocation_id, expires_at)
-            VALUES (CASE WHEN p_status = 'HELD' THEN 'HOLD_CREATED' ELSE 'ALLOCATION_CREATED' END, p_campaign_id, p_partner_id, id, p_expires_at);
+            VALUES (CASE WHEN v_active THEN 'ALLOCATION_CREATED' ELSE 'HOLD_CREATED' END, p_campaign_id, p_partner_ids[i], id, p_expires_at);
         END IF;
-        -- Counted per minute the allocations became ACTIVE (the timeline's buckets): one call a minute.
-        IF v_minute IS DISTINCT FROM date_trunc('minute', allocated_at, 'UTC') THEN
-            IF p_count AND v_in_minute > 0 THEN
-                PERFORM tessera_count_allocated(p_campaign_id, p_partner_id, p_status, v_in_minute, v_minute);
-            END IF;
-            v_minute := date_trunc('minute', allocated_at, 'UTC');
-            v_in_minute := 0;
+        -- Tallied per partner and per minute (expressions, no query): counted below, once each.
+        j := array_position(v_partners, p_partner_ids[i]);
+        IF j IS NULL THEN
+            v_partners := v_partners || p_partner_ids[i];
+            v_per_partner := v_per_partner || 1;
+        ELSE
+            v_per_partner[j] := v_per_partner[j] + 1;
         END IF;
-        v_in_minute := v_in_minute + 1;
+        v_minute := date_trunc('minute', allocated_at, 'UTC');
+        j := array_position(v_minutes, v_minute);
+        IF j IS NULL THEN
+            v_minutes := v_minutes || v_minute;
+            v_per_minute := v_per_minute || 1;
+        ELSE
+            v_per_minute[j] := v_per_minute[j] + 1;
+        END IF;
+        n := i;
         RETURN NEXT;
     END LOOP;
-    IF p_count THEN
-        PERFORM tessera_count_allocated(p_campaign_id, p_partner_id, p_status, v_in_minute, v_minute);
+
+    INSERT INTO campaign_counters AS c (campaign_id, slot, allocated, held)
+    VALUES (p_campaign_id, v_slot, CASE WHEN v_active THEN v_count ELSE 0 END, CASE WHEN v_active THEN 0 ELSE v_count END)
+    ON CONFLICT (campaign_id, slot) DO UPDATE SET allocated = c.allocated + EXCLUDED.allocated, held = c.held + EXCLUDED.held;
+    FOR j IN 1 .. cardinality(v_partners) LOOP
+        INSERT INTO partner_counters AS c (campaign_id, partner_id, slot, active, held)
+        VALUES (p_campaign_id, v_partners[j], v_slot, CASE WHEN v_active THEN v_per_partner[j] ELSE 0 END, CASE WHEN v_active THEN 0 ELSE v_per_partner[j] END)
+        ON CONFLICT (campaign_id, partner_id, slot) DO UPDATE SET active = c.active + EXCLUDED.active, held = c.held + EXCLUDED.held;
+        UPDATE partner_quotas q SET live = q.live + v_per_partner[j] WHERE q.campaign_id = p_campaign_id AND q.partner_id = v_partners[j];
+    END LOOP;
+    IF v_active THEN
+        FOR j IN 1 .. cardinality(v_minutes) LOOP
+            INSERT INTO minute_counters AS c (campaign_id, minute, slot, active) VALUES (p_campaign_id, v_minutes[j], v_slot, v_per_minute[j])
+            ON CONFLICT (campaign_id, minute, slot) DO UPDATE SET active = c.active + EXCLUDED.active;
+        END LOOP;
     END IF;
-    -- The quota's live at once, whoever counts the rest: a later gate in the transaction reads it (the
-    -- caller's gate locked the row before the pick).
-    UPDATE partner_quotas q SET live = q.live + v_n WHERE q.campaign_id = p_campaign_id AND q.partner_id = p_partner_id;
 END
 $function$;
 

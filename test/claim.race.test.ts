@@ -106,8 +106,8 @@ test('a claim answers SOLD_OUT once the locked last ticket is committed to anoth
     await untilSessionsWaitForLock(server.sql, 1, { message: 'the claim to wait for the locked last ticket' });
     // Another claim's allocation, recorded as every claim records one.
     await inFlight.query(
-      `SELECT count(*) FROM tessera_record_allocations($1, $2, 'first', NULL, NULL, NULL, 'ACTIVE', NULL,
-                                                       ARRAY(SELECT id FROM tickets WHERE campaign_id = $1), NULL, NULL, NULL, true)`,
+      `SELECT count(*) FROM tessera_record_allocations($1, 'ACTIVE', NULL, ARRAY(SELECT id FROM tickets WHERE campaign_id = $1),
+                                                       ARRAY[$2::uuid], ARRAY['first'], NULL, NULL, NULL, NULL, NULL, NULL, NULL, true)`,
       [campaignId, partner.id],
     );
     await inFlight.query('COMMIT');

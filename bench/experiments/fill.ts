@@ -58,8 +58,10 @@ async function fillTo(sql: Client, campaignId: string, share: number, total: num
     `WITH picked AS MATERIALIZED (SELECT id FROM tickets WHERE campaign_id = $1 AND status = 'AVAILABLE' ORDER BY random() LIMIT $2),
           claimed AS (UPDATE tickets t SET status = 'ALLOCATED' FROM picked p
                        WHERE t.campaign_id = $1 AND t.id = p.id AND t.status = 'AVAILABLE' RETURNING t.id)
-     SELECT count(*) FROM tessera_record_allocations($1, $3, 'bulk-fill', NULL, NULL, NULL, 'ACTIVE', NULL,
-                                                     ARRAY(SELECT id FROM claimed), NULL, NULL, NULL, true)`,
+     SELECT count(*) FROM tessera_record_allocations($1, 'ACTIVE', NULL, tickets, array_fill($3::uuid, ARRAY[cardinality(tickets)]),
+                                                     array_fill('bulk-fill'::text, ARRAY[cardinality(tickets)]), NULL, NULL, NULL,
+                                                     array_fill(0, ARRAY[cardinality(tickets)]), NULL, NULL, NULL, true)
+       FROM (SELECT ARRAY(SELECT id FROM claimed) AS tickets) c`,
     [campaignId, target - current, OPERATOR_PARTNER_ID],
   );
 }

@@ -3,8 +3,8 @@
 -- from_allot first from its partner's allotment, the rest from the shared pool — tickets of the
 -- temporary table tessera_ballot_pool (tessera_ballot_pool, locked by this transaction), each owner's
 -- taken in pick order, the winners served in rank order. The tickets are picked and marked HELD in
--- one pass; then each winner's allocations are recorded (tessera_record_allocations: rows, counters,
--- HOLD_CREATED events), in rank order. Raises if a ticket could not be taken — the caller's
+-- one pass, then recorded in one call (tessera_record_allocations: rows in rank order, counters,
+-- HOLD_CREATED events). Raises if a ticket could not be taken — the caller's
 -- transaction then writes nothing.
 CREATE OR REPLACE FUNCTION "tessera_ballot_hold_winners"(p_campaign_id UUID, p_expires TIMESTAMPTZ) RETURNS INTEGER
   LANGUAGE plpgsql VOLATILE
@@ -17,11 +17,9 @@ DECLARE
     v_partners UUID[];
     v_tickets BIGINT[];
     v_from BOOLEAN[];
-    v_holder TEXT;
-    v_metadata JSONB;
-    n INTEGER;
-    i INTEGER := 1;
-    j INTEGER;
+    v_indexes INTEGER[];
+    v_holders TEXT[];
+    v_metadata JSONB[];
 BEGIN
     SELECT COALESCE(sum(w.quantity), 0) INTO wanted FROM tessera_ballot_winners w;
     IF wanted = 0 THEN
@@ -43,9 +41,12 @@ BEGIN
           FROM ranked r CROSS JOIN LATERAL generate_series(1, r.quantity) AS g
     )
     SELECT array_agg(s.entry_id ORDER BY s.rank, s.request_index), array_agg(s.partner_id ORDER BY s.rank, s.request_index),
-           array_agg(p.id ORDER BY s.rank, s.request_index), array_agg(s.from_allotment ORDER BY s.rank, s.request_index)
-      INTO v_entries, v_partners, v_tickets, v_from
-      FROM slots s JOIN tessera_ballot_pool p ON p.owner = s.owner AND p.n = s.n;
+           array_agg(p.id ORDER BY s.rank, s.request_index), array_agg(s.from_allotment ORDER BY s.rank, s.request_index),
+           array_agg(s.request_index ORDER BY s.rank, s.request_index),
+           array_agg(e.holder ORDER BY s.rank, s.request_index), array_agg(e.metadata ORDER BY s.rank, s.request_index)
+      INTO v_entries, v_partners, v_tickets, v_from, v_indexes, v_holders, v_metadata
+      FROM slots s JOIN tessera_ballot_pool p ON p.owner = s.owner AND p.n = s.n
+      JOIN ballot_entries e ON e.campaign_id = p_campaign_id AND e.id = s.entry_id;
 
     UPDATE tickets t SET status = 'HELD'
      WHERE t.campaign_id = p_campaign_id AND t.id = ANY(v_tickets) AND t.status IN ('AVAILABLE', 'ALLOTTED');
@@ -54,16 +55,9 @@ BEGIN
         RAISE EXCEPTION 'ballot holds: % tickets wanted, % taken', wanted, taken USING ERRCODE = 'P0001';
     END IF;
 
-    -- One winner (a run of one entry in the arrays) at a time.
-    n := cardinality(v_entries);
-    WHILE i <= n LOOP
-        j := i;
-        WHILE j < n AND v_entries[j + 1] = v_entries[i] LOOP j := j + 1; END LOOP;
-        SELECT e.holder, e.metadata INTO v_holder, v_metadata FROM ballot_entries e WHERE e.campaign_id = p_campaign_id AND e.id = v_entries[i];
-        made := made + (SELECT count(*) FROM tessera_record_allocations(p_campaign_id, v_partners[i], v_holder, v_metadata, NULL, NULL, 'HELD',
-                                                                        p_expires, v_tickets[i:j], v_from[i:j], NULL, v_entries[i], true));
-        i := j + 1;
-    END LOOP;
+    SELECT count(*) INTO made
+      FROM tessera_record_allocations(p_campaign_id, 'HELD', p_expires, v_tickets, v_partners, v_holders, v_metadata, NULL, NULL,
+                                      v_indexes, v_from, NULL, v_entries, true);
 
     IF made <> wanted THEN
         RAISE EXCEPTION 'ballot holds: % tickets wanted, % allocations made', wanted, made USING ERRCODE = 'P0001';

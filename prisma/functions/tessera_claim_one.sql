@@ -1,6 +1,6 @@
--- The first look of a claimTicket request: the gate, one AVAILABLE ticket, its allocation. Called
--- alone in its transaction for a request that goes alone, and once per request by tessera_claim_group
--- for requests that go together.
+-- The first look of a claimTicket request that goes alone: the gate, one AVAILABLE ticket, its
+-- allocation, alone in its transaction. (Requests that go together take the same steps in one call
+-- of tessera_claim_group.)
 --
 -- 1. tessera_claim_gate: the locks (the campaign's gate shared, the idempotency key, the holder, the
 --    partner's quota row) and the campaign's rules, read after them. Anything but OK is the answer.
@@ -16,15 +16,14 @@
 --    AVAILABLE partial index cannot serve the UPDATE: on a table never analyzed, right after a load,
 --    the planner would take it on campaign_id alone and filter the whole campaign
 --    (test/plan.test.ts).
--- 5. The allocation, its counters and its event: tessera_record_allocations (p_count false: the
---    caller, a group, counts all its requests' allocations once at its end).
+-- 5. The allocation, its counters and its event: tessera_record_allocations.
 --
 -- Nothing found: the row comes back OK without an allocation, and the second look decides (it takes
 -- over expired holds, waits for tickets in flight, and tells SOLD_OUT from ALL_HELD).
 --
 -- Every statement names the campaign, so on Citus the whole call runs on the node holding it.
 DROP FUNCTION IF EXISTS "tessera_claim_one"(UUID, UUID, TEXT, JSONB, TEXT, TEXT, INTEGER);
-DROP FUNCTION IF EXISTS "tessera_claim_one"(UUID, UUID, TEXT, JSONB, TEXT, TEXT, INTEGER, BOOLEAN);
+DROP FUNCTION IF EXISTS "tessera_claim_one"(UUID, UUID, TEXT, JSONB, TEXT, TEXT, INTEGER, BOOLEAN, BOOLEAN);
 CREATE OR REPLACE FUNCTION "tessera_claim_one"(
     p_campaign_id UUID,
     p_partner_id UUID,
@@ -33,8 +32,7 @@ CREATE OR REPLACE FUNCTION "tessera_claim_one"(
     p_idempotency_key TEXT,
     p_request_hash TEXT,
     p_start INTEGER,
-    p_key_everywhere BOOLEAN,
-    p_count BOOLEAN DEFAULT true
+    p_key_everywhere BOOLEAN
 ) RETURNS TABLE (
     ord INTEGER, verdict TEXT, prior_campaign_id UUID, prior_allocation_id UUID, id UUID, sequence BIGINT,
     allocated_at TIMESTAMPTZ, ticket_id BIGINT, ticket_code TEXT, campaign_name TEXT, campaign_status campaign_status,
@@ -73,8 +71,8 @@ BEGIN
     IF ticket_code IS NULL THEN ticket_id := NULL; RETURN NEXT; RETURN; END IF;
 
     SELECT r.id, r.sequence, r.allocated_at INTO id, sequence, allocated_at
-      FROM tessera_record_allocations(p_campaign_id, p_partner_id, p_holder, p_metadata, p_idempotency_key, p_request_hash,
-                                      'ACTIVE', NULL, ARRAY[ticket_id], NULL, NULL, NULL, true, p_count) r;
+      FROM tessera_record_allocations(p_campaign_id, 'ACTIVE', NULL, ARRAY[ticket_id], ARRAY[p_partner_id], ARRAY[p_holder],
+                                      ARRAY[p_metadata], ARRAY[p_idempotency_key], ARRAY[p_request_hash], NULL, NULL, NULL, NULL, true) r;
 
     SELECT cp.name, cp.status, cp.opens_at, cp.closes_at, cp.per_holder_limit, cp.created_at
       INTO campaign_name, campaign_status, campaign_opens_at, campaign_closes_at, campaign_per_holder_limit, campaign_created_at

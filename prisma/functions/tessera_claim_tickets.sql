@@ -263,11 +263,13 @@ BEGIN
     campaign_id := p_campaign_id; partner_id := p_partner_id; holder := p_holder; metadata := p_metadata;
     idempotency_key := p_idempotency_key; request_hash := p_request_hash; status := v_status;
     released_at := NULL; confirmed_at := NULL;
-    FOR r IN SELECT * FROM tessera_record_allocations(p_campaign_id, p_partner_id, p_holder, p_metadata, p_idempotency_key,
-                                                      p_request_hash, v_status, v_expires, v_taken, v_from_allotment,
-                                                      NULL, NULL, true) LOOP
+    i := cardinality(v_taken);
+    FOR r IN SELECT * FROM tessera_record_allocations(p_campaign_id, v_status, v_expires, v_taken, array_fill(p_partner_id, ARRAY[i]),
+                                                      array_fill(p_holder, ARRAY[i]), array_fill(p_metadata, ARRAY[i]),
+                                                      array_fill(p_idempotency_key, ARRAY[i]), array_fill(p_request_hash, ARRAY[i]),
+                                                      NULL, v_from_allotment, NULL, NULL, true) LOOP
         id := r.id; ticket_id := r.ticket_id; sequence := r.sequence; allocated_at := r.allocated_at;
-        expires_at := r.expires_at; request_index := r.request_index; ticket_code := v_codes[r.request_index + 1];
+        expires_at := r.expires_at; request_index := r.n - 1; ticket_code := v_codes[r.n];
         RETURN NEXT;
     END LOOP;
 END

@@ -93,10 +93,11 @@ BEGIN
                      'id', m.id, 'campaignId', p_campaign_id, 'partnerId', e.partner_id,
                      'holder', e.holder, 'sequence', m.sequence, 'status', 'HELD',
                      'expiresAt', to_char(m.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-                     'ticket', jsonb_build_object('code', v_codes[m.request_index + 1])) ORDER BY m.sequence)
+                     'ticket', jsonb_build_object('code', v_codes[m.n])) ORDER BY m.sequence)
               INTO v_made
-              FROM tessera_record_allocations(p_campaign_id, e.partner_id, e.holder, e.metadata, NULL, NULL, 'HELD', expires,
-                                              v_taken, NULL, e.id, NULL, false) m;
+              FROM tessera_record_allocations(p_campaign_id, 'HELD', expires, v_taken, array_fill(e.partner_id, ARRAY[COALESCE(cardinality(v_taken), 0)]),
+                                              array_fill(e.holder, ARRAY[COALESCE(cardinality(v_taken), 0)]), array_fill(e.metadata, ARRAY[COALESCE(cardinality(v_taken), 0)]),
+                                              NULL, NULL, NULL, NULL, array_fill(e.id, ARRAY[COALESCE(cardinality(v_taken), 0)]), NULL, false) m;
 
             IF EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.enabled) THEN
                 INSERT INTO webhook_events (type, campaign_id, partner_id, data, created_at)
