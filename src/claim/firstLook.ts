@@ -40,7 +40,7 @@ export type FirstLook =
   | { kind: 'UNDECIDED' };
 
 /** A row of tessera_claim_one (and of the group functions, one per request, `ord` from 1). */
-export type FirstLookRow = CampaignColumns & {
+type FirstLookRow = CampaignColumns & {
   ord: number | string;
   verdict: string;
   prior_campaign_id: string | null;

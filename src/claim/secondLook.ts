@@ -12,7 +12,7 @@
 // and takes what comes back. It never waits on a hold.
 import { toAllocation, type AllocationRow } from '../db/allocationRow';
 import { campaignOf, type CampaignColumns } from '../db/campaignColumns';
-import type { ClaimRequest } from './firstLook';
+import { keyEverywhere, type ClaimRequest } from './firstLook';
 import { inTransaction, type ClaimClient, type KeyCheck } from './transaction';
 import type { AllocationModel, CampaignModel, TicketModel } from '../models';
 import type { Span } from '../tracing';
@@ -110,7 +110,7 @@ export function claimStatement(p: ClaimTicketParams, keys: KeyCheck = 'in-gate')
       p.kind === 'hold' ? p.ttlSeconds : null,
       p.start,
       p.wait,
-      keys === 'in-gate',
+      keyEverywhere({ keyCheck: keys }),
     ],
   };
 }

@@ -62,24 +62,25 @@ export function csvCell(value: unknown): string {
   return typeof value === 'number' && cell === text ? cell : `"${cell.replace(/"/g, '""')}"`;
 }
 
+/** One allocation's values in HEADER's order (metadata as JSON text; null where there is none). */
+export function exportValues(a: ExportedAllocation): unknown[] {
+  return [
+    a.sequence,
+    a.id,
+    a.ticket.code,
+    a.holder,
+    a.partner.id,
+    a.partner.name,
+    a.status,
+    a.allocatedAt,
+    a.expiresAt,
+    a.releasedAt,
+    a.idempotencyKey,
+    a.metadata === null || a.metadata === undefined ? null : JSON.stringify(a.metadata),
+  ];
+}
+
 /** One allocation as one CSV line, in HEADER's order. */
 export function csvRow(a: ExportedAllocation): string {
-  return (
-    [
-      a.sequence,
-      a.id,
-      a.ticket.code,
-      a.holder,
-      a.partner.id,
-      a.partner.name,
-      a.status,
-      a.allocatedAt,
-      a.expiresAt,
-      a.releasedAt,
-      a.idempotencyKey,
-      a.metadata === null || a.metadata === undefined ? null : JSON.stringify(a.metadata),
-    ]
-      .map(csvCell)
-      .join(',') + '\n'
-  );
+  return exportValues(a).map(csvCell).join(',') + '\n';
 }

@@ -2,21 +2,13 @@
 // The verdict is on standard output; the exit status is 1 when a campaign drifts.
 import { Command } from 'commander';
 import { createClient, type Client } from './client';
+import type { Drift } from '../db/verifyCampaign';
 import { EXIT } from './errors';
 import { apiKey, withConnectionOptions, endpointOf, timeoutMs, type ConnectionOptions } from './options';
 
 interface VerifyOptions extends ConnectionOptions {
   campaign?: string;
   repair?: boolean;
-}
-
-interface Drift {
-  check: string;
-  subject: string | null;
-  expected: string;
-  found: string;
-  size: number;
-  repairable: boolean;
 }
 
 interface Verification {
